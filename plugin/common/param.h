@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Every ZSM_* environment variable, in one table.  Each is read once, when
+ * the plugin first initialises, and checked against its range or choices;
+ * docs/configuration.md is rendered from this table by zsm-info.
+ */
+#ifndef ZSM_COMMON_PARAM_H
+#define ZSM_COMMON_PARAM_H
+
+#include <stdio.h>
+
+enum zsm_param_type {
+	ZSM_PARAM_INT,
+	ZSM_PARAM_BOOL,
+	ZSM_PARAM_ENUM, /* stored as the index into choices */
+	ZSM_PARAM_STR,
+};
+
+/* X(name, type, default, min, max, choices, help) */
+#define ZSM_PARAM_TABLE(X)                                                    \
+	X(LOG, ZSM_PARAM_ENUM, "warn", 0, 0, "warn|info|trace",              \
+	  "Log level on stderr when NCCL gives no logger (NCCL_DEBUG "        \
+	  "filters NCCL's own).")                                             \
+	X(PROVIDER, ZSM_PARAM_STR, "auto", 0, 0, NULL,                        \
+	  "libfabric provider. 'auto' takes the best offered per NIC: efa, "  \
+	  "cxi, verbs;ofi_rxm, tcp;ofi_rxm. A name ('tcp;ofi_rxm', or "       \
+	  "'tcp' for tcp;ofi_rxm) forces that provider. FI_PROVIDER also "    \
+	  "filters what libfabric offers.")                                   \
+	X(DOMAIN, ZSM_PARAM_STR, "", 0, 0, NULL,                              \
+	  "Comma-separated libfabric domains (NICs) to use, e.g. 'lo' or "    \
+	  "'eth0,eth1'. Empty: every NIC but loopback, or loopback when it "  \
+	  "is the only one.")                                                 \
+	X(PROXY, ZSM_PARAM_ENUM, "thread", 0, 0, "thread|inline",             \
+	  "Who drives progress: the plugin's proxy thread, or the caller's "  \
+	  "test() (inline, for debugging and comparison).")                   \
+	X(PROXY_ASSIST, ZSM_PARAM_BOOL, "1", 0, 1, NULL,                      \
+	  "With ZSM_PROXY=thread, let test() run one progress pass itself "   \
+	  "when the proxy is not busy, which saves a thread hand-off.")       \
+	X(PROXY_SPIN_US, ZSM_PARAM_INT, "50", 0, 1000000, NULL,               \
+	  "How long the proxy thread polls without finding work before it "   \
+	  "sleeps (microseconds).")                                           \
+	X(QUEUE_DEPTH, ZSM_PARAM_INT, "4096", 64, 65536, NULL,                \
+	  "Descriptor queue slots (rounded up to a power of two). A full "    \
+	  "queue makes isend/irecv return a NULL request (retry).")           \
+	X(CONNECT_TIMEOUT_MS, ZSM_PARAM_INT, "30000", 100, 3600000, NULL,     \
+	  "How long connect() waits for the listener's answer before it "     \
+	  "fails.")                                                           \
+	X(MR_CACHE, ZSM_PARAM_BOOL, "1", 0, 1, NULL,                          \
+	  "Share one provider registration among overlapping live "          \
+	  "registrations of the same domain.")                                \
+	X(PEER_CHECK_MS, ZSM_PARAM_INT, "1000", 0, 600000, NULL,              \
+	  "A receive comm waiting this long probes its sender; a dead "       \
+	  "sender fails the pending receives. 0 disables the probe.")
+
+enum zsm_param_id {
+#define ZSM_PARAM_ENUM_ID(name, ...) ZSM_P_##name,
+	ZSM_PARAM_TABLE(ZSM_PARAM_ENUM_ID)
+#undef ZSM_PARAM_ENUM_ID
+	ZSM_P_COUNT
+};
+
+struct zsm_param_desc {
+	const char *name; /* without the ZSM_ prefix */
+	enum zsm_param_type type;
+	const char *def;
+	long long min;
+	long long max;
+	const char *choices;
+	const char *help;
+};
+
+extern const struct zsm_param_desc zsm_param_descs[ZSM_P_COUNT];
+
+typedef const char *(*zsm_param_getenv_fn)(const char *name);
+
+/*
+ * Parse every variable through getenv_fn (NULL: getenv).  Returns 0, or
+ * -EINVAL after logging which variable was wrong and what it allows; the
+ * previous values are kept on error.
+ */
+int zsm_param_load(zsm_param_getenv_fn getenv_fn);
+long long zsm_param_int(enum zsm_param_id id);
+const char *zsm_param_str(enum zsm_param_id id);
+/* 1 when the value came from the environment, 0 for the default. */
+int zsm_param_from_env(enum zsm_param_id id);
+void zsm_param_print_md(FILE *out);
+void zsm_param_print_values(FILE *out);
+
+#endif

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The version-neutral plugin API.  The ncclNetPlugin_vN tables in
+ * plugin/abi are thin shims over these functions; everything here returns
+ * 0 or -errno, and only the shims turn that into ncclResult_t.
+ */
+#ifndef ZSM_CORE_H
+#define ZSM_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "abi/nccl_net.h"
+
+#define ZSM_MAX_RECVS 8
+/* Requests a comm accepts in flight: NCCL_NET_MAX_REQUESTS x maxRecvs. */
+#define ZSM_MAX_REQUESTS (NCCL_NET_MAX_REQUESTS * ZSM_MAX_RECVS)
+/* Largest message: sizes come back to NCCL as int, so stay well inside. */
+#define ZSM_MAX_P2P_BYTES (1ULL << 30)
+
+/* The newest properties, from which every version's struct is filled. */
+struct zsm_props {
+	char *name;
+	char *pci_path;
+	uint64_t guid;
+	int ptr_support;
+	int reg_is_global;
+	int force_flush;
+	int speed_mbps;
+	int port;
+	float latency_us;
+	int max_comms;
+	int max_recvs;
+	size_t max_p2p_bytes;
+	size_t max_coll_bytes;
+	int max_multi_request_size;
+	int16_t rail_id;
+	int16_t plane_id;
+};
+
+int zsm_init(void **ctx, uint64_t comm_id, int traffic_class,
+	     ncclDebugLogger_t logger);
+int zsm_finalize(void *ctx);
+int zsm_devices(int *ndev);
+int zsm_get_properties(int dev, struct zsm_props *props);
+
+int zsm_listen(void *ctx, int dev, void *handle, void **listen_comm);
+int zsm_connect(void *ctx, int dev, void *handle, void **send_comm);
+int zsm_accept(void *listen_comm, void **recv_comm);
+int zsm_close_send(void *send_comm);
+int zsm_close_recv(void *recv_comm);
+int zsm_close_listen(void *listen_comm);
+
+int zsm_reg_mr(void *comm, void *data, size_t size, int type, void **mh);
+int zsm_reg_mr_dmabuf(void *comm, void *data, size_t size, int type,
+		      uint64_t offset, int fd, void **mh);
+int zsm_dereg_mr(void *comm, void *mh);
+
+int zsm_isend(void *send_comm, void *data, size_t size, int tag, void *mh,
+	      void **request);
+int zsm_irecv(void *recv_comm, int n, void **data, const size_t *sizes,
+	      const int *tags, void **mhs, void **request);
+int zsm_iflush(void *recv_comm, int n, void **data, const int *sizes,
+	       void **mhs, void **request);
+/* sizes: NULL, or room for the request's n ints (sends write one). */
+int zsm_test(void *request, int *done, int *sizes);
+
+/*
+ * Map an internal -errno to the ncclResult_t NCCL expects: -EDOM (a bad
+ * ZSM_* value) and -EMSGSIZE (a send larger than its receive) are the
+ * user's; -EINVAL and -EPROTO are misuse of the plugin; -ECONNRESET,
+ * -ECANCELED and -ETIMEDOUT come from the peer; the rest are the system's.
+ */
+ncclResult_t zsm_nccl_result(int err);
+
+#endif

@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The libfabric transport: devices (one per libfabric domain), one RDM
+ * endpoint per device shared by every comm of the process, comms, requests
+ * and memory registrations.
+ *
+ * Wire protocol.  Every message is a tagged message on the shared endpoint.
+ * A 48-bit tag (cxi offers 48, others 64) reads, from the top:
+ *   1 bit  control flag
+ *   23 bits comm id at the receiving endpoint
+ *   24 bits NCCL tag (data) or message type (control)
+ * A receive comm's id makes its tags unique on the endpoint, so receives
+ * are posted from any source; libfabric matches each tag's messages in
+ * posting order, which is NCCL's matching rule, and NCCL's tag picks the
+ * buffer inside a grouped receive.
+ *
+ * Connection: listen() posts a control receive on a fresh listen id and
+ * puts {magic, version, nonce, id, address} in the handle.  connect()
+ * sends CONN_REQ {nonce, its own id, its address} there; the listener's
+ * engine makes a receive comm with a fresh id and answers CONN_ACK {id}.
+ * connect() completes when the ACK arrives; accept() when the comm exists.
+ */
+#ifndef ZSM_NET_H
+#define ZSM_NET_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+
+#include "core.h"
+#include "proxy/proxy.h"
+
+#define ZSM_NET_MAX_DEVS 32
+#define ZSM_NET_ADDR_MAX 64
+
+#define ZSM_TAG_BITS_USER 24
+#define ZSM_TAG_BITS_ID 23
+#define ZSM_TAG_CTRL (1ULL << 47)
+#define ZSM_TAG_USER_MAX ((1U << ZSM_TAG_BITS_USER) - 1)
+#define ZSM_TAG_ID_MAX ((1U << ZSM_TAG_BITS_ID) - 1)
+
+enum zsm_ctrl_type {
+	ZSM_CTRL_CONN_REQ = 1,
+	ZSM_CTRL_CONN_ACK = 2,
+	ZSM_CTRL_PING = 3,
+};
+
+#define ZSM_HANDLE_MAGIC 0x314d535aU /* "ZSM1" */
+#define ZSM_HANDLE_VERSION 1
+
+/* The 128-byte connection handle NCCL ships from listener to connector. */
+struct zsm_net_handle {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t addr_len;
+	uint32_t listen_id;
+	uint32_t nonce;
+	uint32_t pid;
+	/* Connector-side state, kept here because NCCL retries connect()
+	 * with the same buffer: 0 = not started, else our pending comm id. */
+	uint32_t conn_id;
+	uint64_t host_hash;
+	uint8_t addr[ZSM_NET_ADDR_MAX];
+	uint8_t reserved[32];
+};
+_Static_assert(sizeof(struct zsm_net_handle) == NCCL_NET_HANDLE_MAXSIZE,
+	       "handle must fill exactly NCCL's 128 bytes");
+
+/* Encode/decode, unit tested.  Decode refuses foreign or damaged handles. */
+void zsm_net_handle_encode(struct zsm_net_handle *h, uint32_t listen_id,
+			   uint32_t nonce, const void *addr, size_t addr_len,
+			   uint64_t host_hash);
+int zsm_net_handle_check(const struct zsm_net_handle *h);
+
+/* Control message payload: CONN_REQ and CONN_ACK. */
+struct zsm_ctrl_msg {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint32_t nonce;
+	uint32_t id;
+	uint32_t addr_len;
+	int32_t status;
+	uint8_t addr[ZSM_NET_ADDR_MAX];
+};
+
+static inline uint64_t zsm_tag_data(uint32_t id, int tag)
+{
+	return ((uint64_t)id << ZSM_TAG_BITS_USER) | (uint32_t)tag;
+}
+
+static inline uint64_t zsm_tag_ctrl(uint32_t id, enum zsm_ctrl_type t)
+{
+	return ZSM_TAG_CTRL | ((uint64_t)id << ZSM_TAG_BITS_USER) | t;
+}
+
+struct zsm_net_dev {
+	struct fi_info *info; /* the chosen provider offer, dup'ed */
+	char name[64];
+	char *pci_path;
+	uint64_t guid;
+	int speed_mbps;
+	struct zsm_net_ep *ep; /* opened on first listen/connect */
+};
+
+/* The process's view of what libfabric offers (built once, immutable). */
+struct zsm_net_topo {
+	int ndevs;
+	struct zsm_net_dev devs[ZSM_NET_MAX_DEVS];
+	struct fi_info *all; /* every offer, for zsm-info */
+};
+
+int zsm_net_topo_discover(struct zsm_net_topo *topo);
+void zsm_net_topo_free(struct zsm_net_topo *topo);
+/* Why an offer was not taken ("" when it was). */
+const char *zsm_net_topo_why(const struct zsm_net_topo *topo,
+			     const struct fi_info *fi, char *buf, size_t len);
+void zsm_net_dev_props(const struct zsm_net_dev *dev, int index,
+		       struct zsm_props *props);
+
+/* Kind of a libfabric operation, from its context. */
+enum zsm_net_op_kind {
+	ZSM_OP_SEND,
+	ZSM_OP_RECV,
+	ZSM_OP_CTRL_RECV,
+	ZSM_OP_CTRL_SEND,
+};
+
+struct zsm_net_comm;
+struct zsm_net_req;
+
+struct zsm_net_op {
+	struct fi_context2 fi_ctx; /* first: FI_CONTEXT2 mode */
+	struct zsm_net_req *req;
+	void *owner; /* comm or listen for control ops */
+	uint8_t kind;
+	uint8_t index;
+	uint8_t posted;
+};
+
+struct zsm_net_mr;
+
+struct zsm_net_ep {
+	struct zsm_net_dev *dev;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	uint8_t addr[ZSM_NET_ADDR_MAX];
+	size_t addr_len;
+	uint32_t next_id;
+	int needs_mr; /* FI_MR_LOCAL: every buffer needs a descriptor */
+	uint64_t mr_mode;
+	struct zsm_net_comm *comms; /* every comm, for teardown */
+	struct zsm_mr_cache *mr_cache;
+};
+
+int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out);
+void zsm_net_ep_close(struct zsm_net_ep *ep);
+uint32_t zsm_net_ep_new_id(struct zsm_net_ep *ep);
+int zsm_net_ep_progress(struct zsm_net_ep *ep);
+int zsm_net_ep_av_insert(struct zsm_net_ep *ep, const void *addr,
+			 fi_addr_t *out);
+
+enum zsm_req_type {
+	ZSM_REQ_SEND = 1,
+	ZSM_REQ_RECV = 2,
+	ZSM_REQ_CLOSE = 3,
+};
+
+/* Request states published to test(); negative values are -errno. */
+#define ZSM_REQ_PENDING 1
+#define ZSM_REQ_DONE 0
+
+struct zsm_net_req {
+	struct zsm_desc desc; /* first: the queue carries requests */
+	struct zsm_net_comm *comm;
+	atomic_int state;
+	uint32_t magic;
+	uint8_t type;
+	uint8_t n;
+	uint8_t remaining; /* engine only */
+	int error;         /* engine only: first failure */
+	int sizes[ZSM_MAX_RECVS];
+	void *data[ZSM_MAX_RECVS];
+	size_t len[ZSM_MAX_RECVS];
+	int tag[ZSM_MAX_RECVS];
+	void *mr_desc[ZSM_MAX_RECVS];
+	struct zsm_net_op ops[ZSM_MAX_RECVS];
+	struct zsm_net_req *next_free;
+};
+
+#define ZSM_REQ_MAGIC 0x52514d5aU
+
+enum zsm_comm_state {
+	ZSM_COMM_CONNECTING,
+	ZSM_COMM_CONNECTED,
+	ZSM_COMM_FAILED,
+};
+
+enum zsm_comm_type {
+	ZSM_COMM_SEND = 1,
+	ZSM_COMM_RECV = 2,
+	ZSM_COMM_LISTEN = 3,
+};
+
+#define ZSM_COMM_MAGIC 0x434d535aU
+#define ZSM_REQ_SLAB 32
+
+struct zsm_net_req_slab {
+	struct zsm_net_req_slab *next;
+	struct zsm_net_req reqs[ZSM_REQ_SLAB];
+};
+
+struct zsm_net_comm {
+	uint32_t magic;
+	uint8_t type;
+	struct zsm_net_ep *ep;
+	struct zsm_net_comm *ep_next; /* ep->comms, engine lock */
+	uint32_t local_id;            /* tags we receive on */
+	uint32_t peer_id;             /* tags the peer receives on */
+	uint32_t nonce;
+	fi_addr_t peer;
+	atomic_int state;
+	atomic_int error; /* -errno once FAILED */
+	uint64_t started_ns;
+	/* Engine only. */
+	int ops_posted;
+	int closing;
+	uint64_t last_event_ns;
+	struct zsm_net_req close_req;
+	struct zsm_net_op ctrl_op;
+	struct zsm_net_op ctrl_send_op;
+	struct zsm_ctrl_msg ctrl_in;
+	struct zsm_ctrl_msg ctrl_out;
+	/* Listen comms: receive comms made but not yet accepted. */
+	struct zsm_net_comm *accept_head;
+	struct zsm_net_comm *accept_next;
+	/* Request pool: NCCL threads, under pool_lock. */
+	pthread_mutex_t pool_lock;
+	struct zsm_net_req *free_reqs;
+	struct zsm_net_req_slab *slabs;
+	int nreqs;
+};
+
+extern const struct zsm_transport_ops zsm_net_ops;
+extern struct zsm_net_topo zsm_net_topo;
+
+int zsm_net_comm_listen(int dev, struct zsm_net_handle *h,
+			struct zsm_net_comm **out);
+int zsm_net_comm_connect(int dev, struct zsm_net_handle *h,
+			 struct zsm_net_comm **out);
+int zsm_net_comm_accept(struct zsm_net_comm *lc, struct zsm_net_comm **out);
+int zsm_net_comm_close(struct zsm_net_comm *comm);
+/* Engine side: free the comm once nothing refers to it any more. */
+void zsm_net_comm_maybe_free(struct zsm_net_comm *comm);
+void zsm_net_comm_free(struct zsm_net_comm *comm);
+void zsm_net_comm_fail(struct zsm_net_comm *comm, int err);
+int zsm_net_comm_valid(const struct zsm_net_comm *comm, int type);
+/* Engine side of control messages and comm teardown. */
+void zsm_net_ctrl_complete(struct zsm_net_op *op, int err, size_t len);
+int zsm_net_comm_post_close(struct zsm_net_comm *comm);
+void zsm_net_comm_check_peers(struct zsm_net_ep *ep, uint64_t now);
+
+struct zsm_net_req *zsm_net_req_alloc(struct zsm_net_comm *comm);
+void zsm_net_req_free(struct zsm_net_req *req);
+void zsm_net_req_pool_fini(struct zsm_net_comm *comm);
+void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len);
+
+/* Memory registration. */
+struct zsm_net_mr {
+	uint32_t magic;
+	struct zsm_net_ep *ep;
+	struct zsm_mr_entry *entry;
+	void *desc;
+	int type;
+};
+#define ZSM_MR_MAGIC 0x524d535aU
+
+int zsm_net_mr_reg(struct zsm_net_ep *ep, void *data, size_t size, int type,
+		   struct zsm_net_mr **out);
+int zsm_net_mr_dereg(struct zsm_net_mr *mr);
+int zsm_net_mr_init(struct zsm_net_ep *ep);
+void zsm_net_mr_fini(struct zsm_net_ep *ep);
+
+#endif

@@ -1,0 +1,522 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Owns comms: the listen/connect/accept handshake over control messages,
+ * the probing of silent peers, and the two-step close (NCCL's close queues
+ * it; the engine frees the comm once no operation refers to it).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include "common/log.h"
+#include "common/param.h"
+#include "net/net.h"
+
+/* Comms whose connect() is still running; engine lock. */
+static struct zsm_net_comm *zsm_net_connecting[64];
+
+static uint32_t zsm_net_nonce(void)
+{
+	uint32_t v;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
+		v = (uint32_t)zsm_now_ns() ^ (uint32_t)getpid() << 16;
+	return v | 1; /* never 0 */
+}
+
+void zsm_net_handle_encode(struct zsm_net_handle *h, uint32_t listen_id,
+			   uint32_t nonce, const void *addr, size_t addr_len,
+			   uint64_t host_hash)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = ZSM_HANDLE_MAGIC;
+	h->version = ZSM_HANDLE_VERSION;
+	h->addr_len = (uint16_t)addr_len;
+	h->listen_id = listen_id;
+	h->nonce = nonce;
+	h->pid = (uint32_t)getpid();
+	h->host_hash = host_hash;
+	memcpy(h->addr, addr, addr_len);
+}
+
+int zsm_net_handle_check(const struct zsm_net_handle *h)
+{
+	if (h->magic != ZSM_HANDLE_MAGIC) {
+		ZSM_WARN("net: connect: not a zsm handle (magic 0x%08x, "
+			 "expected 0x%08x): was it made by another plugin?",
+			 h->magic, ZSM_HANDLE_MAGIC);
+		return -EINVAL;
+	}
+	if (h->version != ZSM_HANDLE_VERSION) {
+		ZSM_WARN("net: connect: handle version %u, this zsm speaks "
+			 "%u: mixed zsm versions across ranks?",
+			 h->version, ZSM_HANDLE_VERSION);
+		return -EINVAL;
+	}
+	if (h->addr_len == 0 || h->addr_len > ZSM_NET_ADDR_MAX ||
+	    h->listen_id == 0 || h->listen_id > ZSM_TAG_ID_MAX ||
+	    h->nonce == 0) {
+		ZSM_WARN("net: connect: damaged handle (address %u bytes, "
+			 "listen id %u)",
+			 h->addr_len, h->listen_id);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int zsm_net_comm_valid(const struct zsm_net_comm *comm, int type)
+{
+	return comm && comm->magic == ZSM_COMM_MAGIC && comm->type == type;
+}
+
+static struct zsm_net_comm *zsm_net_comm_new(struct zsm_net_ep *ep, int type)
+{
+	struct zsm_net_comm *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->magic = ZSM_COMM_MAGIC;
+	c->type = (uint8_t)type;
+	c->ep = ep;
+	c->local_id = zsm_net_ep_new_id(ep);
+	c->started_ns = zsm_now_ns();
+	c->last_event_ns = c->started_ns;
+	pthread_mutex_init(&c->pool_lock, NULL);
+	c->close_req.desc.ops = &zsm_net_ops;
+	c->close_req.type = ZSM_REQ_CLOSE;
+	c->close_req.comm = c;
+	c->ep_next = ep->comms;
+	ep->comms = c;
+	return c;
+}
+
+void zsm_net_comm_free(struct zsm_net_comm *comm)
+{
+	struct zsm_net_comm **pp;
+
+	for (pp = &comm->ep->comms; *pp; pp = &(*pp)->ep_next) {
+		if (*pp == comm) {
+			*pp = comm->ep_next;
+			break;
+		}
+	}
+	for (size_t i = 0; i < 64; i++)
+		if (zsm_net_connecting[i] == comm)
+			zsm_net_connecting[i] = NULL;
+	zsm_net_req_pool_fini(comm);
+	comm->magic = 0;
+	free(comm);
+}
+
+static void zsm_net_comm_cancel_recvs(struct zsm_net_comm *comm)
+{
+	struct fid_ep *ep = comm->ep->ep;
+
+	if (comm->ctrl_op.posted == 1)
+		fi_cancel(&ep->fid, &comm->ctrl_op.fi_ctx);
+	for (struct zsm_net_req_slab *s = comm->slabs; s; s = s->next) {
+		for (int i = 0; i < ZSM_REQ_SLAB; i++) {
+			struct zsm_net_req *r = &s->reqs[i];
+
+			if (r->type != ZSM_REQ_RECV)
+				continue;
+			for (int k = 0; k < r->n; k++)
+				if (r->ops[k].posted == 1)
+					fi_cancel(&ep->fid, &r->ops[k].fi_ctx);
+		}
+	}
+}
+
+void zsm_net_comm_fail(struct zsm_net_comm *comm, int err)
+{
+	int zero = 0;
+
+	/* release: pairs with the acquires in isend/irecv/connect, which
+	 * then refuse new work on this comm. */
+	if (atomic_compare_exchange_strong_explicit(&comm->error, &zero, err,
+						    memory_order_release,
+						    memory_order_relaxed))
+	{
+		atomic_store_explicit(&comm->state, ZSM_COMM_FAILED,
+				      memory_order_release);
+		/* Receives from a failed peer would wait forever. */
+		zsm_net_comm_cancel_recvs(comm);
+	}
+}
+
+static int zsm_net_ctrl_post_recv(struct zsm_net_comm *comm,
+				  enum zsm_ctrl_type t)
+{
+	struct zsm_net_op *op = &comm->ctrl_op;
+	ssize_t ret;
+
+	op->kind = ZSM_OP_CTRL_RECV;
+	op->owner = comm;
+	op->index = (uint8_t)t;
+	do {
+		ret = fi_trecv(comm->ep->ep, &comm->ctrl_in,
+			       sizeof(comm->ctrl_in), NULL, FI_ADDR_UNSPEC,
+			       zsm_tag_ctrl(comm->local_id, t), 0,
+			       &op->fi_ctx);
+		if (ret == -FI_EAGAIN)
+			zsm_net_ep_progress(comm->ep);
+	} while (ret == -FI_EAGAIN);
+	if (ret) {
+		ZSM_WARN("net: %s: posting a control receive failed: %s",
+			 comm->ep->dev->name, fi_strerror((int)-ret));
+		return -EIO;
+	}
+	op->posted = 1;
+	comm->ops_posted++;
+	return 0;
+}
+
+static int zsm_net_ctrl_send(struct zsm_net_comm *comm, uint32_t to_id,
+			     enum zsm_ctrl_type t, size_t len)
+{
+	struct zsm_net_op *op = &comm->ctrl_send_op;
+	ssize_t ret;
+
+	op->kind = ZSM_OP_CTRL_SEND;
+	op->owner = comm;
+	op->index = (uint8_t)t;
+	comm->ctrl_out.magic = ZSM_HANDLE_MAGIC;
+	comm->ctrl_out.version = ZSM_HANDLE_VERSION;
+	comm->ctrl_out.type = (uint16_t)t;
+	do {
+		ret = fi_tsend(comm->ep->ep, &comm->ctrl_out, len, NULL,
+			       comm->peer, zsm_tag_ctrl(to_id, t), &op->fi_ctx);
+		if (ret == -FI_EAGAIN)
+			zsm_net_ep_progress(comm->ep);
+	} while (ret == -FI_EAGAIN);
+	if (ret) {
+		ZSM_WARN("net: %s: sending a control message failed: %s",
+			 comm->ep->dev->name, fi_strerror((int)-ret));
+		return -EIO;
+	}
+	op->posted = 1;
+	comm->ops_posted++;
+	return 0;
+}
+
+/* A CONN_REQ reached a listen comm: make the receive comm and answer. */
+static void zsm_net_listen_on_req(struct zsm_net_comm *lc)
+{
+	const struct zsm_ctrl_msg *m = &lc->ctrl_in;
+	struct zsm_net_comm *rc, **tail;
+	fi_addr_t peer;
+
+	if (m->magic != ZSM_HANDLE_MAGIC || m->nonce != lc->nonce ||
+	    m->addr_len == 0 || m->addr_len > ZSM_NET_ADDR_MAX) {
+		ZSM_WARN("net: %s: dropping a connection request that does "
+			 "not match this listener (stale handle?)",
+			 lc->ep->dev->name);
+		return;
+	}
+	if (zsm_net_ep_av_insert(lc->ep, m->addr, &peer))
+		return;
+	rc = zsm_net_comm_new(lc->ep, ZSM_COMM_RECV);
+	if (!rc) {
+		ZSM_WARN("net: %s: out of memory accepting a connection",
+			 lc->ep->dev->name);
+		return;
+	}
+	rc->peer = peer;
+	rc->peer_id = m->id;
+	rc->nonce = m->nonce;
+	rc->ctrl_out.nonce = m->nonce;
+	rc->ctrl_out.id = rc->local_id;
+	if (zsm_net_ctrl_send(rc, rc->peer_id, ZSM_CTRL_CONN_ACK,
+			      sizeof(rc->ctrl_out))) {
+		zsm_net_comm_free(rc);
+		return;
+	}
+	/* relaxed: accept() reads it under the engine lock. */
+	atomic_store_explicit(&rc->state, ZSM_COMM_CONNECTED,
+			      memory_order_relaxed);
+	for (tail = &lc->accept_head; *tail; tail = &(*tail)->accept_next)
+		;
+	*tail = rc;
+}
+
+void zsm_net_ctrl_complete(struct zsm_net_op *op, int err, size_t len)
+{
+	struct zsm_net_comm *comm = op->owner;
+
+	op->posted = 2;
+	comm->ops_posted--;
+	comm->last_event_ns = zsm_now_ns();
+	if (op->kind == ZSM_OP_CTRL_SEND) {
+		if (err && err != -ECANCELED) {
+			ZSM_WARN("net: %s: the peer did not take a control "
+				 "message: %s",
+				 comm->ep->dev->name, strerror(-err));
+			zsm_net_comm_fail(comm, -ECONNRESET);
+		}
+	} else if (!err && !comm->closing) {
+		if (comm->type == ZSM_COMM_LISTEN) {
+			if (len >= sizeof(struct zsm_ctrl_msg) -
+					   ZSM_NET_ADDR_MAX)
+				zsm_net_listen_on_req(comm);
+			zsm_net_ctrl_post_recv(comm, ZSM_CTRL_CONN_REQ);
+		} else if (comm->type == ZSM_COMM_SEND &&
+			   op->index == ZSM_CTRL_CONN_ACK) {
+			if (comm->ctrl_in.nonce != comm->nonce ||
+			    comm->ctrl_in.id == 0) {
+				ZSM_WARN("net: %s: connection answer does not "
+					 "match the request",
+					 comm->ep->dev->name);
+				zsm_net_comm_fail(comm, -EPROTO);
+			} else {
+				comm->peer_id = comm->ctrl_in.id;
+				/* release: pairs with the acquire in
+				 * zsm_net_comm_connect; peer_id first. */
+				atomic_store_explicit(&comm->state,
+						      ZSM_COMM_CONNECTED,
+						      memory_order_release);
+			}
+			zsm_net_ctrl_post_recv(comm, ZSM_CTRL_PING);
+		} else if (comm->type == ZSM_COMM_SEND) {
+			/* A receiver's liveness probe: nothing to answer. */
+			zsm_net_ctrl_post_recv(comm, ZSM_CTRL_PING);
+		}
+	} else if (err && err != -ECANCELED) {
+		zsm_net_comm_fail(comm, err);
+	}
+	if (comm->closing)
+		zsm_net_comm_maybe_free(comm);
+}
+
+int zsm_net_comm_listen(int dev, struct zsm_net_handle *h,
+			struct zsm_net_comm **out)
+{
+	struct zsm_net_ep *ep;
+	struct zsm_net_comm *lc;
+	int ret;
+
+	zsm_proxy_lock();
+	ret = zsm_net_ep_get(&zsm_net_topo.devs[dev], &ep);
+	if (ret)
+		goto out;
+	ret = -ENOMEM;
+	lc = zsm_net_comm_new(ep, ZSM_COMM_LISTEN);
+	if (!lc)
+		goto out;
+	lc->nonce = zsm_net_nonce();
+	ret = zsm_net_ctrl_post_recv(lc, ZSM_CTRL_CONN_REQ);
+	if (ret) {
+		zsm_net_comm_free(lc);
+		goto out;
+	}
+	atomic_store_explicit(&lc->state, ZSM_COMM_CONNECTED,
+			      memory_order_relaxed);
+	zsm_net_handle_encode(h, lc->local_id, lc->nonce, ep->addr,
+			      ep->addr_len, 0);
+	*out = lc;
+out:
+	zsm_proxy_unlock();
+	return ret;
+}
+
+static int zsm_net_connect_start(int dev, struct zsm_net_handle *h,
+				 struct zsm_net_comm **out)
+{
+	struct zsm_net_ep *ep;
+	struct zsm_net_comm *sc;
+	size_t slot;
+	int ret;
+
+	for (slot = 0; slot < 64; slot++)
+		if (!zsm_net_connecting[slot])
+			break;
+	if (slot == 64)
+		return -EAGAIN; /* NCCL calls again */
+	ret = zsm_net_ep_get(&zsm_net_topo.devs[dev], &ep);
+	if (ret)
+		return ret;
+	if (h->addr_len != ep->addr_len) {
+		ZSM_WARN("net: connect: the handle's address (%u bytes) is "
+			 "not one %s understands (%zu bytes): ranks on "
+			 "different providers?",
+			 h->addr_len, ep->dev->name, ep->addr_len);
+		return -EINVAL;
+	}
+	sc = zsm_net_comm_new(ep, ZSM_COMM_SEND);
+	if (!sc)
+		return -ENOMEM;
+	sc->nonce = h->nonce;
+	sc->peer_id = h->listen_id;
+	ret = zsm_net_ep_av_insert(ep, h->addr, &sc->peer);
+	if (ret)
+		goto err;
+	ret = zsm_net_ctrl_post_recv(sc, ZSM_CTRL_CONN_ACK);
+	if (ret)
+		goto err;
+	sc->ctrl_out.nonce = h->nonce;
+	sc->ctrl_out.id = sc->local_id;
+	sc->ctrl_out.addr_len = (uint32_t)ep->addr_len;
+	memcpy(sc->ctrl_out.addr, ep->addr, ep->addr_len);
+	ret = zsm_net_ctrl_send(sc, h->listen_id, ZSM_CTRL_CONN_REQ,
+				sizeof(sc->ctrl_out));
+	if (ret)
+		goto err;
+	zsm_net_connecting[slot] = sc;
+	h->conn_id = sc->local_id;
+	*out = sc;
+	return 0;
+err:
+	/* Posted control operations end when the comm is freed. */
+	zsm_net_comm_post_close(sc);
+	return ret;
+}
+
+static struct zsm_net_comm *zsm_net_connect_find(const struct zsm_net_handle *h)
+{
+	for (size_t i = 0; i < 64; i++) {
+		struct zsm_net_comm *c = zsm_net_connecting[i];
+
+		if (c && c->local_id == h->conn_id && c->nonce == h->nonce)
+			return c;
+	}
+	return NULL;
+}
+
+int zsm_net_comm_connect(int dev, struct zsm_net_handle *h,
+			 struct zsm_net_comm **out)
+{
+	struct zsm_net_comm *sc = NULL;
+	int ret = 0, state;
+
+	*out = NULL;
+	ret = zsm_net_handle_check(h);
+	if (ret)
+		return ret;
+	zsm_proxy_lock();
+	if (h->conn_id == 0) {
+		ret = zsm_net_connect_start(dev, h, &sc);
+		if (ret == -EAGAIN)
+			ret = 0;
+		if (ret || !sc)
+			goto out;
+	} else {
+		sc = zsm_net_connect_find(h);
+		if (!sc) {
+			ZSM_WARN("net: connect: the handle names a connection "
+				 "in progress that does not exist (copied or "
+				 "stale handle)");
+			ret = -EINVAL;
+			goto out;
+		}
+	}
+	zsm_proxy_pass_locked();
+	/* acquire: pairs with the release in zsm_net_ctrl_complete. */
+	state = atomic_load_explicit(&sc->state, memory_order_acquire);
+	if (state == ZSM_COMM_CONNECTED) {
+		for (size_t i = 0; i < 64; i++)
+			if (zsm_net_connecting[i] == sc)
+				zsm_net_connecting[i] = NULL;
+		*out = sc;
+	} else if (state == ZSM_COMM_FAILED ||
+		   zsm_now_ns() - sc->started_ns >
+			   (uint64_t)zsm_param_int(ZSM_P_CONNECT_TIMEOUT_MS) *
+				   1000000ULL) {
+		if (state == ZSM_COMM_FAILED)
+			ret = atomic_load_explicit(&sc->error,
+						   memory_order_relaxed);
+		else {
+			ZSM_WARN("net: connect to listener %u timed out after "
+				 "%lld ms (ZSM_CONNECT_TIMEOUT_MS): is the "
+				 "peer alive and reachable?",
+				 h->listen_id,
+				 zsm_param_int(ZSM_P_CONNECT_TIMEOUT_MS));
+			ret = -ETIMEDOUT;
+		}
+		for (size_t i = 0; i < 64; i++)
+			if (zsm_net_connecting[i] == sc)
+				zsm_net_connecting[i] = NULL;
+		h->conn_id = 0;
+		zsm_net_comm_post_close(sc);
+	}
+out:
+	zsm_proxy_unlock();
+	return ret;
+}
+
+int zsm_net_comm_accept(struct zsm_net_comm *lc, struct zsm_net_comm **out)
+{
+	struct zsm_net_comm *rc;
+
+	*out = NULL;
+	zsm_proxy_lock();
+	zsm_proxy_pass_locked();
+	rc = lc->accept_head;
+	if (rc) {
+		lc->accept_head = rc->accept_next;
+		rc->accept_next = NULL;
+		*out = rc;
+	}
+	zsm_proxy_unlock();
+	return 0;
+}
+
+void zsm_net_comm_maybe_free(struct zsm_net_comm *comm)
+{
+	if (comm->closing && comm->ops_posted == 0)
+		zsm_net_comm_free(comm);
+}
+
+/* Engine: stop using the comm, cancel its receives, free it when idle. */
+int zsm_net_comm_post_close(struct zsm_net_comm *comm)
+{
+	struct zsm_net_comm *rc, *next;
+
+	comm->closing = 1;
+	/* Receive comms nobody accepted go with their listener. */
+	for (rc = comm->accept_head; rc; rc = next) {
+		next = rc->accept_next;
+		zsm_net_comm_post_close(rc);
+	}
+	comm->accept_head = NULL;
+	zsm_net_comm_cancel_recvs(comm);
+	zsm_net_comm_maybe_free(comm);
+	return 0;
+}
+
+int zsm_net_comm_close(struct zsm_net_comm *comm)
+{
+	zsm_proxy_submit_wait(&comm->close_req.desc);
+	/* Inline mode has no thread: make sure the close is handled. */
+	zsm_proxy_pass();
+	return 0;
+}
+
+/*
+ * A receive comm with receives outstanding and no traffic for a while asks
+ * whether its sender is still there: the control send fails if the peer's
+ * process is gone, and the pending receives then fail instead of hanging.
+ */
+void zsm_net_comm_check_peers(struct zsm_net_ep *ep, uint64_t now)
+{
+	uint64_t every = (uint64_t)zsm_param_int(ZSM_P_PEER_CHECK_MS) * 1000000;
+
+	if (!every)
+		return;
+	for (struct zsm_net_comm *c = ep->comms; c; c = c->ep_next) {
+		if (c->type != ZSM_COMM_RECV || c->closing ||
+		    c->ctrl_send_op.posted == 1 ||
+		    c->ops_posted == 0 || now - c->last_event_ns < every)
+			continue;
+		c->last_event_ns = now;
+		/* relaxed: engine-only reader of its own comm. */
+		if (atomic_load_explicit(&c->error, memory_order_relaxed))
+			continue;
+		zsm_net_ctrl_send(c, c->peer_id, ZSM_CTRL_PING, 0);
+	}
+}

@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Owns device discovery: which libfabric offers become NCCL devices (one
+ * per domain, best provider first) and why the others were passed over.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
+
+#include "common/log.h"
+#include "common/param.h"
+#include "net/net.h"
+
+/* Providers picked without being asked for, best first. */
+static const char *const zsm_net_prov_rank[] = {
+	"efa",
+	"cxi",
+	"verbs;ofi_rxm",
+	"tcp;ofi_rxm",
+};
+#define ZSM_NET_NPROV (sizeof(zsm_net_prov_rank) / sizeof(zsm_net_prov_rank[0]))
+
+/* Every mr_mode bit we know how to honour, in one place (net_mr.c). */
+#define ZSM_NET_MR_MODES                                                      \
+	(FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |    \
+	 FI_MR_ENDPOINT)
+
+static int zsm_net_prov_rank_of(const char *prov)
+{
+	for (size_t i = 0; i < ZSM_NET_NPROV; i++)
+		if (strcmp(prov, zsm_net_prov_rank[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* ZSM_PROVIDER accepts the full name or the core provider's name. */
+static int zsm_net_prov_wanted(const char *want, const char *prov)
+{
+	size_t n = strlen(want);
+
+	if (strcasecmp(want, prov) == 0)
+		return 1;
+	return strncasecmp(prov, want, n) == 0 &&
+	       strcmp(prov + n, ";ofi_rxm") == 0;
+}
+
+static int zsm_net_list_has(const char *list, const char *word)
+{
+	size_t len = strlen(word);
+
+	for (const char *p = list; *p;) {
+		const char *comma = strchr(p, ',');
+		size_t n = comma ? (size_t)(comma - p) : strlen(p);
+
+		if (n == len && strncmp(p, word, n) == 0)
+			return 1;
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	return 0;
+}
+
+static int zsm_net_is_loopback(const struct fi_info *fi)
+{
+	return strcmp(fi->domain_attr->name, "lo") == 0;
+}
+
+static unsigned zsm_net_tag_bits(const struct fi_info *fi)
+{
+	uint64_t fmt = fi->ep_attr->mem_tag_format;
+
+	return fmt ? 64 - (unsigned)__builtin_clzll(fmt) : 64;
+}
+
+/*
+ * Why this offer cannot be a device; NULL when it can.  Loopback is
+ * acceptable but ranked last (see zsm_net_topo_discover).
+ */
+static const char *zsm_net_reject(const struct fi_info *fi, char *buf,
+				  size_t len)
+{
+	const char *want = zsm_param_str(ZSM_P_PROVIDER);
+	const char *domains = zsm_param_str(ZSM_P_DOMAIN);
+	const char *prov = fi->fabric_attr->prov_name;
+
+	if (strcasecmp(want, "auto") != 0) {
+		if (!zsm_net_prov_wanted(want, prov)) {
+			snprintf(buf, len, "ZSM_PROVIDER=%s asks for another",
+				 want);
+			return buf;
+		}
+	} else if (zsm_net_prov_rank_of(prov) < 0) {
+		snprintf(buf, len,
+			 "not picked automatically (ZSM_PROVIDER=%s forces it)",
+			 prov);
+		return buf;
+	}
+	if (domains[0] && !zsm_net_list_has(domains, fi->domain_attr->name)) {
+		snprintf(buf, len, "domain %s is not in ZSM_DOMAIN=%s",
+			 fi->domain_attr->name, domains);
+		return buf;
+	}
+	if (zsm_net_tag_bits(fi) < 48) {
+		snprintf(buf, len, "tags of %u bits, zsm needs 48",
+			 zsm_net_tag_bits(fi));
+		return buf;
+	}
+	if (fi->src_addrlen > ZSM_NET_ADDR_MAX) {
+		snprintf(buf, len, "addresses of %zu bytes, zsm carries %d",
+			 fi->src_addrlen, ZSM_NET_ADDR_MAX);
+		return buf;
+	}
+	return NULL;
+}
+
+static char *zsm_net_pci_path(const struct fi_info *fi)
+{
+	char path[PATH_MAX];
+	const char *dom = fi->domain_attr->name;
+
+	if (fi->nic && fi->nic->bus_attr &&
+	    fi->nic->bus_attr->bus_type == FI_BUS_PCI) {
+		const struct fi_pci_attr *pci = &fi->nic->bus_attr->attr.pci;
+
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%04x:%02x:%02x.%x",
+			 pci->domain_id, pci->bus_id, pci->device_id,
+			 pci->function_id);
+		return realpath(path, NULL);
+	}
+	snprintf(path, sizeof(path), "/sys/class/net/%s/device", dom);
+	char *real = realpath(path, NULL);
+	if (real)
+		return real;
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device", dom);
+	return realpath(path, NULL);
+}
+
+static int zsm_net_speed_mbps(const struct fi_info *fi)
+{
+	char path[PATH_MAX];
+	FILE *f;
+	long mbps = -1;
+
+	if (fi->nic && fi->nic->link_attr && fi->nic->link_attr->speed)
+		return (int)(fi->nic->link_attr->speed / 1000000);
+	snprintf(path, sizeof(path), "/sys/class/net/%s/speed",
+		 fi->domain_attr->name);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%ld", &mbps) != 1)
+			mbps = -1;
+		fclose(f);
+	}
+	/* Loopback and virtual NICs report nothing: NCCL's socket default. */
+	return mbps > 0 && mbps < INT_MAX ? (int)mbps : 10000;
+}
+
+static uint64_t zsm_net_fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
+	return h;
+}
+
+static struct fi_info *zsm_net_hints(void)
+{
+	struct fi_info *hints = fi_allocinfo();
+
+	if (!hints)
+		return NULL;
+	hints->caps = FI_TAGGED | FI_SEND | FI_RECV;
+	hints->mode = FI_CONTEXT | FI_CONTEXT2;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->domain_attr->mr_mode = ZSM_NET_MR_MODES;
+	hints->domain_attr->threading = FI_THREAD_DOMAIN;
+	/* Sends on one tag must match receives in order. */
+	hints->tx_attr->msg_order = FI_ORDER_SAS;
+	hints->rx_attr->msg_order = FI_ORDER_SAS;
+	return hints;
+}
+
+int zsm_net_topo_discover(struct zsm_net_topo *topo)
+{
+	struct fi_info *hints, *fi;
+	const struct fi_info *best[ZSM_NET_MAX_DEVS];
+	int nbest = 0, ret, have_real = 0;
+	char why[160];
+
+	memset(topo, 0, sizeof(*topo));
+	hints = zsm_net_hints();
+	if (!hints)
+		return -ENOMEM;
+	ret = fi_getinfo(FI_VERSION(1, 14), NULL, NULL, 0, hints, &topo->all);
+	fi_freeinfo(hints);
+	if (ret == -FI_ENODATA) {
+		ZSM_INFO("net: libfabric offers no RDM endpoint with tagged "
+			 "messages");
+		return 0;
+	}
+	if (ret) {
+		ZSM_WARN("net: fi_getinfo failed: %s", fi_strerror(-ret));
+		return -EIO;
+	}
+	/* The best offer per domain; the first offer wins ties (IPv4 first). */
+	for (fi = topo->all; fi; fi = fi->next) {
+		int i, r;
+
+		if (zsm_net_reject(fi, why, sizeof(why)))
+			continue;
+		r = zsm_net_prov_rank_of(fi->fabric_attr->prov_name);
+		for (i = 0; i < nbest; i++)
+			if (strcmp(best[i]->domain_attr->name,
+				   fi->domain_attr->name) == 0)
+				break;
+		if (i == nbest) {
+			if (nbest == ZSM_NET_MAX_DEVS)
+				continue;
+			best[nbest++] = fi;
+		} else if (r >= 0 &&
+			   r < zsm_net_prov_rank_of(
+				       best[i]->fabric_attr->prov_name)) {
+			best[i] = fi;
+		}
+		if (!zsm_net_is_loopback(fi))
+			have_real = 1;
+	}
+	for (int i = 0; i < nbest; i++) {
+		struct zsm_net_dev *dev = &topo->devs[topo->ndevs];
+
+		/* Loopback only when asked for, or when it is all there is. */
+		if (zsm_net_is_loopback(best[i]) && have_real &&
+		    !zsm_param_str(ZSM_P_DOMAIN)[0])
+			continue;
+		dev->info = fi_dupinfo(best[i]);
+		if (!dev->info) {
+			zsm_net_topo_free(topo);
+			return -ENOMEM;
+		}
+		snprintf(dev->name, sizeof(dev->name), "%s",
+			 best[i]->domain_attr->name);
+		dev->pci_path = zsm_net_pci_path(best[i]);
+		dev->guid = zsm_net_fnv1a(dev->name);
+		dev->speed_mbps = zsm_net_speed_mbps(best[i]);
+		ZSM_INFO("net: device %d is %s over %s (%d Mb/s, pci %s)",
+			 topo->ndevs, dev->name,
+			 best[i]->fabric_attr->prov_name, dev->speed_mbps,
+			 dev->pci_path ? dev->pci_path : "none");
+		topo->ndevs++;
+	}
+	return 0;
+}
+
+const char *zsm_net_topo_why(const struct zsm_net_topo *topo,
+			     const struct fi_info *fi, char *buf, size_t len)
+{
+	const char *why = zsm_net_reject(fi, buf, len);
+
+	if (why)
+		return why;
+	for (int i = 0; i < topo->ndevs; i++) {
+		const struct fi_info *d = topo->devs[i].info;
+
+		if (strcmp(d->domain_attr->name, fi->domain_attr->name))
+			continue;
+		if (strcmp(d->fabric_attr->prov_name,
+			   fi->fabric_attr->prov_name) == 0 &&
+		    d->addr_format == fi->addr_format &&
+		    strcmp(d->fabric_attr->name, fi->fabric_attr->name) == 0)
+			return "";
+		snprintf(buf, len, "domain %s is already served by %s (%s)",
+			 fi->domain_attr->name, d->fabric_attr->prov_name,
+			 d->fabric_attr->name);
+		return buf;
+	}
+	if (zsm_net_is_loopback(fi)) {
+		snprintf(buf, len, "loopback is used only when it is the "
+				   "only NIC or ZSM_DOMAIN names it");
+		return buf;
+	}
+	snprintf(buf, len, "more than %d devices", ZSM_NET_MAX_DEVS);
+	return buf;
+}
+
+void zsm_net_topo_free(struct zsm_net_topo *topo)
+{
+	for (int i = 0; i < topo->ndevs; i++) {
+		fi_freeinfo(topo->devs[i].info);
+		free(topo->devs[i].pci_path);
+	}
+	if (topo->all)
+		fi_freeinfo(topo->all);
+	memset(topo, 0, sizeof(*topo));
+}
+
+void zsm_net_dev_props(const struct zsm_net_dev *dev, int index,
+		       struct zsm_props *p)
+{
+	size_t max = dev->info->ep_attr->max_msg_size;
+
+	memset(p, 0, sizeof(*p));
+	p->name = (char *)dev->name;
+	p->pci_path = dev->pci_path;
+	p->guid = dev->guid;
+	p->ptr_support = NCCL_PTR_HOST;
+	p->reg_is_global = 1;
+	p->force_flush = 0;
+	p->speed_mbps = dev->speed_mbps;
+	p->port = 1;
+	p->latency_us = 0;
+	p->max_comms = 65536;
+	p->max_recvs = ZSM_MAX_RECVS;
+	p->max_p2p_bytes = max && max < ZSM_MAX_P2P_BYTES ? max
+							 : ZSM_MAX_P2P_BYTES;
+	p->max_coll_bytes = p->max_p2p_bytes;
+	p->max_multi_request_size = 1;
+	p->rail_id = NCCL_NET_ID_UNDEF;
+	p->plane_id = NCCL_NET_ID_UNDEF;
+	(void)index;
+}

@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Owns the per-device endpoint: its fabric, domain, address vector,
+ * completion queue and RDM endpoint, the posting of requests and the
+ * reading of completions.  Every call here runs under the engine lock.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include "common/log.h"
+#include "net/net.h"
+
+#define ZSM_NET_CQ_BATCH 32
+
+static const char *zsm_net_ep_name(const struct zsm_net_ep *ep)
+{
+	return ep->dev->name;
+}
+
+int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
+{
+	struct fi_info *fi = dev->info;
+	struct fi_cq_attr cq_attr = {
+		.format = FI_CQ_FORMAT_TAGGED,
+		.wait_obj = FI_WAIT_NONE,
+		.size = 4096,
+	};
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+	struct zsm_net_ep *ep;
+	const char *step;
+	int ret;
+
+	if (dev->ep) {
+		*out = dev->ep;
+		return 0;
+	}
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return -ENOMEM;
+	ep->dev = dev;
+	ep->mr_mode = fi->domain_attr->mr_mode;
+	ep->needs_mr = (fi->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
+
+	step = "fi_fabric";
+	ret = fi_fabric(fi->fabric_attr, &ep->fabric, NULL);
+	if (ret)
+		goto err;
+	step = "fi_domain";
+	ret = fi_domain(ep->fabric, fi, &ep->domain, NULL);
+	if (ret)
+		goto err;
+	step = "fi_av_open";
+	ret = fi_av_open(ep->domain, &av_attr, &ep->av, NULL);
+	if (ret)
+		goto err;
+	step = "fi_cq_open";
+	ret = fi_cq_open(ep->domain, &cq_attr, &ep->cq, NULL);
+	if (ret)
+		goto err;
+	step = "fi_endpoint";
+	ret = fi_endpoint(ep->domain, fi, &ep->ep, NULL);
+	if (ret)
+		goto err;
+	step = "fi_ep_bind(av)";
+	ret = fi_ep_bind(ep->ep, &ep->av->fid, 0);
+	if (ret)
+		goto err;
+	step = "fi_ep_bind(cq)";
+	ret = fi_ep_bind(ep->ep, &ep->cq->fid, FI_TRANSMIT | FI_RECV);
+	if (ret)
+		goto err;
+	step = "fi_enable";
+	ret = fi_enable(ep->ep);
+	if (ret)
+		goto err;
+	step = "fi_getname";
+	ep->addr_len = sizeof(ep->addr);
+	ret = fi_getname(&ep->ep->fid, ep->addr, &ep->addr_len);
+	if (ret)
+		goto err;
+	ret = zsm_net_mr_init(ep);
+	if (ret) {
+		step = "registration cache";
+		goto err;
+	}
+	ZSM_INFO("net: endpoint open on %s (%s), address %zu bytes",
+		 dev->name, fi->fabric_attr->prov_name, ep->addr_len);
+	dev->ep = ep;
+	*out = ep;
+	return 0;
+err:
+	ZSM_WARN("net: opening the endpoint on %s failed at %s: %s",
+		 dev->name, step, fi_strerror(ret < 0 ? -ret : ret));
+	zsm_net_ep_close(ep);
+	return -EIO;
+}
+
+void zsm_net_ep_close(struct zsm_net_ep *ep)
+{
+	struct zsm_net_comm *c, *next;
+
+	if (!ep)
+		return;
+	/* Closing the endpoint ends every operation; then nothing refers to
+	 * the comms and they can go, whether NCCL closed them or not. */
+	if (ep->ep)
+		fi_close(&ep->ep->fid);
+	ep->ep = NULL;
+	for (c = ep->comms; c; c = next) {
+		next = c->ep_next;
+		zsm_net_comm_free(c);
+	}
+	ep->comms = NULL;
+	zsm_net_mr_fini(ep);
+	if (ep->cq)
+		fi_close(&ep->cq->fid);
+	if (ep->av)
+		fi_close(&ep->av->fid);
+	if (ep->domain)
+		fi_close(&ep->domain->fid);
+	if (ep->fabric)
+		fi_close(&ep->fabric->fid);
+	if (ep->dev && ep->dev->ep == ep)
+		ep->dev->ep = NULL;
+	free(ep);
+}
+
+uint32_t zsm_net_ep_new_id(struct zsm_net_ep *ep)
+{
+	/* 23 bits wrap after 8M comms; 0 stays unused so a zeroed handle
+	 * never names a live comm. */
+	ep->next_id = (ep->next_id + 1) & ZSM_TAG_ID_MAX;
+	if (ep->next_id == 0)
+		ep->next_id = 1;
+	return ep->next_id;
+}
+
+int zsm_net_ep_av_insert(struct zsm_net_ep *ep, const void *addr,
+			 fi_addr_t *out)
+{
+	int ret = fi_av_insert(ep->av, addr, 1, out, 0, NULL);
+
+	if (ret != 1) {
+		ZSM_WARN("net: %s: the peer's address was refused by the "
+			 "address vector: %s",
+			 zsm_net_ep_name(ep), fi_strerror(ret < 0 ? -ret : EINVAL));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int zsm_net_fi_err(int fi_err)
+{
+	switch (fi_err) {
+	case FI_ETRUNC:
+		return -EMSGSIZE;
+	case FI_ECANCELED:
+		return -ECANCELED;
+	case FI_ECONNREFUSED:
+	case FI_ECONNRESET:
+	case FI_ECONNABORTED:
+	case FI_ENOTCONN:
+	case FI_EHOSTUNREACH:
+	case FI_ETIMEDOUT:
+	case FI_EIO:
+		return -ECONNRESET;
+	default:
+		return -EIO;
+	}
+}
+
+static void zsm_net_op_complete(struct zsm_net_op *op, int err, size_t len)
+{
+	if (op->kind == ZSM_OP_SEND || op->kind == ZSM_OP_RECV)
+		zsm_net_req_op_done(op, err, len);
+	else
+		zsm_net_ctrl_complete(op, err, len);
+}
+
+int zsm_net_ep_progress(struct zsm_net_ep *ep)
+{
+	struct fi_cq_tagged_entry cqe[ZSM_NET_CQ_BATCH];
+	int events = 0;
+
+	for (int round = 0; round < 8; round++) {
+		ssize_t n = fi_cq_read(ep->cq, cqe, ZSM_NET_CQ_BATCH);
+
+		if (n == -FI_EAGAIN)
+			break;
+		if (n == -FI_EAVAIL) {
+			struct fi_cq_err_entry e = {0};
+			struct zsm_net_op *op;
+
+			if (fi_cq_readerr(ep->cq, &e, 0) < 1)
+				break;
+			op = e.op_context;
+			if (e.err != FI_ECANCELED)
+				ZSM_WARN("net: %s: operation failed: %s (%s)",
+					 zsm_net_ep_name(ep),
+					 fi_strerror(e.err),
+					 fi_cq_strerror(ep->cq, e.prov_errno,
+							e.err_data, NULL, 0));
+			if (op)
+				zsm_net_op_complete(op, zsm_net_fi_err(e.err),
+						    e.len);
+			events++;
+			continue;
+		}
+		if (n < 0) {
+			ZSM_WARN("net: %s: reading completions failed: %s",
+				 zsm_net_ep_name(ep), fi_strerror((int)-n));
+			break;
+		}
+		for (ssize_t i = 0; i < n; i++)
+			zsm_net_op_complete(cqe[i].op_context, 0, cqe[i].len);
+		events += (int)n;
+		if (n < ZSM_NET_CQ_BATCH)
+			break;
+	}
+	return events;
+}
+
+/* Post the not-yet-posted operations of a send or receive request. */
+static int zsm_net_post_req(struct zsm_net_req *req)
+{
+	struct zsm_net_comm *comm = req->comm;
+	struct zsm_net_ep *ep = comm->ep;
+	int err;
+
+	if (comm->closing) {
+		err = -ECANCELED;
+		goto fail_rest;
+	}
+	/* acquire: pairs with the release in zsm_net_comm_fail. */
+	err = atomic_load_explicit(&comm->error, memory_order_acquire);
+	if (err)
+		goto fail_rest;
+	for (int i = 0; i < req->n; i++) {
+		struct zsm_net_op *op = &req->ops[i];
+		ssize_t ret;
+
+		if (op->posted)
+			continue;
+		if (req->type == ZSM_REQ_SEND)
+			ret = fi_tsend(ep->ep, req->data[i], req->len[i],
+				       req->mr_desc[i], comm->peer,
+				       zsm_tag_data(comm->peer_id, req->tag[i]),
+				       &op->fi_ctx);
+		else
+			ret = fi_trecv(ep->ep, req->data[i], req->len[i],
+				       req->mr_desc[i], FI_ADDR_UNSPEC,
+				       zsm_tag_data(comm->local_id,
+						    req->tag[i]),
+				       0, &op->fi_ctx);
+		if (ret == -FI_EAGAIN)
+			return -EAGAIN;
+		if (ret) {
+			ZSM_WARN("net: %s: posting a %s failed: %s",
+				 zsm_net_ep_name(ep),
+				 req->type == ZSM_REQ_SEND ? "send" : "receive",
+				 fi_strerror((int)-ret));
+			err = -EIO;
+			goto fail_rest;
+		}
+		op->posted = 1;
+		comm->ops_posted++;
+	}
+	return 0;
+
+fail_rest:
+	/* Operations never posted complete here, with the error. */
+	for (int i = 0; i < req->n; i++) {
+		struct zsm_net_op *op = &req->ops[i];
+
+		if (op->posted)
+			continue;
+		comm->ops_posted++;
+		zsm_net_req_op_done(op, err, 0);
+	}
+	return 0;
+}
+
+static int zsm_net_post(struct zsm_desc *desc)
+{
+	struct zsm_net_req *req = (struct zsm_net_req *)desc;
+
+	if (req->type == ZSM_REQ_CLOSE)
+		return zsm_net_comm_post_close(req->comm);
+	return zsm_net_post_req(req);
+}
+
+static int zsm_net_progress_all(void)
+{
+	int events = 0;
+	uint64_t now = 0;
+
+	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
+		struct zsm_net_ep *ep = zsm_net_topo.devs[i].ep;
+
+		if (!ep)
+			continue;
+		events += zsm_net_ep_progress(ep);
+		if (!now)
+			now = zsm_now_ns();
+		zsm_net_comm_check_peers(ep, now);
+	}
+	return events;
+}
+
+static int zsm_net_busy(void)
+{
+	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
+		struct zsm_net_ep *ep = zsm_net_topo.devs[i].ep;
+
+		if (ep && ep->comms)
+			return 1;
+	}
+	return 0;
+}
+
+const struct zsm_transport_ops zsm_net_ops = {
+	.name = "net",
+	.post = zsm_net_post,
+	.progress = zsm_net_progress_all,
+	.busy = zsm_net_busy,
+};

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Owns requests: the per-comm pool NCCL threads allocate from and free to,
+ * and the engine's accounting of each request's operations.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "net/net.h"
+
+struct zsm_net_req *zsm_net_req_alloc(struct zsm_net_comm *comm)
+{
+	struct zsm_net_req *req;
+
+	pthread_mutex_lock(&comm->pool_lock);
+	req = comm->free_reqs;
+	if (!req && comm->nreqs < ZSM_MAX_REQUESTS) {
+		/* Grow in slabs: most comms never need 256 requests. */
+		struct zsm_net_req_slab *slab = calloc(1, sizeof(*slab));
+
+		if (slab) {
+			slab->next = comm->slabs;
+			comm->slabs = slab;
+			for (int i = ZSM_REQ_SLAB - 1; i >= 0; i--) {
+				slab->reqs[i].next_free = comm->free_reqs;
+				comm->free_reqs = &slab->reqs[i];
+			}
+			comm->nreqs += ZSM_REQ_SLAB;
+			req = comm->free_reqs;
+		}
+	}
+	if (req)
+		comm->free_reqs = req->next_free;
+	pthread_mutex_unlock(&comm->pool_lock);
+	if (!req)
+		return NULL; /* NCCL retries on a NULL request */
+	req->desc.ops = &zsm_net_ops;
+	req->desc.next = NULL;
+	req->comm = comm;
+	req->magic = ZSM_REQ_MAGIC;
+	req->error = 0;
+	/* relaxed: published to the engine by the queue's release. */
+	atomic_store_explicit(&req->state, ZSM_REQ_PENDING,
+			      memory_order_relaxed);
+	return req;
+}
+
+void zsm_net_req_free(struct zsm_net_req *req)
+{
+	struct zsm_net_comm *comm = req->comm;
+
+	req->magic = 0; /* a second test() of it is caught */
+	pthread_mutex_lock(&comm->pool_lock);
+	req->next_free = comm->free_reqs;
+	comm->free_reqs = req;
+	pthread_mutex_unlock(&comm->pool_lock);
+}
+
+void zsm_net_req_pool_fini(struct zsm_net_comm *comm)
+{
+	struct zsm_net_req_slab *slab, *next;
+
+	for (slab = comm->slabs; slab; slab = next) {
+		next = slab->next;
+		free(slab);
+	}
+	comm->slabs = NULL;
+	comm->free_reqs = NULL;
+	pthread_mutex_destroy(&comm->pool_lock);
+}
+
+void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len)
+{
+	struct zsm_net_req *req = op->req;
+	struct zsm_net_comm *comm = req->comm;
+
+	op->posted = 2;
+	comm->ops_posted--;
+	if (err == -ECANCELED) {
+		/* relaxed: the engine wrote it; a cancel caused by a failed
+		 * peer reports why the comm failed. */
+		int why = atomic_load_explicit(&comm->error,
+					       memory_order_relaxed);
+
+		if (why)
+			err = why;
+	}
+	if (err && !req->error)
+		req->error = err;
+	comm->last_event_ns = zsm_now_ns();
+	if (req->type == ZSM_REQ_RECV)
+		req->sizes[op->index] = (int)len;
+	else
+		req->sizes[0] = (int)req->len[0];
+	if (--req->remaining == 0) {
+		/* release: pairs with the acquire in zsm_test; sizes and
+		 * the received bytes are visible before the state. */
+		atomic_store_explicit(&req->state,
+				      req->error ? req->error : ZSM_REQ_DONE,
+				      memory_order_release);
+	}
+	if (comm->closing)
+		zsm_net_comm_maybe_free(comm);
+}

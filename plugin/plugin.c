@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Owns the plugin's lifetime (init/finalize reference counting, teardown
+ * at unload) and the version-neutral entry points the ABI shims call.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fi_domain.h>
+
+#include "common/log.h"
+#include "common/param.h"
+#include "core.h"
+#include "net/net.h"
+#include "proxy/proxy.h"
+#include "zsm_config.h"
+
+#define ZSM_CTX_MAGIC 0x5843535aU
+
+struct zsm_ctx {
+	uint32_t magic;
+	uint64_t comm_id;
+	int traffic_class;
+};
+
+struct zsm_net_topo zsm_net_topo;
+
+static pthread_mutex_t zsm_plugin_lock = PTHREAD_MUTEX_INITIALIZER;
+static int zsm_plugin_refs;
+
+static void zsm_plugin_teardown_locked(void)
+{
+	zsm_proxy_stop();
+	zsm_proxy_lock();
+	for (int i = 0; i < zsm_net_topo.ndevs; i++)
+		zsm_net_ep_close(zsm_net_topo.devs[i].ep);
+	zsm_proxy_unlock();
+	zsm_net_topo_free(&zsm_net_topo);
+	zsm_plugin_refs = 0;
+}
+
+/* Take one reference, bringing the plugin up on the first. */
+static int zsm_plugin_get(ncclDebugLogger_t logger)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&zsm_plugin_lock);
+	if (logger)
+		zsm_log_set_logger(logger);
+	if (zsm_plugin_refs > 0) {
+		zsm_plugin_refs++;
+		goto out;
+	}
+	ret = zsm_param_load(NULL);
+	if (ret) {
+		ret = -EDOM; /* a bad ZSM_* value: the user's to fix */
+		goto out;
+	}
+	ret = zsm_net_topo_discover(&zsm_net_topo);
+	if (ret)
+		goto out;
+	if (zsm_net_topo.ndevs == 0) {
+		ZSM_WARN("net: no usable libfabric device (zsm-info tells "
+			 "why each offer was passed over)");
+		zsm_net_topo_free(&zsm_net_topo);
+		ret = -ENODEV;
+		goto out;
+	}
+	zsm_proxy_add_transport(&zsm_net_ops);
+	ret = zsm_proxy_start();
+	if (ret) {
+		zsm_net_topo_free(&zsm_net_topo);
+		goto out;
+	}
+	zsm_plugin_refs = 1;
+	ZSM_INFO("zsm %s ready: %d device(s), proxy %s", ZSM_VERSION,
+		 zsm_net_topo.ndevs,
+		 zsm_param_int(ZSM_P_PROXY) ? "inline" : "thread");
+out:
+	pthread_mutex_unlock(&zsm_plugin_lock);
+	return ret;
+}
+
+static void zsm_plugin_put(void)
+{
+	pthread_mutex_lock(&zsm_plugin_lock);
+	if (zsm_plugin_refs > 0 && --zsm_plugin_refs == 0)
+		zsm_plugin_teardown_locked();
+	pthread_mutex_unlock(&zsm_plugin_lock);
+}
+
+/* NCCL dlcloses the plugin after the last comm; v8-v10 never finalize. */
+__attribute__((destructor)) static void zsm_plugin_unload(void)
+{
+	pthread_mutex_lock(&zsm_plugin_lock);
+	if (zsm_plugin_refs > 0)
+		zsm_plugin_teardown_locked();
+	pthread_mutex_unlock(&zsm_plugin_lock);
+	zsm_log_set_logger(NULL);
+}
+
+int zsm_init(void **ctx, uint64_t comm_id, int traffic_class,
+	     ncclDebugLogger_t logger)
+{
+	struct zsm_ctx *c;
+	int ret;
+
+	if (!ctx) {
+		/* v8-v10: one process-wide reference, dropped at unload. */
+		static int legacy_ref;
+
+		if (legacy_ref)
+			return 0;
+		ret = zsm_plugin_get(logger);
+		if (!ret)
+			legacy_ref = 1;
+		return ret;
+	}
+	*ctx = NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	ret = zsm_plugin_get(logger);
+	if (ret) {
+		free(c);
+		return ret;
+	}
+	c->magic = ZSM_CTX_MAGIC;
+	c->comm_id = comm_id;
+	c->traffic_class = traffic_class;
+	*ctx = c;
+	return 0;
+}
+
+int zsm_finalize(void *ctx)
+{
+	struct zsm_ctx *c = ctx;
+
+	/* NCCL 2.28.9 calls finalize after a failed init: nothing to do. */
+	if (!c || c->magic != ZSM_CTX_MAGIC)
+		return 0;
+	c->magic = 0;
+	free(c);
+	zsm_plugin_put();
+	return 0;
+}
+
+static int zsm_dev_check(int dev)
+{
+	if (zsm_plugin_refs <= 0) {
+		ZSM_WARN("called before a successful init");
+		return -EINVAL;
+	}
+	if (dev < 0 || dev >= zsm_net_topo.ndevs) {
+		ZSM_WARN("device %d does not exist (%d devices)", dev,
+			 zsm_net_topo.ndevs);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int zsm_devices(int *ndev)
+{
+	*ndev = zsm_plugin_refs > 0 ? zsm_net_topo.ndevs : 0;
+	return 0;
+}
+
+int zsm_get_properties(int dev, struct zsm_props *props)
+{
+	int ret = zsm_dev_check(dev);
+
+	if (ret)
+		return ret;
+	zsm_net_dev_props(&zsm_net_topo.devs[dev], dev, props);
+	return 0;
+}
+
+int zsm_listen(void *ctx, int dev, void *handle, void **listen_comm)
+{
+	struct zsm_net_comm *lc = NULL;
+	int ret = zsm_dev_check(dev);
+
+	(void)ctx;
+	*listen_comm = NULL;
+	if (ret)
+		return ret;
+	ret = zsm_net_comm_listen(dev, handle, &lc);
+	if (!ret)
+		*listen_comm = lc;
+	return ret;
+}
+
+int zsm_connect(void *ctx, int dev, void *handle, void **send_comm)
+{
+	struct zsm_net_comm *sc = NULL;
+	int ret = zsm_dev_check(dev);
+
+	(void)ctx;
+	*send_comm = NULL;
+	if (ret)
+		return ret;
+	if (!handle) {
+		ZSM_WARN("net: connect: NULL handle");
+		return -EINVAL;
+	}
+	ret = zsm_net_comm_connect(dev, handle, &sc);
+	if (!ret)
+		*send_comm = sc;
+	return ret;
+}
+
+int zsm_accept(void *listen_comm, void **recv_comm)
+{
+	struct zsm_net_comm *rc = NULL;
+	int ret;
+
+	*recv_comm = NULL;
+	if (!zsm_net_comm_valid(listen_comm, ZSM_COMM_LISTEN)) {
+		ZSM_WARN("net: accept: not a listen comm");
+		return -EINVAL;
+	}
+	ret = zsm_net_comm_accept(listen_comm, &rc);
+	if (!ret)
+		*recv_comm = rc;
+	return ret;
+}
+
+static int zsm_close_typed(void *comm, int type, const char *what)
+{
+	if (!comm)
+		return 0;
+	if (!zsm_net_comm_valid(comm, type)) {
+		ZSM_WARN("net: %s: not a %s comm (closed twice?)", what,
+			 what + 6);
+		return -EINVAL;
+	}
+	return zsm_net_comm_close(comm);
+}
+
+int zsm_close_send(void *send_comm)
+{
+	return zsm_close_typed(send_comm, ZSM_COMM_SEND, "close send");
+}
+
+int zsm_close_recv(void *recv_comm)
+{
+	return zsm_close_typed(recv_comm, ZSM_COMM_RECV, "close recv");
+}
+
+int zsm_close_listen(void *listen_comm)
+{
+	return zsm_close_typed(listen_comm, ZSM_COMM_LISTEN, "close listen");
+}
+
+static struct zsm_net_comm *zsm_any_comm(void *comm)
+{
+	struct zsm_net_comm *c = comm;
+
+	if (zsm_net_comm_valid(c, ZSM_COMM_SEND) ||
+	    zsm_net_comm_valid(c, ZSM_COMM_RECV))
+		return c;
+	ZSM_WARN("net: registration on something that is not a comm");
+	return NULL;
+}
+
+int zsm_reg_mr(void *comm, void *data, size_t size, int type, void **mh)
+{
+	struct zsm_net_comm *c = zsm_any_comm(comm);
+	struct zsm_net_mr *mr;
+	int ret;
+
+	*mh = NULL;
+	if (!c)
+		return -EINVAL;
+	ret = zsm_net_mr_reg(c->ep, data, size, type, &mr);
+	if (!ret)
+		*mh = mr;
+	return ret;
+}
+
+int zsm_reg_mr_dmabuf(void *comm, void *data, size_t size, int type,
+		      uint64_t offset, int fd, void **mh)
+{
+	(void)offset;
+	(void)fd;
+	/* Only host memory is advertised, so a dma-buf is a plain region. */
+	return zsm_reg_mr(comm, data, size, type, mh);
+}
+
+int zsm_dereg_mr(void *comm, void *mh)
+{
+	struct zsm_net_mr *mr = mh;
+
+	(void)comm;
+	if (!mr)
+		return 0;
+	if (mr->magic != ZSM_MR_MAGIC) {
+		ZSM_WARN("net: deregMr: not a zsm registration (freed "
+			 "twice?)");
+		return -EINVAL;
+	}
+	return zsm_net_mr_dereg(mr);
+}
+
+static void *zsm_mr_desc(struct zsm_net_comm *c, void *mh, int *err)
+{
+	struct zsm_net_mr *mr = mh;
+
+	if (!mr) {
+		if (c->ep->needs_mr) {
+			ZSM_WARN("net: %s needs registered buffers, and this "
+				 "one came without a memory handle",
+				 c->ep->dev->name);
+			*err = -EINVAL;
+		}
+		return NULL;
+	}
+	if (mr->magic != ZSM_MR_MAGIC) {
+		ZSM_WARN("net: memory handle is not a live zsm registration");
+		*err = -EINVAL;
+		return NULL;
+	}
+	return mr->desc;
+}
+
+static int zsm_comm_usable(struct zsm_net_comm *c)
+{
+	/* acquire: pairs with the release in zsm_net_comm_fail. */
+	int err = atomic_load_explicit(&c->error, memory_order_acquire);
+
+	return err;
+}
+
+static int zsm_tag_check(int tag)
+{
+	if (tag < 0 || (unsigned)tag > ZSM_TAG_USER_MAX) {
+		ZSM_WARN("net: tag %d outside [0, %u]", tag, ZSM_TAG_USER_MAX);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int zsm_isend(void *send_comm, void *data, size_t size, int tag, void *mh,
+	      void **request)
+{
+	struct zsm_net_comm *c = send_comm;
+	struct zsm_net_req *req;
+	int err = 0;
+	void *desc;
+
+	*request = NULL;
+	if (!zsm_net_comm_valid(c, ZSM_COMM_SEND)) {
+		ZSM_WARN("net: isend: not a send comm");
+		return -EINVAL;
+	}
+	if (size > ZSM_MAX_P2P_BYTES) {
+		ZSM_WARN("net: isend of %zu bytes is above maxP2pBytes %llu",
+			 size, ZSM_MAX_P2P_BYTES);
+		return -EINVAL;
+	}
+	err = zsm_tag_check(tag);
+	if (err)
+		return err;
+	err = zsm_comm_usable(c);
+	if (err)
+		return err;
+	desc = zsm_mr_desc(c, mh, &err);
+	if (err)
+		return err;
+	req = zsm_net_req_alloc(c);
+	if (!req)
+		return 0;
+	req->type = ZSM_REQ_SEND;
+	req->n = 1;
+	req->remaining = 1;
+	req->data[0] = data;
+	req->len[0] = size;
+	req->tag[0] = tag;
+	req->mr_desc[0] = desc;
+	req->ops[0].req = req;
+	req->ops[0].kind = ZSM_OP_SEND;
+	req->ops[0].index = 0;
+	req->ops[0].posted = 0;
+	if (zsm_proxy_submit(&req->desc)) {
+		zsm_net_req_free(req);
+		return 0; /* queue full: NCCL retries */
+	}
+	*request = req;
+	return 0;
+}
+
+int zsm_irecv(void *recv_comm, int n, void **data, const size_t *sizes,
+	      const int *tags, void **mhs, void **request)
+{
+	struct zsm_net_comm *c = recv_comm;
+	struct zsm_net_req *req;
+	void *desc[ZSM_MAX_RECVS];
+	int err = 0;
+
+	*request = NULL;
+	if (!zsm_net_comm_valid(c, ZSM_COMM_RECV)) {
+		ZSM_WARN("net: irecv: not a receive comm");
+		return -EINVAL;
+	}
+	if (n < 1 || n > ZSM_MAX_RECVS) {
+		ZSM_WARN("net: irecv of %d buffers, maxRecvs is %d", n,
+			 ZSM_MAX_RECVS);
+		return -EINVAL;
+	}
+	for (int i = 0; i < n; i++) {
+		err = zsm_tag_check(tags[i]);
+		if (err)
+			return err;
+		desc[i] = zsm_mr_desc(c, mhs ? mhs[i] : NULL, &err);
+		if (err)
+			return err;
+	}
+	err = zsm_comm_usable(c);
+	if (err)
+		return err;
+	req = zsm_net_req_alloc(c);
+	if (!req)
+		return 0;
+	req->type = ZSM_REQ_RECV;
+	req->n = (uint8_t)n;
+	req->remaining = (uint8_t)n;
+	for (int i = 0; i < n; i++) {
+		req->data[i] = data[i];
+		req->len[i] = sizes[i];
+		req->tag[i] = tags[i];
+		req->mr_desc[i] = desc[i];
+		req->sizes[i] = 0;
+		req->ops[i].req = req;
+		req->ops[i].kind = ZSM_OP_RECV;
+		req->ops[i].index = (uint8_t)i;
+		req->ops[i].posted = 0;
+	}
+	if (zsm_proxy_submit(&req->desc)) {
+		zsm_net_req_free(req);
+		return 0;
+	}
+	*request = req;
+	return 0;
+}
+
+int zsm_iflush(void *recv_comm, int n, void **data, const int *sizes,
+	       void **mhs, void **request)
+{
+	(void)n;
+	(void)data;
+	(void)sizes;
+	(void)mhs;
+	*request = NULL;
+	if (!zsm_net_comm_valid(recv_comm, ZSM_COMM_RECV)) {
+		ZSM_WARN("net: iflush: not a receive comm");
+		return -EINVAL;
+	}
+	/* Host memory only: the data is visible once test() said done. */
+	return 0;
+}
+
+int zsm_test(void *request, int *done, int *sizes)
+{
+	struct zsm_net_req *req = request;
+	int state;
+
+	*done = 0;
+	if (!req || req->magic != ZSM_REQ_MAGIC) {
+		ZSM_WARN("net: test: %p is not a live zsm request", request);
+		return -EINVAL;
+	}
+	/* acquire: pairs with the release in zsm_net_req_op_done. */
+	state = atomic_load_explicit(&req->state, memory_order_acquire);
+	if (state == ZSM_REQ_PENDING) {
+		zsm_proxy_assist();
+		state = atomic_load_explicit(&req->state,
+					     memory_order_acquire);
+		if (state == ZSM_REQ_PENDING)
+			return 0;
+	}
+	*done = 1;
+	if (sizes) {
+		if (req->type == ZSM_REQ_RECV)
+			memcpy(sizes, req->sizes, sizeof(int) * req->n);
+		else
+			sizes[0] = req->sizes[0];
+	}
+	if (state < 0 && state != -ECANCELED)
+		ZSM_WARN("net: %s failed: %s",
+			 req->type == ZSM_REQ_SEND ? "send" : "receive",
+			 state == -EMSGSIZE
+				 ? "the message is larger than the posted "
+				   "receive buffer"
+				 : strerror(-state));
+	zsm_net_req_free(req);
+	return state < 0 ? state : 0;
+}
+
+ncclResult_t zsm_nccl_result(int err)
+{
+	switch (err) {
+	case 0:
+		return ncclSuccess;
+	case -EMSGSIZE:
+	case -EDOM:
+		return ncclInvalidUsage;
+	case -EINVAL:
+	case -EPROTO:
+		return ncclInternalError;
+	case -ECONNRESET:
+	case -ECANCELED:
+	case -ETIMEDOUT:
+		return ncclRemoteError;
+	default:
+		return ncclSystemError;
+	}
+}

@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: MIT */
+/* Owns the engine lock, the descriptor queue and the proxy thread. */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/param.h"
+#include "common/ring.h"
+#include "proxy/proxy.h"
+
+#define ZSM_PROXY_MAX_TRANSPORTS 4
+/* How long after a test() pass the thread keeps out of the way. */
+#define ZSM_PROXY_ASSIST_WINDOW_NS 1000000ULL
+/* How long the thread naps while operations are in flight. */
+#define ZSM_PROXY_NAP_MS 1
+
+struct zsm_proxy {
+	pthread_mutex_t lock; /* the engine lock */
+	struct zsm_ring queue;
+	struct zsm_desc *pending_head; /* engine only */
+	struct zsm_desc *pending_tail;
+	const struct zsm_transport_ops *transports[ZSM_PROXY_MAX_TRANSPORTS];
+	int ntransports;
+	int inline_mode;
+	int assist;
+	uint64_t spin_ns;
+	pthread_t thread;
+	int have_thread;
+	int efd;
+	atomic_int stop;
+	atomic_int sleeping;
+	atomic_uint_fast64_t last_assist_ns;
+};
+
+static struct zsm_proxy zsm_proxy = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.efd = -1,
+};
+
+uint64_t zsm_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+void zsm_proxy_add_transport(const struct zsm_transport_ops *ops)
+{
+	for (int i = 0; i < zsm_proxy.ntransports; i++)
+		if (zsm_proxy.transports[i] == ops)
+			return;
+	if (zsm_proxy.ntransports < ZSM_PROXY_MAX_TRANSPORTS)
+		zsm_proxy.transports[zsm_proxy.ntransports++] = ops;
+}
+
+void zsm_proxy_lock(void)
+{
+	pthread_mutex_lock(&zsm_proxy.lock);
+}
+
+void zsm_proxy_unlock(void)
+{
+	pthread_mutex_unlock(&zsm_proxy.lock);
+}
+
+static void zsm_proxy_pending_append(struct zsm_desc *d)
+{
+	d->next = NULL;
+	if (zsm_proxy.pending_tail)
+		zsm_proxy.pending_tail->next = d;
+	else
+		zsm_proxy.pending_head = d;
+	zsm_proxy.pending_tail = d;
+}
+
+int zsm_proxy_pass_locked(void)
+{
+	struct zsm_desc *d;
+	int events = 0;
+
+	/* Refused descriptors go first: posting order is matching order. */
+	while ((d = zsm_proxy.pending_head) != NULL) {
+		if (d->ops->post(d) == -EAGAIN)
+			break;
+		zsm_proxy.pending_head = d->next;
+		if (!zsm_proxy.pending_head)
+			zsm_proxy.pending_tail = NULL;
+		events++;
+	}
+	if (zsm_proxy.queue.slots) {
+		while ((d = zsm_ring_pop(&zsm_proxy.queue)) != NULL) {
+			events++;
+			if (zsm_proxy.pending_head) {
+				zsm_proxy_pending_append(d);
+				continue;
+			}
+			if (d->ops->post(d) == -EAGAIN)
+				zsm_proxy_pending_append(d);
+		}
+	}
+	for (int i = 0; i < zsm_proxy.ntransports; i++)
+		events += zsm_proxy.transports[i]->progress();
+	return events;
+}
+
+int zsm_proxy_pass(void)
+{
+	int ev;
+
+	zsm_proxy_lock();
+	ev = zsm_proxy_pass_locked();
+	zsm_proxy_unlock();
+	return ev;
+}
+
+static int zsm_proxy_busy_locked(void)
+{
+	if (zsm_proxy.pending_head)
+		return 1;
+	for (int i = 0; i < zsm_proxy.ntransports; i++)
+		if (zsm_proxy.transports[i]->busy())
+			return 1;
+	return 0;
+}
+
+static void zsm_proxy_wake(void)
+{
+	uint64_t one = 1;
+
+	/* seq_cst fence: pairs with the fence in zsm_proxy_sleep (Dekker):
+	 * either the thread sees our pushed slot, or we see it sleeping. */
+	atomic_thread_fence(memory_order_seq_cst);
+	/* relaxed: ordered by the fence above. */
+	if (atomic_load_explicit(&zsm_proxy.sleeping, memory_order_relaxed) &&
+	    write(zsm_proxy.efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		ZSM_WARN("proxy: waking the progress thread failed: %s",
+			 strerror(errno));
+}
+
+int zsm_proxy_submit(struct zsm_desc *desc)
+{
+	if (zsm_ring_push(&zsm_proxy.queue, desc))
+		return -EAGAIN;
+	if (zsm_proxy.have_thread)
+		zsm_proxy_wake();
+	return 0;
+}
+
+void zsm_proxy_submit_wait(struct zsm_desc *desc)
+{
+	while (zsm_proxy_submit(desc) == -EAGAIN)
+		zsm_proxy_pass();
+}
+
+void zsm_proxy_assist(void)
+{
+	if (zsm_proxy.inline_mode) {
+		zsm_proxy_pass();
+		return;
+	}
+	if (!zsm_proxy.assist ||
+	    pthread_mutex_trylock(&zsm_proxy.lock) != 0)
+		return;
+	zsm_proxy_pass_locked();
+	pthread_mutex_unlock(&zsm_proxy.lock);
+	/* relaxed: a hint for the thread's back-off, nothing hangs on it. */
+	atomic_store_explicit(&zsm_proxy.last_assist_ns, zsm_now_ns(),
+			      memory_order_relaxed);
+}
+
+/* Sleep until a submission wakes us, or nap while work is in flight. */
+static void zsm_proxy_sleep(int busy)
+{
+	struct pollfd pfd = {.fd = zsm_proxy.efd, .events = POLLIN};
+	uint64_t v;
+
+	/* relaxed store, then the seq_cst fence pairing with the one in
+	 * zsm_proxy_wake: after it we re-check the queue, so a push made
+	 * before our flag was visible is not missed. */
+	atomic_store_explicit(&zsm_proxy.sleeping, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (zsm_ring_empty(&zsm_proxy.queue))
+		(void)!poll(&pfd, 1, busy ? ZSM_PROXY_NAP_MS : -1);
+	/* relaxed: only the wake-up decision reads it. */
+	atomic_store_explicit(&zsm_proxy.sleeping, 0, memory_order_relaxed);
+	if (pfd.revents & POLLIN)
+		(void)!read(zsm_proxy.efd, &v, sizeof(v));
+}
+
+static void *zsm_proxy_main(void *arg)
+{
+	uint64_t idle_since = zsm_now_ns();
+
+	(void)arg;
+	/* relaxed: stop is a request; the join is the synchronisation. */
+	while (!atomic_load_explicit(&zsm_proxy.stop, memory_order_relaxed)) {
+		uint64_t now, last;
+		int ev, busy;
+
+		zsm_proxy_lock();
+		ev = zsm_proxy_pass_locked();
+		busy = zsm_proxy_busy_locked();
+		zsm_proxy_unlock();
+		now = zsm_now_ns();
+		if (ev) {
+			idle_since = now;
+			continue;
+		}
+		/* relaxed: see zsm_proxy_assist. */
+		last = atomic_load_explicit(&zsm_proxy.last_assist_ns,
+					    memory_order_relaxed);
+		if (busy && now - last < ZSM_PROXY_ASSIST_WINDOW_NS) {
+			/* A test() caller is driving: keep off its core. */
+			zsm_proxy_sleep(1);
+			continue;
+		}
+		if (now - idle_since < zsm_proxy.spin_ns) {
+			sched_yield();
+			continue;
+		}
+		zsm_proxy_sleep(busy);
+	}
+	return NULL;
+}
+
+int zsm_proxy_start(void)
+{
+	int ret;
+
+	zsm_proxy.inline_mode = zsm_param_int(ZSM_P_PROXY) == 1;
+	zsm_proxy.assist = (int)zsm_param_int(ZSM_P_PROXY_ASSIST);
+	zsm_proxy.spin_ns = (uint64_t)zsm_param_int(ZSM_P_PROXY_SPIN_US) * 1000;
+	ret = zsm_ring_init(&zsm_proxy.queue,
+			    (uint32_t)zsm_param_int(ZSM_P_QUEUE_DEPTH));
+	if (ret) {
+		ZSM_WARN("proxy: descriptor queue allocation failed");
+		return ret;
+	}
+	zsm_proxy.pending_head = zsm_proxy.pending_tail = NULL;
+	if (zsm_proxy.inline_mode) {
+		ZSM_INFO("proxy: inline mode, progress runs inside test()");
+		return 0;
+	}
+	zsm_proxy.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (zsm_proxy.efd < 0) {
+		ret = -errno;
+		ZSM_WARN("proxy: eventfd failed: %s", strerror(errno));
+		goto err_ring;
+	}
+	/* relaxed: the thread is not running yet. */
+	atomic_store_explicit(&zsm_proxy.stop, 0, memory_order_relaxed);
+	atomic_store_explicit(&zsm_proxy.sleeping, 0, memory_order_relaxed);
+	ret = -pthread_create(&zsm_proxy.thread, NULL, zsm_proxy_main, NULL);
+	if (ret) {
+		ZSM_WARN("proxy: starting the progress thread failed: %s",
+			 strerror(-ret));
+		goto err_efd;
+	}
+	zsm_proxy.have_thread = 1;
+	ZSM_INFO("proxy: progress thread started (assist %s)",
+		 zsm_proxy.assist ? "on" : "off");
+	return 0;
+
+err_efd:
+	close(zsm_proxy.efd);
+	zsm_proxy.efd = -1;
+err_ring:
+	zsm_ring_fini(&zsm_proxy.queue);
+	return ret;
+}
+
+void zsm_proxy_stop(void)
+{
+	uint64_t one = 1;
+
+	if (zsm_proxy.have_thread) {
+		/* relaxed: the join below orders everything after it. */
+		atomic_store_explicit(&zsm_proxy.stop, 1, memory_order_relaxed);
+		(void)!write(zsm_proxy.efd, &one, sizeof(one));
+		pthread_join(zsm_proxy.thread, NULL);
+		zsm_proxy.have_thread = 0;
+		close(zsm_proxy.efd);
+		zsm_proxy.efd = -1;
+	}
+	/* Hand every queued descriptor to its transport, so none is lost. */
+	if (zsm_proxy.queue.slots) {
+		zsm_proxy_pass();
+		zsm_ring_fini(&zsm_proxy.queue);
+	}
+	zsm_proxy.ntransports = 0;
+}

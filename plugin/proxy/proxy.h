@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The progress engine and the thread that drives it.
+ *
+ * Who owns what: NCCL threads allocate requests and push descriptors into
+ * the MPSC queue; whoever holds the engine lock (the proxy thread, or a
+ * test() caller in inline mode or when assisting) pops them, posts them to
+ * the transport, keeps the ones the transport refused (-EAGAIN) in the
+ * in-progress list in order, and polls completions.  The lock makes the
+ * engine single-threaded, so the in-progress list needs no atomics.
+ */
+#ifndef ZSM_PROXY_H
+#define ZSM_PROXY_H
+
+#include <stdint.h>
+
+struct zsm_desc;
+
+/* One transport's hooks, behind which net and ce sit alike. */
+struct zsm_transport_ops {
+	const char *name;
+	/* Post one descriptor: 0 done with it, -EAGAIN keep it and retry. */
+	int (*post)(struct zsm_desc *desc);
+	/* Poll completions; returns how many events it handled. */
+	int (*progress)(void);
+	/* Operations in flight that need polling (0: nothing to wait for). */
+	int (*busy)(void);
+};
+
+/* Every queued object starts with this. */
+struct zsm_desc {
+	const struct zsm_transport_ops *ops;
+	struct zsm_desc *next; /* in-progress list, engine only */
+};
+
+int zsm_proxy_start(void);
+/* Stops the thread and runs the engine until the queue is empty. */
+void zsm_proxy_stop(void);
+/* Queue a descriptor: 0, or -EAGAIN when the queue is full. */
+int zsm_proxy_submit(struct zsm_desc *desc);
+/* Submit, running the engine until there is room (for close paths). */
+void zsm_proxy_submit_wait(struct zsm_desc *desc);
+/* From test(): run the engine if this mode lets the caller do it. */
+void zsm_proxy_assist(void);
+/* Run one engine pass now, waiting for the lock (connect, accept). */
+int zsm_proxy_pass(void);
+void zsm_proxy_lock(void);
+void zsm_proxy_unlock(void);
+/* One pass with the lock held. */
+int zsm_proxy_pass_locked(void);
+void zsm_proxy_add_transport(const struct zsm_transport_ops *ops);
+
+uint64_t zsm_now_ns(void);
+
+#endif

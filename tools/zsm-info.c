@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * zsm-info: what the plugin sees — its version, the libfabric offers and
+ * why each was taken or passed over, the properties NCCL will read for each
+ * device, and the ZSM_* settings in force.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fabric.h>
+
+#include "common/log.h"
+#include "common/param.h"
+#include "core.h"
+#include "net/net.h"
+#include "zsm_config.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: zsm-info [--params-md]\n"
+		     "  (no option)   version, providers, devices, settings\n"
+		     "  --params-md   print docs/configuration.md\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct zsm_net_topo topo;
+	char why[160];
+	int ret;
+
+	if (argc > 1 && strcmp(argv[1], "--params-md") == 0) {
+		zsm_param_print_md(stdout);
+		return 0;
+	}
+	if (argc > 1) {
+		usage(strcmp(argv[1], "--help") == 0 ? stdout : stderr);
+		return strcmp(argv[1], "--help") == 0 ? 0 : 2;
+	}
+	printf("zsm %s (libfabric %u.%u, built against %u.%u)\n", ZSM_VERSION,
+	       FI_MAJOR(fi_version()), FI_MINOR(fi_version()), FI_MAJOR_VERSION,
+	       FI_MINOR_VERSION);
+	if (zsm_param_load(NULL)) {
+		fprintf(stderr, "zsm-info: the ZSM_* settings above are not "
+				"valid; the plugin would refuse to start\n");
+		return 1;
+	}
+	printf("\nsettings:\n");
+	zsm_param_print_values(stdout);
+
+	ret = zsm_net_topo_discover(&topo);
+	if (ret) {
+		fprintf(stderr, "zsm-info: provider discovery failed (%d)\n",
+			ret);
+		return 1;
+	}
+	printf("\nlibfabric offers (RDM, tagged):\n");
+	if (!topo.all)
+		printf("  none: no provider offers an RDM endpoint with "
+		       "tagged messages and send-after-send ordering\n");
+	for (struct fi_info *fi = topo.all; fi; fi = fi->next) {
+		const char *w = zsm_net_topo_why(&topo, fi, why, sizeof(why));
+
+		printf("  %-14s %-12s %-20s %s%s\n",
+		       fi->fabric_attr->prov_name, fi->domain_attr->name,
+		       fi->fabric_attr->name, w[0] ? "passed over: " : "USED",
+		       w);
+	}
+	printf("\ndevices NCCL will see: %d\n", topo.ndevs);
+	for (int i = 0; i < topo.ndevs; i++) {
+		struct zsm_props p;
+
+		zsm_net_dev_props(&topo.devs[i], i, &p);
+		printf("  [%d] name=%s provider=%s\n", i, p.name,
+		       topo.devs[i].info->fabric_attr->prov_name);
+		printf("      pciPath=%s guid=0x%016llx speed=%d Mb/s "
+		       "port=%d latency=%.1f\n",
+		       p.pci_path ? p.pci_path : "(none: virtual)",
+		       (unsigned long long)p.guid, p.speed_mbps, p.port,
+		       p.latency_us);
+		printf("      ptrSupport=0x%x regIsGlobal=%d forceFlush=%d "
+		       "maxComms=%d maxRecvs=%d\n",
+		       p.ptr_support, p.reg_is_global, p.force_flush,
+		       p.max_comms, p.max_recvs);
+		printf("      netDeviceType=HOST maxP2pBytes=%zu "
+		       "maxCollBytes=%zu railId=%d planeId=%d\n",
+		       p.max_p2p_bytes, p.max_coll_bytes, p.rail_id,
+		       p.plane_id);
+		printf("      mr_mode=0x%llx\n",
+		       (unsigned long long)topo.devs[i].info->domain_attr->mr_mode);
+	}
+	zsm_net_topo_free(&topo);
+	return 0;
+}
