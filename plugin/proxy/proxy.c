@@ -19,8 +19,9 @@
 #define ZSM_PROXY_MAX_TRANSPORTS 4
 /* How long after a test() pass the thread keeps out of the way. */
 #define ZSM_PROXY_ASSIST_WINDOW_NS 1000000ULL
-/* How long the thread naps while operations are in flight. */
-#define ZSM_PROXY_NAP_MS 1
+/* Naps while operations are in flight grow from MIN to MAX. */
+#define ZSM_PROXY_NAP_MIN_NS 16000ULL
+#define ZSM_PROXY_NAP_MAX_NS 1000000ULL
 
 struct zsm_proxy {
 	pthread_mutex_t lock; /* the engine lock */
@@ -167,8 +168,13 @@ void zsm_proxy_assist(void)
 		zsm_proxy_pass();
 		return;
 	}
-	if (!zsm_proxy.assist ||
-	    pthread_mutex_trylock(&zsm_proxy.lock) != 0)
+	if (!zsm_proxy.assist) {
+		/* Pure thread mode: a caller polling test() in a loop would
+		 * otherwise compete with the proxy for the same core. */
+		sched_yield();
+		return;
+	}
+	if (pthread_mutex_trylock(&zsm_proxy.lock) != 0)
 		return;
 	zsm_proxy_pass_locked();
 	pthread_mutex_unlock(&zsm_proxy.lock);
@@ -177,19 +183,30 @@ void zsm_proxy_assist(void)
 			      memory_order_relaxed);
 }
 
-/* Sleep until a submission wakes us, or nap while work is in flight. */
-static void zsm_proxy_sleep(int busy)
+/*
+ * Sleep until a submission wakes us (wakeable), or for at most nap_ns.
+ * A nap that is not wakeable costs submitters nothing: test() callers
+ * are driving the engine then, and the thread only checks back later.
+ */
+static void zsm_proxy_sleep(uint64_t nap_ns, int wakeable)
 {
 	struct pollfd pfd = {.fd = zsm_proxy.efd, .events = POLLIN};
+	struct timespec ts = {.tv_sec = (time_t)(nap_ns / 1000000000ULL),
+			      .tv_nsec = (long)(nap_ns % 1000000000ULL)};
 	uint64_t v;
 
-	/* relaxed store, then the seq_cst fence pairing with the one in
-	 * zsm_proxy_wake: after it we re-check the queue, so a push made
-	 * before our flag was visible is not missed. */
-	atomic_store_explicit(&zsm_proxy.sleeping, 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_seq_cst);
-	if (zsm_ring_empty(&zsm_proxy.queue))
-		(void)!poll(&pfd, 1, busy ? ZSM_PROXY_NAP_MS : -1);
+	if (wakeable) {
+		/* relaxed store, then the seq_cst fence pairing with the
+		 * one in zsm_proxy_wake: after it we re-check the queue, so
+		 * a push made before our flag was visible is not missed. */
+		atomic_store_explicit(&zsm_proxy.sleeping, 1,
+				      memory_order_relaxed);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (!zsm_ring_empty(&zsm_proxy.queue))
+			goto out;
+	}
+	(void)!ppoll(&pfd, 1, nap_ns ? &ts : NULL, NULL);
+out:
 	/* relaxed: only the wake-up decision reads it. */
 	atomic_store_explicit(&zsm_proxy.sleeping, 0, memory_order_relaxed);
 	if (pfd.revents & POLLIN)
@@ -199,6 +216,7 @@ static void zsm_proxy_sleep(int busy)
 static void *zsm_proxy_main(void *arg)
 {
 	uint64_t idle_since = zsm_now_ns();
+	uint64_t nap = ZSM_PROXY_NAP_MIN_NS;
 
 	(void)arg;
 	/* relaxed: stop is a request; the join is the synchronisation. */
@@ -211,23 +229,30 @@ static void *zsm_proxy_main(void *arg)
 		busy = zsm_proxy_busy_locked();
 		zsm_proxy_unlock();
 		now = zsm_now_ns();
-		if (ev) {
-			idle_since = now;
-			continue;
-		}
 		/* relaxed: see zsm_proxy_assist. */
 		last = atomic_load_explicit(&zsm_proxy.last_assist_ns,
 					    memory_order_relaxed);
-		if (busy && now - last < ZSM_PROXY_ASSIST_WINDOW_NS) {
+		if (now - last < ZSM_PROXY_ASSIST_WINDOW_NS) {
 			/* A test() caller is driving: keep off its core. */
-			zsm_proxy_sleep(1);
+			zsm_proxy_sleep(ZSM_PROXY_ASSIST_WINDOW_NS, 0);
+			continue;
+		}
+		if (ev) {
+			idle_since = now;
+			nap = ZSM_PROXY_NAP_MIN_NS;
 			continue;
 		}
 		if (now - idle_since < zsm_proxy.spin_ns) {
 			sched_yield();
 			continue;
 		}
-		zsm_proxy_sleep(busy);
+		if (!busy) {
+			zsm_proxy_sleep(0, 1);
+			continue;
+		}
+		zsm_proxy_sleep(nap, 1);
+		nap = nap * 2 < ZSM_PROXY_NAP_MAX_NS ? nap * 2
+						     : ZSM_PROXY_NAP_MAX_NS;
 	}
 	return NULL;
 }

@@ -1,0 +1,13 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The main job: install what is missing, build, and run a two-process
+# loopback benchmark through the plugin's ncclNet table (tcp on 127.0.0.1).
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+sh scripts/setup-debian.sh
+[ -d build ] || meson setup build >/dev/null
+ninja -C build >/dev/null
+export ZSM_PROVIDER="${ZSM_PROVIDER:-tcp}" ZSM_DOMAIN="${ZSM_DOMAIN:-lo}"
+build/tools/zsm-info | sed -n '1p;/^devices/,$p'
+exec build/tools/zsm-bench --test both "$@"

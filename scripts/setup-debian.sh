@@ -1,0 +1,21 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Installs what building and testing zsm needs on Debian 12, skipping what
+# is already there.  Run as root.
+set -eu
+pkgs="gcc pkg-config meson ninja-build libfabric-dev libfabric-bin
+libcmocka-dev valgrind python3"
+missing=""
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	echo "setup: installing$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing
+else
+	echo "setup: everything needed is installed"
+fi

@@ -1,0 +1,50 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Installs what is missing, then builds and runs every suite three ways:
+# a plain build, AddressSanitizer+UndefinedBehaviorSanitizer, and valgrind
+# (leaks are errors).  Ends with one "N passed, N failed, N skipped" line.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+sh scripts/setup-debian.sh || exit 1
+
+status=0
+run() {
+	echo "== $*"
+	"$@" || status=1
+}
+
+setup() {
+	dir=$1
+	shift
+	if [ -d "$dir" ]; then
+		meson setup --reconfigure "$dir" "$@" >"$dir.setup.log" 2>&1
+	else
+		meson setup "$dir" "$@" >"$dir.setup.log" 2>&1
+	fi || { cat "$dir.setup.log"; status=1; return 1; }
+	ninja -C "$dir" >"$dir.ninja.log" 2>&1 ||
+		{ cat "$dir.ninja.log"; status=1; return 1; }
+}
+
+# The loopback tests move data over tcp on 127.0.0.1 only.
+export ZSM_PROVIDER=tcp ZSM_DOMAIN=lo
+
+if setup build; then
+	run meson test -C build --print-errorlogs --num-processes 2
+fi
+if setup build-san -Db_sanitize=address,undefined -Db_lundef=false; then
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		run meson test -C build-san --print-errorlogs --num-processes 2 \
+		--suite unit --suite loopback --suite abi
+fi
+if setup build; then
+	run meson test -C build --setup valgrind --print-errorlogs \
+		--num-processes 2 --suite unit --suite loopback \
+		--logbase valgrind
+fi
+
+python3 scripts/test-summary.py build/meson-logs/testlog.json \
+	build-san/meson-logs/testlog.json \
+	build/meson-logs/valgrind.json || status=1
+exit $status

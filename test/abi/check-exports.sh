@@ -1,0 +1,20 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The plugin must export exactly NCCL's tables and nothing internal.
+set -eu
+lib="$1"
+got=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort)
+want=$(printf '%s\n' ncclNetPlugin_v10 ncclNetPlugin_v11 ncclNetPlugin_v12 \
+	ncclNetPlugin_v8 ncclNetPlugin_v9 | sort)
+if [ "$got" != "$want" ]; then
+	echo "exported symbols differ from the ncclNet tables:"
+	printf 'got:\n%s\nwant:\n%s\n' "$got" "$want"
+	exit 1
+fi
+# Every library it needs must be a system one NCCL's process can resolve:
+# no libcuda/libcudart link (libcuda is loaded at run time).
+if readelf -d "$lib" | grep NEEDED | grep -Eq 'libcuda|libcudart'; then
+	echo "the plugin links a CUDA library; it must load libcuda at run time"
+	exit 1
+fi
+echo "exports: $(echo $got)"
