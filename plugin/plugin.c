@@ -42,6 +42,40 @@ static void zsm_plugin_teardown_locked(void)
 	zsm_plugin_refs = 0;
 }
 
+/* Devices whose endpoint does not open are dropped, with a warning. */
+static int zsm_plugin_open_endpoints(void)
+{
+	struct zsm_net_topo *t = &zsm_net_topo;
+	int kept = 0;
+
+	for (int i = 0; i < t->ndevs; i++) {
+		struct zsm_net_ep *ep;
+
+		if (zsm_net_ep_get(&t->devs[i], &ep) != 0) {
+			ZSM_WARN("net: device %s is left out: its endpoint "
+				 "does not open",
+				 t->devs[i].name);
+			fi_freeinfo(t->devs[i].info);
+			free(t->devs[i].pci_path);
+			continue;
+		}
+		if (kept != i) {
+			t->devs[kept] = t->devs[i];
+			t->devs[kept].ep->dev = &t->devs[kept];
+		}
+		kept++;
+	}
+	for (int i = kept; i < t->ndevs; i++)
+		memset(&t->devs[i], 0, sizeof(t->devs[i]));
+	t->ndevs = kept;
+	if (kept == 0) {
+		ZSM_WARN("net: no device endpoint could be opened");
+		zsm_net_topo_free(t);
+		return -ENODEV;
+	}
+	return 0;
+}
+
 /* Take one reference, bringing the plugin up on the first. */
 static int zsm_plugin_get(ncclDebugLogger_t logger)
 {
@@ -69,6 +103,11 @@ static int zsm_plugin_get(ncclDebugLogger_t logger)
 		ret = -ENODEV;
 		goto out;
 	}
+	/* Open every endpoint now: listen() and connect() must not block,
+	 * and opening one takes tens of milliseconds. */
+	ret = zsm_plugin_open_endpoints();
+	if (ret)
+		goto out;
 	zsm_proxy_add_transport(&zsm_net_ops);
 	ret = zsm_proxy_start();
 	if (ret) {

@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The two-process harness: fork, socketpair, alarm-bounded waits, exit
+ * status combination and the per-check runner.
+ */
+#include "oob.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define OOB_WHY_LEN 768
+
+/* Failure reasons, shared by the oob_check driver and both ranks. */
+struct oob_shared {
+	char why[2][OOB_WHY_LEN];
+};
+
+static struct oob_shared *oob_shm;
+static int oob_fd = -1;
+static int oob_my_rank = -1;
+static unsigned oob_timeout_s;
+static volatile pid_t oob_child;
+static volatile sig_atomic_t oob_child_reaped;
+/* Set by oob_finish: from then on it reaps rank 1 itself. */
+static volatile sig_atomic_t oob_finishing;
+static volatile int oob_child_status;
+
+static void oob_write_str(const char *s)
+{
+	ssize_t r = write(STDERR_FILENO, s, strlen(s));
+
+	(void)r;
+}
+
+/* Async-signal-safe unsigned to text. */
+static void oob_utoa(unsigned v, char *buf)
+{
+	char tmp[16];
+	int n = 0, i;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	buf[n] = '\0';
+}
+
+/* Record a reason from a signal handler: only plain stores. */
+static void oob_note_raw(int rank, const char *a, const char *b, const char *c)
+{
+	const char *parts[3] = { a, b, c };
+	char *dst;
+	size_t n = 0, k;
+	int i;
+
+	if (!oob_shm || rank < 0 || rank > 1 || oob_shm->why[rank][0])
+		return;
+	dst = oob_shm->why[rank];
+	for (i = 0; i < 3; i++)
+		for (k = 0; parts[i] && parts[i][k] && n < OOB_WHY_LEN - 1; k++)
+			dst[n++] = parts[i][k];
+	dst[n] = '\0';
+}
+
+static void oob_on_alarm(int sig)
+{
+	char num[16];
+
+	(void)sig;
+	oob_utoa(oob_timeout_s, num);
+	oob_note_raw(oob_my_rank, "timed out after ", num, " s");
+	oob_write_str(oob_my_rank == 1 ? "oob: rank 1: timed out after "
+				       : "oob: rank 0: timed out after ");
+	oob_write_str(num);
+	oob_write_str(" s\n");
+	if (oob_my_rank == 0 && oob_child > 0)
+		kill(oob_child, SIGKILL);
+	_exit(OOB_FAIL);
+}
+
+/* Rank 0: the peer ended; a non-zero end ends us too. */
+static void oob_on_child(int sig)
+{
+	char num[16];
+	int st;
+
+	(void)sig;
+	/* Plugin threads do not block SIGCHLD: this may run on any thread. */
+	if (oob_finishing || oob_child <= 0 ||
+	    waitpid(oob_child, &st, WNOHANG) != oob_child)
+		return;
+	oob_child_status = st;
+	oob_child_reaped = 1;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == OOB_PASS)
+		return;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == OOB_SKIP)
+		_exit(OOB_SKIP);
+	if (WIFSIGNALED(st)) {
+		oob_utoa((unsigned)WTERMSIG(st), num);
+		oob_note_raw(1, "killed by signal ", num, NULL);
+		oob_write_str("oob: rank 1 killed by signal ");
+		oob_write_str(num);
+		oob_write_str("\n");
+	} else {
+		oob_utoa((unsigned)WEXITSTATUS(st), num);
+		oob_note_raw(1, "exited with status ", num,
+			     " without a reason (a crash? see stderr)");
+	}
+	_exit(OOB_FAIL);
+}
+
+int oob_rank(void)
+{
+	return oob_my_rank;
+}
+
+void oob_set_timeout(unsigned timeout_s)
+{
+	oob_timeout_s = timeout_s;
+	alarm(timeout_s);
+}
+
+int oob_start(unsigned timeout_s)
+{
+	struct sigaction sa;
+	pid_t parent = getpid(), pid;
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+		perror("oob: socketpair");
+		return -1;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+	sa.sa_handler = oob_on_alarm;
+	sigaction(SIGALRM, &sa, NULL);
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		perror("oob: fork");
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		/* Die with rank 0, even if it died before prctl ran. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(OOB_FAIL);
+		close(sv[0]);
+		oob_fd = sv[1];
+		oob_my_rank = 1;
+		oob_child = 0;
+	} else {
+		close(sv[1]);
+		oob_fd = sv[0];
+		oob_my_rank = 0;
+		oob_child = pid;
+		oob_child_reaped = 0;
+		oob_finishing = 0;
+		sa.sa_handler = oob_on_child;
+		sa.sa_flags = SA_NOCLDSTOP | SA_RESTART;
+		sigaction(SIGCHLD, &sa, NULL);
+	}
+	oob_set_timeout(timeout_s);
+	return oob_my_rank;
+}
+
+/*
+ * The peer hung up.  When rank 1 failed, its own reason is the one worth
+ * reading: give the SIGCHLD handler a moment to end us with that.
+ */
+static void oob_peer_gone(void)
+{
+	struct timespec ts = { 0, 10 * 1000000L };
+	int i;
+
+	if (oob_my_rank != 0)
+		return;
+	for (i = 0; i < 200 && !oob_child_reaped; i++)
+		nanosleep(&ts, NULL);
+}
+
+int oob_send(const void *buf, size_t len)
+{
+	const char *p = buf;
+	ssize_t r;
+
+	while (len) {
+		r = send(oob_fd, p, len, MSG_NOSIGNAL);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			oob_peer_gone();
+			fprintf(stderr, "oob: rank %d: send to peer: %s\n",
+				oob_my_rank,
+				r < 0 ? strerror(errno) : "closed");
+			return -1;
+		}
+		p += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+int oob_recv(void *buf, size_t len)
+{
+	char *p = buf;
+	ssize_t r;
+
+	while (len) {
+		r = recv(oob_fd, p, len, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			oob_peer_gone();
+			fprintf(stderr, "oob: rank %d: receive from peer: %s\n",
+				oob_my_rank,
+				r < 0 ? strerror(errno) : "peer closed");
+			return -1;
+		}
+		p += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+int oob_barrier(void)
+{
+	char token = 'b';
+
+	if (oob_send(&token, 1) || oob_recv(&token, 1))
+		return -1;
+	return 0;
+}
+
+static int oob_combine(int a, int b)
+{
+	if (a == OOB_FAIL || b == OOB_FAIL)
+		return OOB_FAIL;
+	if (a == OOB_PASS && b == OOB_PASS)
+		return OOB_PASS;
+	if ((a == OOB_PASS || a == OOB_SKIP) &&
+	    (b == OOB_PASS || b == OOB_SKIP))
+		return OOB_SKIP;
+	return OOB_FAIL;
+}
+
+int oob_finish(int status)
+{
+	sigset_t set, old;
+	int st = 0, child;
+	pid_t r;
+
+	alarm(0);
+	if (oob_my_rank == 1) {
+		fflush(NULL);
+		_exit(status);
+	}
+	if (oob_my_rank != 0)
+		return status;
+	/* From here on we reap the child ourselves. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	oob_finishing = 1;
+	if (status != OOB_PASS && !oob_child_reaped)
+		kill(oob_child, SIGKILL);
+	if (oob_child_reaped) {
+		st = oob_child_status;
+	} else {
+		/* Bounded: rank 1 has its own alarm and dies with us. */
+		oob_set_timeout(oob_timeout_s ? oob_timeout_s : 60);
+		do
+			r = waitpid(oob_child, &st, 0);
+		while (r < 0 && errno == EINTR);
+		alarm(0);
+		if (r != oob_child && oob_child_reaped)
+			st = oob_child_status; /* the handler got there first */
+		else if (r != oob_child)
+			st = OOB_FAIL << 8;
+	}
+	oob_child = 0;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(oob_fd);
+	oob_fd = -1;
+	if (status != OOB_PASS)
+		return oob_combine(status, OOB_PASS);
+	if (WIFEXITED(st))
+		child = WEXITSTATUS(st);
+	else
+		child = OOB_FAIL;
+	if (WIFSIGNALED(st)) {
+		char why[64];
+
+		snprintf(why, sizeof(why), "killed by signal %d", WTERMSIG(st));
+		oob_note_raw(1, why, NULL, NULL);
+	}
+	return oob_combine(status, child);
+}
+
+static void oob_vnote(const char *kind, const char *fmt, va_list ap)
+{
+	char msg[OOB_WHY_LEN];
+	int rank = oob_my_rank < 0 ? 0 : oob_my_rank;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (oob_shm) {
+		oob_note_raw(rank, msg, NULL, NULL);
+		if (getenv("OOB_VERBOSE"))
+			fprintf(stderr, "%s rank %d: %s\n", kind, rank, msg);
+	} else {
+		fprintf(stderr, "%s: rank %d: %s\n", kind, rank, msg);
+	}
+}
+
+int oob_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	oob_vnote("FAIL", fmt, ap);
+	va_end(ap);
+	return OOB_FAIL;
+}
+
+int oob_skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	oob_vnote("SKIP", fmt, ap);
+	va_end(ap);
+	return OOB_SKIP;
+}
+
+static void oob_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+int oob_check(const char *name, oob_check_fn fn, void *arg, unsigned timeout_s)
+{
+	unsigned waited_ms = 0, limit_ms = (timeout_s + 10) * 1000;
+	int st = 0, result, rank;
+	char why[2 * OOB_WHY_LEN + 32];
+	pid_t runner, r;
+
+	if (!oob_shm) {
+		oob_shm = mmap(NULL, sizeof(*oob_shm), PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (oob_shm == MAP_FAILED) {
+			oob_shm = NULL;
+			perror("oob: mmap");
+			return OOB_FAIL;
+		}
+	}
+	memset(oob_shm, 0, sizeof(*oob_shm));
+	fflush(NULL);
+	runner = fork();
+	if (runner < 0) {
+		perror("oob: fork");
+		return OOB_FAIL;
+	}
+	if (runner == 0) {
+		rank = oob_start(timeout_s);
+		if (rank < 0)
+			_exit(OOB_FAIL);
+		result = fn(rank, arg);
+		result = oob_finish(result);
+		fflush(NULL);
+		_exit(result);
+	}
+	/* The runner is bounded by its alarm; this is only a backstop. */
+	for (;;) {
+		r = waitpid(runner, &st, WNOHANG);
+		if (r == runner)
+			break;
+		if (r < 0 && errno != EINTR) {
+			st = OOB_FAIL << 8;
+			break;
+		}
+		if (waited_ms >= limit_ms) {
+			kill(runner, SIGKILL);
+			waitpid(runner, &st, 0);
+			oob_note_raw(0, "runner did not end", NULL, NULL);
+			st = OOB_FAIL << 8;
+			break;
+		}
+		oob_sleep_ms(5);
+		waited_ms += 5;
+	}
+	if (WIFEXITED(st))
+		result = WEXITSTATUS(st);
+	else
+		result = OOB_FAIL;
+	if (WIFSIGNALED(st)) {
+		char sig[48];
+
+		snprintf(sig, sizeof(sig), "killed by signal %d", WTERMSIG(st));
+		oob_note_raw(0, sig, NULL, NULL);
+	}
+	if (result != OOB_PASS && result != OOB_SKIP)
+		result = OOB_FAIL;
+
+	why[0] = '\0';
+	for (rank = 0; rank < 2; rank++) {
+		size_t used = strlen(why);
+
+		if (!oob_shm->why[rank][0])
+			continue;
+		snprintf(why + used, sizeof(why) - used, "%srank %d: %s",
+			 used ? "; " : "", rank, oob_shm->why[rank]);
+	}
+	if (result == OOB_PASS)
+		printf("PASS %s\n", name);
+	else if (result == OOB_SKIP)
+		printf("SKIP %s: %s\n", name, why[0] ? why : "skipped");
+	else
+		printf("FAIL %s: %s\n", name,
+		       why[0] ? why
+			      : "a rank ended with a failure status but no "
+				"reason (a crash? see stderr)");
+	fflush(stdout);
+	return result;
+}

@@ -1,0 +1,605 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The version-neutral client: owns the dlopen handle, the chosen
+ * ncclNetPlugin_vN table and the per-version argument conversions.
+ */
+#include "zsm_client.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define ZSM_CLIENT_MAX_N 64
+
+struct zsm_client {
+	void *dl;
+	int abi;
+	union {
+		const void *any;
+		const ncclNet_v8_t *v8;
+		const ncclNet_v9_t *v9;
+		const ncclNet_v10_t *v10;
+		const ncclNet_v11_t *v11;
+		const ncclNet_v12_t *v12;
+	} t;
+	void *ctx;
+	/* init and connect may keep the pointer, so it lives as long as we. */
+	ncclNetCommConfig_t config;
+};
+
+/*
+ * A slot whose type is the same in every version, read through the table
+ * of the version we hold (no cross-version aliasing).
+ */
+#define ZSM_SLOT(c, f)                                                         \
+	((c)->abi == 8    ? (c)->t.v8->f                                       \
+	 : (c)->abi == 9  ? (c)->t.v9->f                                       \
+	 : (c)->abi == 10 ? (c)->t.v10->f                                      \
+	 : (c)->abi == 11 ? (c)->t.v11->f                                      \
+	                  : (c)->t.v12->f)
+
+uint64_t zsm_client_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int zsm_client_log_threshold(void)
+{
+	static int level = -1;
+	const char *env;
+
+	if (level >= 0)
+		return level;
+	env = getenv("ZSM_CLIENT_LOG");
+	level = NCCL_LOG_WARN;
+	if (env && !strcmp(env, "info"))
+		level = NCCL_LOG_INFO;
+	else if (env && !strcmp(env, "trace"))
+		level = NCCL_LOG_TRACE;
+	return level;
+}
+
+void zsm_client_logger(int level, unsigned long flags, const char *file,
+		       int line, const char *fmt, ...)
+{
+	static const char *names[] = { "NONE", "VERSION", "WARN",
+				       "INFO", "ABORT",	  "TRACE" };
+	char msg[1024];
+	va_list ap;
+
+	(void)flags;
+	if (level == NCCL_LOG_NONE)
+		return;
+	if (level != NCCL_LOG_ABORT && level > zsm_client_log_threshold())
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "[plugin %s] %s:%d %s\n",
+		level >= 0 && level <= NCCL_LOG_TRACE ? names[level] : "?",
+		file ? file : "?", line, msg);
+}
+
+const char *zsm_client_result_str(int result)
+{
+	switch (result) {
+	case ncclSuccess: return "ncclSuccess";
+	case ncclUnhandledCudaError: return "ncclUnhandledCudaError";
+	case ncclSystemError: return "ncclSystemError";
+	case ncclInternalError: return "ncclInternalError";
+	case ncclInvalidArgument: return "ncclInvalidArgument";
+	case ncclInvalidUsage: return "ncclInvalidUsage";
+	case ncclRemoteError: return "ncclRemoteError";
+	case ncclInProgress: return "ncclInProgress";
+	case ZSM_CLIENT_TIMEOUT: return "timeout";
+	default: return "unknown ncclResult_t";
+	}
+}
+
+int zsm_client_open(const char *path, int abi, struct zsm_client **out)
+{
+	struct zsm_client *c;
+	char sym[32];
+	int v;
+
+	*out = NULL;
+	if (abi != 0 &&
+	    (abi < ZSM_CLIENT_ABI_MIN || abi > ZSM_CLIENT_ABI_MAX)) {
+		fprintf(stderr, "zsm_client: abi %d not in 8..12\n", abi);
+		return ncclInvalidArgument;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return ncclSystemError;
+	c->config.trafficClass = NCCL_NET_TRAFFIC_CLASS_UNDEF;
+	c->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!c->dl) {
+		fprintf(stderr, "zsm_client: dlopen %s: %s\n", path, dlerror());
+		free(c);
+		return ncclSystemError;
+	}
+	for (v = abi ? abi : ZSM_CLIENT_ABI_MAX;
+	     v >= (abi ? abi : ZSM_CLIENT_ABI_MIN); v--) {
+		snprintf(sym, sizeof(sym), "ncclNetPlugin_v%d", v);
+		c->t.any = dlsym(c->dl, sym);
+		if (c->t.any) {
+			c->abi = v;
+			break;
+		}
+	}
+	if (!c->t.any) {
+		if (abi)
+			fprintf(stderr,
+				"zsm_client: %s has no ncclNetPlugin_v%d\n",
+				path, abi);
+		else
+			fprintf(stderr,
+				"zsm_client: %s has no ncclNetPlugin_v8..v12\n",
+				path);
+		dlclose(c->dl);
+		free(c);
+		return ncclInvalidArgument;
+	}
+	*out = c;
+	return ncclSuccess;
+}
+
+void zsm_client_close(struct zsm_client *c)
+{
+	if (!c)
+		return;
+	/* Kept loaded on request, so valgrind can name leaked frames. */
+	if (!getenv("ZSM_CLIENT_KEEP_LOADED"))
+		dlclose(c->dl);
+	free(c);
+}
+
+int zsm_client_abi(const struct zsm_client *c)
+{
+	return c->abi;
+}
+
+const char *zsm_client_name(const struct zsm_client *c)
+{
+	const char *name = ZSM_SLOT(c, name);
+
+	return name ? name : "(null)";
+}
+
+void *zsm_client_ctx(const struct zsm_client *c)
+{
+	return c->ctx;
+}
+
+int zsm_client_init(struct zsm_client *c, uint64_t comm_id)
+{
+	ncclDebugLogger_t logger = zsm_client_logger;
+
+	switch (c->abi) {
+	case 8: return c->t.v8->init(logger);
+	case 9: return c->t.v9->init(logger);
+	case 10: return c->t.v10->init(logger, NULL);
+	case 11:
+		return c->t.v11->init(&c->ctx, comm_id, &c->config, logger,
+				      NULL);
+	default:
+		return c->t.v12->init(&c->ctx, comm_id, &c->config, logger,
+				      NULL);
+	}
+}
+
+int zsm_client_finalize(struct zsm_client *c)
+{
+	int ret = ncclSuccess;
+
+	if (c->abi == 11 && c->t.v11->finalize)
+		ret = c->t.v11->finalize(c->ctx);
+	else if (c->abi == 12 && c->t.v12->finalize)
+		ret = c->t.v12->finalize(c->ctx);
+	c->ctx = NULL;
+	return ret;
+}
+
+int zsm_client_devices(struct zsm_client *c, int *ndev)
+{
+	return ZSM_SLOT(c, devices)(ndev);
+}
+
+/* One field of a properties struct, for the "was it written" scan. */
+struct zsm_client_field {
+	const char *name;
+	size_t off;
+	size_t size;
+};
+
+#define ZSM_F(T, f)                                                            \
+	{                                                                      \
+#f, offsetof(T, f), sizeof(((T *)0)->f)                        \
+	}
+#define ZSM_FIELDS_COMMON(T)                                                   \
+	ZSM_F(T, name), ZSM_F(T, pciPath), ZSM_F(T, guid),                     \
+		ZSM_F(T, ptrSupport), ZSM_F(T, regIsGlobal), ZSM_F(T, speed),  \
+		ZSM_F(T, port), ZSM_F(T, latency), ZSM_F(T, maxComms),         \
+		ZSM_F(T, maxRecvs), ZSM_F(T, netDeviceType),                   \
+		ZSM_F(T, netDeviceVersion)
+#define ZSM_FIELDS_V9(T)                                                       \
+	ZSM_FIELDS_COMMON(T), ZSM_F(T, forceFlush), ZSM_F(T, maxP2pBytes),     \
+		ZSM_F(T, maxCollBytes)
+
+static const struct zsm_client_field zsm_fields_v8[] = {
+	ZSM_FIELDS_COMMON(ncclNetProperties_v8_t),
+};
+static const struct zsm_client_field zsm_fields_v9[] = {
+	ZSM_FIELDS_V9(ncclNetProperties_v9_t),
+};
+static const struct zsm_client_field zsm_fields_v11[] = {
+	ZSM_FIELDS_V9(ncclNetProperties_v11_t),
+	ZSM_F(ncclNetProperties_v11_t, maxMultiRequestSize),
+};
+static const struct zsm_client_field zsm_fields_v12[] = {
+	ZSM_FIELDS_V9(ncclNetProperties_v12_t),
+	ZSM_F(ncclNetProperties_v12_t, maxMultiRequestSize),
+	ZSM_F(ncclNetProperties_v12_t, railId),
+	ZSM_F(ncclNetProperties_v12_t, planeId),
+};
+#undef ZSM_F
+
+static int zsm_client_poisoned(const unsigned char *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != ZSM_CLIENT_POISON)
+			return 0;
+	return 1;
+}
+
+static void zsm_client_note(char *buf, size_t len, const char *what)
+{
+	size_t used = strlen(buf);
+
+	snprintf(buf + used, len - used, "%s%s", used ? "," : "", what);
+}
+
+static void zsm_client_scan(struct zsm_client_props *p,
+			    const struct zsm_client_field *fields,
+			    size_t nfields, size_t vprops_off, int max_devs)
+{
+	char what[48];
+	int ndevs, i;
+	size_t k;
+
+	p->unwritten[0] = '\0';
+	for (k = 0; k < nfields; k++)
+		if (zsm_client_poisoned(p->raw + fields[k].off, fields[k].size))
+			zsm_client_note(p->unwritten, sizeof(p->unwritten),
+					fields[k].name);
+	if (!vprops_off)
+		return;
+	if (zsm_client_poisoned(p->raw + vprops_off, sizeof(int))) {
+		zsm_client_note(p->unwritten, sizeof(p->unwritten),
+				"vProps.ndevs");
+		return;
+	}
+	memcpy(&ndevs, p->raw + vprops_off, sizeof(int));
+	if (ndevs < 0 || ndevs > max_devs)
+		return; /* the value check reports it */
+	for (i = 0; i < ndevs; i++) {
+		if (!zsm_client_poisoned(p->raw + vprops_off + 4 +
+						 4 * (size_t)i,
+					 sizeof(int)))
+			continue;
+		snprintf(what, sizeof(what), "vProps.devs[%d]", i);
+		zsm_client_note(p->unwritten, sizeof(p->unwritten), what);
+	}
+}
+
+/* Copy the fields v8 to v12 share, from any version's struct. */
+#define ZSM_COPY_COMMON(dst, src)                                              \
+	do {                                                                   \
+		(dst)->name = (src)->name;                                     \
+		(dst)->pci_path = (src)->pciPath;                              \
+		(dst)->guid = (src)->guid;                                     \
+		(dst)->ptr_support = (src)->ptrSupport;                        \
+		(dst)->reg_is_global = (src)->regIsGlobal;                     \
+		(dst)->speed = (src)->speed;                                   \
+		(dst)->port = (src)->port;                                     \
+		(dst)->latency = (src)->latency;                               \
+		(dst)->max_comms = (src)->maxComms;                            \
+		(dst)->max_recvs = (src)->maxRecvs;                            \
+		(dst)->net_device_type = (src)->netDeviceType;                 \
+		(dst)->net_device_version = (src)->netDeviceVersion;           \
+	} while (0)
+
+#define ZSM_COPY_V9(dst, src, maxdevs)                                         \
+	do {                                                                   \
+		int i_;                                                        \
+		ZSM_COPY_COMMON(dst, src);                                     \
+		(dst)->force_flush = (src)->forceFlush;                        \
+		(dst)->vprops_ndevs = (src)->vProps.ndevs;                     \
+		for (i_ = 0; i_ < (maxdevs); i_++)                             \
+			(dst)->vprops_devs[i_] = (src)->vProps.devs[i_];       \
+		(dst)->max_p2p_bytes = (src)->maxP2pBytes;                     \
+		(dst)->max_coll_bytes = (src)->maxCollBytes;                   \
+	} while (0)
+
+int zsm_client_get_properties(struct zsm_client *c, int dev,
+			      struct zsm_client_props *p)
+{
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	memset(p->raw, ZSM_CLIENT_POISON, sizeof(p->raw));
+	/* What NCCL's compat layers assume for fields a version lacks. */
+	p->vprops_ndevs = 1;
+	p->vprops_devs[0] = dev;
+	p->max_p2p_bytes = 1ull << 30;
+	p->max_coll_bytes = 512ull << 20;
+	p->max_multi_request_size = 1;
+	p->rail_id = NCCL_NET_ID_UNDEF;
+	p->plane_id = NCCL_NET_ID_UNDEF;
+
+	switch (c->abi) {
+	case 8: {
+		ncclNetProperties_v8_t *r = (void *)p->raw;
+
+		p->raw_size = sizeof(*r);
+		ret = c->t.v8->getProperties(dev, r);
+		ZSM_COPY_COMMON(p, r);
+		zsm_client_scan(
+			p, zsm_fields_v8,
+			sizeof(zsm_fields_v8) / sizeof(zsm_fields_v8[0]), 0, 0);
+		break;
+	}
+	case 9:
+	case 10: {
+		ncclNetProperties_v9_t *r = (void *)p->raw;
+
+		p->raw_size = sizeof(*r);
+		ret = c->abi == 9 ? c->t.v9->getProperties(dev, r)
+				  : c->t.v10->getProperties(dev, r);
+		ZSM_COPY_V9(p, r, NCCL_NET_MAX_DEVS_PER_NIC_V11);
+		zsm_client_scan(p, zsm_fields_v9,
+				sizeof(zsm_fields_v9) /
+					sizeof(zsm_fields_v9[0]),
+				offsetof(ncclNetProperties_v9_t, vProps),
+				NCCL_NET_MAX_DEVS_PER_NIC_V11);
+		break;
+	}
+	case 11: {
+		ncclNetProperties_v11_t *r = (void *)p->raw;
+
+		p->raw_size = sizeof(*r);
+		ret = c->t.v11->getProperties(dev, r);
+		ZSM_COPY_V9(p, r, NCCL_NET_MAX_DEVS_PER_NIC_V11);
+		p->max_multi_request_size = r->maxMultiRequestSize;
+		zsm_client_scan(p, zsm_fields_v11,
+				sizeof(zsm_fields_v11) /
+					sizeof(zsm_fields_v11[0]),
+				offsetof(ncclNetProperties_v11_t, vProps),
+				NCCL_NET_MAX_DEVS_PER_NIC_V11);
+		break;
+	}
+	default: {
+		ncclNetProperties_v12_t *r = (void *)p->raw;
+
+		p->raw_size = sizeof(*r);
+		ret = c->t.v12->getProperties(dev, r);
+		ZSM_COPY_V9(p, r, NCCL_NET_MAX_DEVS_PER_NIC_V12);
+		p->max_multi_request_size = r->maxMultiRequestSize;
+		p->rail_id = r->railId;
+		p->plane_id = r->planeId;
+		zsm_client_scan(p, zsm_fields_v12,
+				sizeof(zsm_fields_v12) /
+					sizeof(zsm_fields_v12[0]),
+				offsetof(ncclNetProperties_v12_t, vProps),
+				NCCL_NET_MAX_DEVS_PER_NIC_V12);
+		break;
+	}
+	}
+	return ret;
+}
+
+int zsm_client_listen(struct zsm_client *c, int dev, void *handle,
+		      void **listen_comm)
+{
+	switch (c->abi) {
+	case 8: return c->t.v8->listen(dev, handle, listen_comm);
+	case 9: return c->t.v9->listen(dev, handle, listen_comm);
+	case 10: return c->t.v10->listen(dev, handle, listen_comm);
+	case 11: return c->t.v11->listen(c->ctx, dev, handle, listen_comm);
+	default: return c->t.v12->listen(c->ctx, dev, handle, listen_comm);
+	}
+}
+
+int zsm_client_connect(struct zsm_client *c, int dev, void *handle,
+		       void **send_comm)
+{
+	ncclNetDeviceHandle_t *dev_comm = NULL;
+
+	*send_comm = NULL;
+	switch (c->abi) {
+	case 8: return c->t.v8->connect(dev, handle, send_comm, &dev_comm);
+	case 9: return c->t.v9->connect(dev, handle, send_comm, &dev_comm);
+	case 10:
+		return c->t.v10->connect(dev, &c->config, handle, send_comm,
+					 &dev_comm);
+	case 11:
+		return c->t.v11->connect(c->ctx, dev, handle, send_comm,
+					 &dev_comm);
+	default:
+		return c->t.v12->connect(c->ctx, dev, handle, send_comm,
+					 &dev_comm);
+	}
+}
+
+int zsm_client_accept(struct zsm_client *c, void *listen_comm, void **recv_comm)
+{
+	ncclNetDeviceHandle_t *dev_comm = NULL;
+
+	*recv_comm = NULL;
+	return ZSM_SLOT(c, accept)(listen_comm, recv_comm, &dev_comm);
+}
+
+int zsm_client_connect_accept(struct zsm_client *c, int dev, void *handle,
+			      void *listen_comm, void **send_comm,
+			      void **recv_comm, int timeout_ms,
+			      const char **what)
+{
+	uint64_t deadline =
+		zsm_client_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	int want_send = handle != NULL, want_recv = listen_comm != NULL;
+	int ret;
+
+	*what = "";
+	if (want_send)
+		*send_comm = NULL;
+	if (want_recv)
+		*recv_comm = NULL;
+	for (;;) {
+		if (want_send && !*send_comm) {
+			ret = zsm_client_connect(c, dev, handle, send_comm);
+			if (ret) {
+				*what = "connect";
+				return ret;
+			}
+		}
+		if (want_recv && !*recv_comm) {
+			ret = zsm_client_accept(c, listen_comm, recv_comm);
+			if (ret) {
+				*what = "accept";
+				return ret;
+			}
+		}
+		if ((!want_send || *send_comm) && (!want_recv || *recv_comm))
+			return ncclSuccess;
+		if (zsm_client_now_ns() > deadline) {
+			*what = want_send && !*send_comm ? "connect" : "accept";
+			return ZSM_CLIENT_TIMEOUT;
+		}
+	}
+}
+
+int zsm_client_reg_mr(struct zsm_client *c, void *comm, void *data, size_t size,
+		      int type, void **mhandle)
+{
+	return ZSM_SLOT(c, regMr)(comm, data, size, type, mhandle);
+}
+
+int zsm_client_dereg_mr(struct zsm_client *c, void *comm, void *mhandle)
+{
+	return ZSM_SLOT(c, deregMr)(comm, mhandle);
+}
+
+int zsm_client_isend(struct zsm_client *c, void *send_comm, void *data,
+		     size_t size, int tag, void *mhandle, void **request)
+{
+	switch (c->abi) {
+	case 8:
+		if (size > INT_MAX)
+			return ncclInvalidArgument;
+		return c->t.v8->isend(send_comm, data, (int)size, tag, mhandle,
+				      request);
+	case 9:
+		return c->t.v9->isend(send_comm, data, size, tag, mhandle,
+				      request);
+	case 10:
+		return c->t.v10->isend(send_comm, data, size, tag, mhandle,
+				       NULL, request);
+	case 11:
+		return c->t.v11->isend(send_comm, data, size, tag, mhandle,
+				       NULL, request);
+	default:
+		return c->t.v12->isend(send_comm, data, size, tag, mhandle,
+				       NULL, request);
+	}
+}
+
+int zsm_client_irecv(struct zsm_client *c, void *recv_comm, int n, void **data,
+		     const size_t *sizes, const int *tags, void **mhandles,
+		     void **request)
+{
+	void *phandles[ZSM_CLIENT_MAX_N] = { 0 };
+	size_t zsizes[ZSM_CLIENT_MAX_N];
+	int isizes[ZSM_CLIENT_MAX_N];
+	int itags[ZSM_CLIENT_MAX_N];
+	int i;
+
+	if (n < 0 || n > ZSM_CLIENT_MAX_N)
+		return ncclInvalidArgument;
+	/* Copies: the ABI takes non-const arrays. */
+	for (i = 0; i < n; i++) {
+		if (c->abi == 8 && sizes[i] > INT_MAX)
+			return ncclInvalidArgument;
+		isizes[i] = (int)sizes[i];
+		zsizes[i] = sizes[i];
+		itags[i] = tags[i];
+	}
+	switch (c->abi) {
+	case 8:
+		return c->t.v8->irecv(recv_comm, n, data, isizes, itags,
+				      mhandles, request);
+	case 9:
+		return c->t.v9->irecv(recv_comm, n, data, zsizes, itags,
+				      mhandles, request);
+	case 10:
+		return c->t.v10->irecv(recv_comm, n, data, zsizes, itags,
+				       mhandles, phandles, request);
+	case 11:
+		return c->t.v11->irecv(recv_comm, n, data, zsizes, itags,
+				       mhandles, phandles, request);
+	default:
+		return c->t.v12->irecv(recv_comm, n, data, zsizes, itags,
+				       mhandles, phandles, request);
+	}
+}
+
+int zsm_client_iflush(struct zsm_client *c, void *recv_comm, int n, void **data,
+		      int *sizes, void **mhandles, void **request)
+{
+	return ZSM_SLOT(c, iflush)(recv_comm, n, data, sizes, mhandles,
+				   request);
+}
+
+int zsm_client_test(struct zsm_client *c, void *request, int *done, int *sizes)
+{
+	return ZSM_SLOT(c, test)(request, done, sizes);
+}
+
+int zsm_client_wait(struct zsm_client *c, void *request, int *sizes,
+		    int timeout_ms)
+{
+	uint64_t deadline =
+		zsm_client_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	int done = 0, ret;
+
+	for (;;) {
+		ret = ZSM_SLOT(c, test)(request, &done, sizes);
+		if (ret || done)
+			return ret;
+		if (zsm_client_now_ns() > deadline)
+			return ZSM_CLIENT_TIMEOUT;
+	}
+}
+
+int zsm_client_close_send(struct zsm_client *c, void *send_comm)
+{
+	return ZSM_SLOT(c, closeSend)(send_comm);
+}
+
+int zsm_client_close_recv(struct zsm_client *c, void *recv_comm)
+{
+	return ZSM_SLOT(c, closeRecv)(recv_comm);
+}
+
+int zsm_client_close_listen(struct zsm_client *c, void *listen_comm)
+{
+	return ZSM_SLOT(c, closeListen)(listen_comm);
+}

@@ -1,0 +1,1713 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Two-process loopback conformance checks of one exported ncclNet table
+ * (--abi 8..12) of a plugin .so: each check runs in a fresh pair of
+ * processes, rank 0 sending and rank 1 receiving, and prints PASS or FAIL
+ * with the reason.  Exit 0 when all pass, 1 on any failure, 77 when the
+ * plugin has no usable device (e.g. no tcp provider).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "oob.h"
+#include "zsm_client.h"
+
+/* Time limits grow by lb_scale (slow runs: valgrind, sanitizers). */
+#define LB_CONNECT_MS (15000 * lb_scale)
+#define LB_WAIT_MS (8000 * lb_scale)
+#define LB_POST_MS (8000 * lb_scale)
+#define LB_PAGE 4096
+#define LB_TAIL 256
+#define LB_GUARD 0xEE
+#define LB_SENTINEL 0x5A5A5A5A
+#define LB_MAX_REQS 256
+#define LB_MAX_RECVS 8
+
+struct lb_opts {
+	const char *plugin;
+	int abi;
+	int dev;
+};
+
+static struct lb_opts lb_opts = { NULL, 0, 0 };
+static int lb_scale = 1;
+
+/* One rank's plugin and the comms of its connection. */
+struct lb_ctx {
+	struct zsm_client *c;
+	int rank;
+	int dev;
+	void *listen;
+	void *send;
+	void *recv;
+};
+
+/* A buffer with a page of guard bytes before it and LB_TAIL after. */
+struct lb_buf {
+	unsigned char *base;
+	unsigned char *p;
+	void *vp; /* = p, for the void *data[] arguments */
+	size_t size;
+	void *mh;
+	void *mh_comm;
+};
+
+#define LB_CALL(x, expr)                                                       \
+	do {                                                                   \
+		int r_ = (expr);                                               \
+		if (r_ != ncclSuccess)                                         \
+			return oob_fail("line %d: %s returned %s (%d)",        \
+					__LINE__, #expr,                       \
+					zsm_client_result_str(r_), r_);        \
+	} while (0)
+
+#define LB_EXPECT(cond, ...)                                                   \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			return oob_fail(__VA_ARGS__);                          \
+	} while (0)
+
+#define LB_OOB(expr)                                                           \
+	do {                                                                   \
+		if ((expr))                                                    \
+			return oob_fail("line %d: out-of-band %s failed",      \
+					__LINE__, #expr);                      \
+	} while (0)
+
+/* Propagate a non-zero status from a helper. */
+#define LB_TRY(expr)                                                           \
+	do {                                                                   \
+		int s_ = (expr);                                               \
+		if (s_ != OOB_PASS)                                            \
+			return s_;                                             \
+	} while (0)
+
+static void lb_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static double lb_ms_since(uint64_t t0)
+{
+	return (double)(zsm_client_now_ns() - t0) / 1e6;
+}
+
+/* Data byte i of a message with this seed; changes with both. */
+static unsigned char lb_pat(uint32_t seed, size_t i)
+{
+	uint32_t v = (uint32_t)i * 2654435761u + seed * 40503u + 17u;
+
+	return (unsigned char)(v ^ (v >> 13) ^ (v >> 24));
+}
+
+static void lb_fill(unsigned char *p, size_t len, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = lb_pat(seed, i);
+}
+
+/* Index of the first byte that differs, or -1. */
+static long lb_verify(const unsigned char *p, size_t len, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != lb_pat(seed, i))
+			return (long)i;
+	return -1;
+}
+
+static long lb_verify_byte(const unsigned char *p, size_t len,
+			   unsigned char byte)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != byte)
+			return (long)i;
+	return -1;
+}
+
+static int lb_buf_alloc(struct lb_buf *b, size_t size)
+{
+	size_t total = LB_PAGE + size + LB_TAIL;
+
+	memset(b, 0, sizeof(*b));
+	total = (total + LB_PAGE - 1) / LB_PAGE * LB_PAGE;
+	b->base = aligned_alloc(LB_PAGE, total);
+	LB_EXPECT(b->base, "out of memory for %zu bytes", total);
+	memset(b->base, LB_GUARD, total);
+	b->p = b->base + LB_PAGE;
+	b->vp = b->p;
+	b->size = size;
+	return OOB_PASS;
+}
+
+/* The page before and the tail after the buffer still hold the guard. */
+static int lb_buf_guards(const struct lb_buf *b, const char *what)
+{
+	long bad = lb_verify_byte(b->base, LB_PAGE, LB_GUARD);
+
+	LB_EXPECT(bad < 0, "%s: guard byte %ld before the buffer overwritten",
+		  what, LB_PAGE - bad);
+	bad = lb_verify_byte(b->p + b->size, LB_TAIL, LB_GUARD);
+	LB_EXPECT(bad < 0,
+		  "%s: byte %zu of the %zu-byte buffer (past its end) "
+		  "overwritten",
+		  what, b->size + (size_t)bad, b->size);
+	return OOB_PASS;
+}
+
+static int lb_buf_reg(struct lb_ctx *x, struct lb_buf *b, void *comm)
+{
+	LB_CALL(x, zsm_client_reg_mr(x->c, comm, b->p, b->size, NCCL_PTR_HOST,
+				     &b->mh));
+	LB_EXPECT(b->mh, "regMr returned success and a NULL mhandle");
+	b->mh_comm = comm;
+	return OOB_PASS;
+}
+
+static int lb_buf_free(struct lb_ctx *x, struct lb_buf *b)
+{
+	int ret = OOB_PASS;
+
+	if (b->mh) {
+		int r = zsm_client_dereg_mr(x->c, b->mh_comm, b->mh);
+
+		if (r)
+			ret = oob_fail("deregMr returned %s",
+				       zsm_client_result_str(r));
+		b->mh = NULL;
+	}
+	free(b->base);
+	b->base = NULL;
+	return ret;
+}
+
+static int lb_open(struct lb_ctx *x, int rank)
+{
+	int ndev = -1, r;
+
+	memset(x, 0, sizeof(*x));
+	x->rank = rank;
+	x->dev = lb_opts.dev;
+	r = zsm_client_open(lb_opts.plugin, lb_opts.abi, &x->c);
+	LB_EXPECT(!r, "open %s abi %d: %s", lb_opts.plugin, lb_opts.abi,
+		  zsm_client_result_str(r));
+	r = zsm_client_init(x->c, 0x7a736d00u + (unsigned)lb_opts.abi);
+	LB_EXPECT(!r, "init returned %s", zsm_client_result_str(r));
+	LB_CALL(x, zsm_client_devices(x->c, &ndev));
+	LB_EXPECT(ndev > x->dev, "device %d requested, plugin has %d", x->dev,
+		  ndev);
+	return OOB_PASS;
+}
+
+/* Rank 1 listens and accepts, rank 0 connects: one 0 -> 1 connection. */
+static int lb_connect_pair(struct lb_ctx *x, void **send, void **recv)
+{
+	char handle[NCCL_NET_HANDLE_MAXSIZE];
+	const char *what;
+	void *listen = NULL;
+	int r;
+
+	if (x->rank == 1) {
+		memset(handle, 0, sizeof(handle));
+		LB_CALL(x, zsm_client_listen(x->c, x->dev, handle, &listen));
+		LB_EXPECT(listen,
+			  "listen returned success and NULL listenComm");
+		LB_OOB(oob_send(handle, sizeof(handle)));
+		r = zsm_client_connect_accept(x->c, x->dev, NULL, listen, NULL,
+					      recv, LB_CONNECT_MS, &what);
+		LB_EXPECT(!r, "%s returned %s", what, zsm_client_result_str(r));
+		LB_CALL(x, zsm_client_close_listen(x->c, listen));
+	} else {
+		LB_OOB(oob_recv(handle, sizeof(handle)));
+		r = zsm_client_connect_accept(x->c, x->dev, handle, NULL, send,
+					      NULL, LB_CONNECT_MS, &what);
+		LB_EXPECT(!r, "%s returned %s", what, zsm_client_result_str(r));
+	}
+	return OOB_PASS;
+}
+
+static int lb_setup(struct lb_ctx *x, int rank)
+{
+	LB_TRY(lb_open(x, rank));
+	LB_TRY(lb_connect_pair(x, &x->send, &x->recv));
+	LB_OOB(oob_barrier());
+	return OOB_PASS;
+}
+
+static int lb_teardown(struct lb_ctx *x)
+{
+	if (x->send)
+		LB_CALL(x, zsm_client_close_send(x->c, x->send));
+	if (x->recv)
+		LB_CALL(x, zsm_client_close_recv(x->c, x->recv));
+	if (x->listen)
+		LB_CALL(x, zsm_client_close_listen(x->c, x->listen));
+	x->send = x->recv = x->listen = NULL;
+	LB_CALL(x, zsm_client_finalize(x->c));
+	zsm_client_close(x->c);
+	x->c = NULL;
+	return OOB_PASS;
+}
+
+/* isend, retrying a NULL request (no progress call in between). */
+static int lb_post_send(struct lb_ctx *x, void *comm, void *data, size_t size,
+			int tag, void *mh, void **req)
+{
+	uint64_t t0 = zsm_client_now_ns();
+	int r;
+
+	for (;;) {
+		*req = NULL;
+		r = zsm_client_isend(x->c, comm, data, size, tag, mh, req);
+		LB_EXPECT(!r, "isend(size %zu, tag %d) returned %s", size, tag,
+			  zsm_client_result_str(r));
+		if (*req)
+			return OOB_PASS;
+		LB_EXPECT(lb_ms_since(t0) < LB_POST_MS,
+			  "isend(size %zu) kept returning a NULL request for "
+			  "%d ms",
+			  size, LB_POST_MS);
+	}
+}
+
+static int lb_post_recv(struct lb_ctx *x, void *comm, int n, void **data,
+			const size_t *sizes, const int *tags, void **mhs,
+			void **req)
+{
+	uint64_t t0 = zsm_client_now_ns();
+	int r;
+
+	for (;;) {
+		*req = NULL;
+		r = zsm_client_irecv(x->c, comm, n, data, sizes, tags, mhs,
+				     req);
+		LB_EXPECT(!r, "irecv(n %d, size[0] %zu) returned %s", n,
+			  sizes[0], zsm_client_result_str(r));
+		if (*req)
+			return OOB_PASS;
+		LB_EXPECT(lb_ms_since(t0) < LB_POST_MS,
+			  "irecv(n %d) kept returning a NULL request for %d ms",
+			  n, LB_POST_MS);
+	}
+}
+
+static int lb_wait(struct lb_ctx *x, void *req, int *sizes, const char *what)
+{
+	int r = zsm_client_wait(x->c, req, sizes, LB_WAIT_MS);
+
+	LB_EXPECT(r != ZSM_CLIENT_TIMEOUT, "%s: not done after %d ms", what,
+		  LB_WAIT_MS);
+	LB_EXPECT(!r, "%s: test returned %s", what, zsm_client_result_str(r));
+	return OOB_PASS;
+}
+
+/* ---------------------------------------------------------------------- */
+/* properties */
+
+static int check_properties(int rank, void *arg)
+{
+	struct zsm_client_props p, again;
+	char names[64][128];
+	struct lb_ctx x;
+	int ndev = 0, d, e;
+
+	(void)arg;
+	if (rank == 1)
+		return OOB_PASS;
+	LB_TRY(lb_open(&x, rank));
+	LB_CALL(&x, zsm_client_devices(x.c, &ndev));
+	LB_EXPECT(ndev > 0 && ndev <= 64, "devices() gave %d", ndev);
+	for (d = 0; d < ndev; d++) {
+		LB_CALL(&x, zsm_client_get_properties(x.c, d, &p));
+		LB_EXPECT(!p.unwritten[0],
+			  "dev %d: getProperties left fields unwritten "
+			  "(still 0xA5): %s",
+			  d, p.unwritten);
+		LB_EXPECT(p.name && p.name[0], "dev %d: empty name", d);
+		snprintf(names[d], sizeof(names[d]), "%s", p.name);
+		for (e = 0; e < d; e++)
+			LB_EXPECT(strcmp(names[e], names[d]),
+				  "devs %d and %d share the name '%s'", e, d,
+				  names[d]);
+		LB_EXPECT(p.ptr_support & NCCL_PTR_HOST,
+			  "dev %d: ptrSupport 0x%x lacks NCCL_PTR_HOST", d,
+			  p.ptr_support);
+		LB_EXPECT(p.net_device_type == NCCL_NET_DEVICE_HOST,
+			  "dev %d: netDeviceType %d, expected 0 (HOST)", d,
+			  p.net_device_type);
+		LB_EXPECT(p.net_device_version ==
+				  NCCL_NET_DEVICE_INVALID_VERSION,
+			  "dev %d: netDeviceVersion %d, expected 0 for HOST", d,
+			  p.net_device_version);
+		LB_EXPECT(p.max_recvs == LB_MAX_RECVS,
+			  "dev %d: maxRecvs %d, expected %d", d, p.max_recvs,
+			  LB_MAX_RECVS);
+		LB_EXPECT(p.max_p2p_bytes > 0 &&
+				  p.max_p2p_bytes <= NCCL_MAX_NET_SIZE_BYTES,
+			  "dev %d: maxP2pBytes %zu outside (0, 1 TiB]", d,
+			  p.max_p2p_bytes);
+		LB_EXPECT(p.max_coll_bytes > 0 &&
+				  p.max_coll_bytes <= NCCL_MAX_NET_SIZE_BYTES,
+			  "dev %d: maxCollBytes %zu outside (0, 1 TiB]", d,
+			  p.max_coll_bytes);
+		LB_EXPECT(p.vprops_ndevs == 1 && p.vprops_devs[0] == d,
+			  "dev %d: vProps {%d, {%d}}, expected {1, {%d}} for a "
+			  "physical device",
+			  d, p.vprops_ndevs, p.vprops_devs[0], d);
+		LB_EXPECT(p.speed > 0, "dev %d: speed %d Mbps", d, p.speed);
+		LB_EXPECT(p.max_comms > 0, "dev %d: maxComms %d", d,
+			  p.max_comms);
+		/* Pure: a second call writes the same bytes. */
+		LB_CALL(&x, zsm_client_get_properties(x.c, d, &again));
+		/* Pointers may differ; what they point at may not. */
+		LB_EXPECT(again.name && !strcmp(p.name, again.name) &&
+				  !p.pci_path == !again.pci_path &&
+				  (!p.pci_path ||
+				   !strcmp(p.pci_path, again.pci_path)) &&
+				  !memcmp(p.raw + 16, again.raw + 16,
+					  p.raw_size - 16),
+			  "dev %d: two getProperties calls differ", d);
+	}
+	return lb_teardown(&x);
+}
+
+/* ---------------------------------------------------------------------- */
+/* connect: repeated with the same handle, each call quick */
+
+#define CR_LIMIT_MS (100.0 * lb_scale)
+
+/* The slowest call of one kind in one connection. */
+struct cr_worst {
+	double ms;
+	int call;
+};
+
+static void cr_note(struct cr_worst *w, double ms, int call)
+{
+	if (ms > w->ms) {
+		w->ms = ms;
+		w->call = call;
+	}
+}
+
+/*
+ * One 0 -> 1 connection, timing every listen/connect/accept call.  Rank 1
+ * waits 300 ms before accepting so that rank 0 calls connect repeatedly.
+ */
+static int cr_connect(struct lb_ctx *x, int round, struct cr_worst *w,
+		      int *ncalls)
+{
+	char handle[NCCL_NET_HANDLE_MAXSIZE];
+	void **comm = x->rank ? &x->recv : &x->send;
+	void *listen = NULL;
+	uint64_t t0, start;
+	int calls = 0, r;
+
+	if (x->rank == 1) {
+		memset(handle, 0, sizeof(handle));
+		t0 = zsm_client_now_ns();
+		LB_CALL(x, zsm_client_listen(x->c, x->dev, handle, &listen));
+		cr_note(w, lb_ms_since(t0), -1);
+		LB_OOB(oob_send(handle, sizeof(handle)));
+		lb_sleep_ms(300);
+	} else {
+		LB_OOB(oob_recv(handle, sizeof(handle)));
+	}
+	start = zsm_client_now_ns();
+	while (!*comm) {
+		t0 = zsm_client_now_ns();
+		if (x->rank == 1)
+			r = zsm_client_accept(x->c, listen, comm);
+		else
+			r = zsm_client_connect(x->c, x->dev, handle, comm);
+		cr_note(w, lb_ms_since(t0), calls);
+		LB_EXPECT(!r, "connection %d: %s call %d returned %s", round,
+			  x->rank ? "accept" : "connect", calls,
+			  zsm_client_result_str(r));
+		LB_EXPECT(lb_ms_since(start) < LB_CONNECT_MS,
+			  "connection %d: %s not done after %d calls", round,
+			  x->rank ? "accept" : "connect", calls);
+		calls++;
+	}
+	if (listen)
+		LB_CALL(x, zsm_client_close_listen(x->c, listen));
+	*ncalls = calls;
+	return OOB_PASS;
+}
+
+static int check_connect_retry(int rank, void *arg)
+{
+	struct cr_worst w[2] = { { 0, 0 }, { 0, 0 } };
+	const char *what = rank ? "accept" : "connect";
+	int calls[2], sizes[1], round;
+	struct lb_ctx x;
+	struct lb_buf b;
+	void *req;
+
+	(void)arg;
+	LB_TRY(lb_open(&x, rank));
+	for (round = 0; round < 2; round++) {
+		LB_TRY(cr_connect(&x, round + 1, &w[round], &calls[round]));
+		LB_TRY(lb_buf_alloc(&b, 64));
+		LB_TRY(lb_buf_reg(&x, &b, rank ? x.recv : x.send));
+		if (rank == 1) {
+			void *d = b.p;
+
+			LB_TRY(lb_post_recv(&x, x.recv, 1, &d, &b.size,
+					    (int[]){ 1 }, &b.mh, &req));
+			LB_TRY(lb_wait(&x, req, sizes,
+				       "receive after connect"));
+			LB_EXPECT(sizes[0] == 64 && lb_verify(b.p, 64, 99) < 0,
+				  "message after connect: size %d or data "
+				  "wrong",
+				  sizes[0]);
+		} else {
+			lb_fill(b.p, 64, 99);
+			LB_TRY(lb_post_send(&x, x.send, b.p, 64, 1, b.mh,
+					    &req));
+			LB_TRY(lb_wait(&x, req, sizes, "send after connect"));
+		}
+		LB_OOB(oob_barrier());
+		LB_TRY(lb_buf_free(&x, &b));
+		if (x.send)
+			LB_CALL(&x, zsm_client_close_send(x.c, x.send));
+		if (x.recv)
+			LB_CALL(&x, zsm_client_close_recv(x.c, x.recv));
+		x.send = x.recv = NULL;
+	}
+	printf("# abi %d rank %d: %s done after %d and %d calls; slowest "
+	       "%.2f ms (call %d) and %.2f ms (call %d)\n",
+	       lb_opts.abi, rank, what, calls[0], calls[1], w[0].ms, w[0].call,
+	       w[1].ms, w[1].call);
+	for (round = 0; round < 2; round++) {
+		char call[48];
+
+		if (w[round].call < 0)
+			snprintf(call, sizeof(call), "listen");
+		else
+			snprintf(call, sizeof(call), "%s call %d", what,
+				 w[round].call);
+		LB_EXPECT(w[round].ms < CR_LIMIT_MS,
+			  "connection %d: %s took %.1f ms (limit %.0f ms); "
+			  "slowest call of connection %d: %.1f ms",
+			  round + 1, call, w[round].ms, CR_LIMIT_MS, 2 - round,
+			  w[1 - round].ms);
+	}
+	return lb_teardown(&x);
+}
+
+/* ---------------------------------------------------------------------- */
+/* a garbage or stale handle makes connect fail, not crash or hang */
+
+static int lb_connect_bad(struct lb_ctx *x, void *handle, const char *kind)
+{
+	uint64_t start = zsm_client_now_ns();
+	void *send = NULL;
+	int r, calls = 0;
+
+	for (;;) {
+		r = zsm_client_connect(x->c, x->dev, handle, &send);
+		calls++;
+		if (r) {
+			printf("# abi %d: connect with %s handle: %s after %d "
+			       "calls, %.0f ms\n",
+			       lb_opts.abi, kind, zsm_client_result_str(r),
+			       calls, lb_ms_since(start));
+			return OOB_PASS;
+		}
+		if (send) {
+			zsm_client_close_send(x->c, send);
+			return oob_fail("connect with a %s handle returned a "
+					"sendComm",
+					kind);
+		}
+		LB_EXPECT(lb_ms_since(start) < 12000 * lb_scale,
+			  "connect with a %s handle still in progress after "
+			  "%d s (%d calls)",
+			  kind, 12 * lb_scale, calls);
+		lb_sleep_ms(1);
+	}
+}
+
+static int check_bad_handle(int rank, void *arg)
+{
+	unsigned char handle[NCCL_NET_HANDLE_MAXSIZE];
+	unsigned seed = 12345;
+	struct lb_ctx x;
+	void *listen = NULL;
+	size_t i;
+
+	(void)arg;
+	/* Bound how long the plugin waits for a listener's answer. */
+	setenv("ZSM_CONNECT_TIMEOUT_MS", "2000", 1);
+	LB_TRY(lb_open(&x, rank));
+	if (rank == 0) {
+		for (i = 0; i < sizeof(handle); i++)
+			handle[i] = (unsigned char)rand_r(&seed);
+		LB_TRY(lb_connect_bad(&x, handle, "random"));
+
+		memset(handle, 0, sizeof(handle));
+		LB_TRY(lb_connect_bad(&x, handle, "zeroed"));
+
+		/* A real handle (its magic intact) with garbage after. */
+		memset(handle, 0, sizeof(handle));
+		LB_CALL(&x, zsm_client_listen(x.c, x.dev, handle, &listen));
+		for (i = 8; i < sizeof(handle); i++)
+			handle[i] = (unsigned char)rand_r(&seed);
+		LB_TRY(lb_connect_bad(&x, handle, "corrupted"));
+		LB_CALL(&x, zsm_client_close_listen(x.c, listen));
+
+		/* A handle whose listener is gone. */
+		memset(handle, 0, sizeof(handle));
+		LB_CALL(&x, zsm_client_listen(x.c, x.dev, handle, &listen));
+		LB_CALL(&x, zsm_client_close_listen(x.c, listen));
+		LB_TRY(lb_connect_bad(&x, handle, "stale"));
+	}
+	/* The plugin still works afterwards. */
+	LB_OOB(oob_barrier());
+	LB_TRY(lb_connect_pair(&x, &x.send, &x.recv));
+	{
+		struct lb_buf b;
+		int sizes[1];
+		void *req;
+
+		LB_TRY(lb_buf_alloc(&b, 100));
+		LB_TRY(lb_buf_reg(&x, &b, rank ? x.recv : x.send));
+		if (rank == 0) {
+			lb_fill(b.p, 100, 5);
+			LB_TRY(lb_post_send(&x, x.send, b.p, 100, 0, b.mh,
+					    &req));
+		} else {
+			LB_TRY(lb_post_recv(&x, x.recv, 1, &b.vp, &b.size,
+					    (int[]){ 0 }, &b.mh, &req));
+		}
+		LB_TRY(lb_wait(&x, req, sizes, "transfer after bad handles"));
+		if (rank == 1)
+			LB_EXPECT(sizes[0] == 100 && lb_verify(b.p, 100, 5) < 0,
+				  "transfer after bad handles: wrong data");
+		LB_OOB(oob_barrier());
+		LB_TRY(lb_buf_free(&x, &b));
+	}
+	return lb_teardown(&x);
+}
+
+/* ---------------------------------------------------------------------- */
+/* sends with one tag match receives in posting order */
+
+#define ORDER_N 16
+#define ORDER_SLOT 8192
+
+static size_t order_size(int i)
+{
+	return 1000 + 397 * (size_t)i;
+}
+
+static int order_round(struct lb_ctx *x, struct lb_buf *b, int sender_first,
+		       uint32_t seed0)
+{
+	void *req[ORDER_N];
+	int i, sizes[1];
+
+	if (x->rank == 0) {
+		for (i = 0; i < ORDER_N; i++)
+			lb_fill(b->p + i * ORDER_SLOT, order_size(i),
+				seed0 + (uint32_t)i);
+		if (!sender_first)
+			LB_OOB(oob_barrier());
+		for (i = 0; i < ORDER_N; i++)
+			LB_TRY(lb_post_send(x, x->send, b->p + i * ORDER_SLOT,
+					    order_size(i), 7, b->mh, &req[i]));
+		if (sender_first)
+			LB_OOB(oob_barrier());
+		for (i = 0; i < ORDER_N; i++)
+			LB_TRY(lb_wait(x, req[i], sizes, "send"));
+		return OOB_PASS;
+	}
+	memset(b->p, 0, b->size);
+	if (sender_first)
+		LB_OOB(oob_barrier());
+	for (i = 0; i < ORDER_N; i++) {
+		void *data = b->p + i * ORDER_SLOT;
+		size_t size = ORDER_SLOT;
+
+		LB_TRY(lb_post_recv(x, x->recv, 1, &data, &size, (int[]){ 7 },
+				    &b->mh, &req[i]));
+	}
+	if (!sender_first)
+		LB_OOB(oob_barrier());
+	for (i = 0; i < ORDER_N; i++) {
+		long bad;
+
+		LB_TRY(lb_wait(x, req[i], sizes, "receive"));
+		LB_EXPECT(sizes[0] == (int)order_size(i),
+			  "%s: receive %d got %d bytes, send %d had %zu",
+			  sender_first ? "sends first" : "receives first", i,
+			  sizes[0], i, order_size(i));
+		bad = lb_verify(b->p + i * ORDER_SLOT, order_size(i),
+				seed0 + (uint32_t)i);
+		LB_EXPECT(bad < 0, "%s: receive %d: byte %ld is not send %d's",
+			  sender_first ? "sends first" : "receives first", i,
+			  bad, i);
+		bad = lb_verify_byte(b->p + i * ORDER_SLOT + order_size(i),
+				     ORDER_SLOT - order_size(i), 0);
+		LB_EXPECT(bad < 0,
+			  "receive %d: byte %zu past the message written", i,
+			  order_size(i) + (size_t)bad);
+	}
+	return lb_buf_guards(b, "order");
+}
+
+static int check_order(int rank, void *arg)
+{
+	struct lb_ctx x;
+	struct lb_buf b;
+
+	(void)arg;
+	LB_TRY(lb_setup(&x, rank));
+	LB_TRY(lb_buf_alloc(&b, ORDER_N * ORDER_SLOT));
+	LB_TRY(lb_buf_reg(&x, &b, rank ? x.recv : x.send));
+	LB_TRY(order_round(&x, &b, 0, 100));
+	LB_TRY(order_round(&x, &b, 1, 200));
+	LB_OOB(oob_barrier());
+	LB_TRY(lb_buf_free(&x, &b));
+	return lb_teardown(&x);
+}
+
+/* ---------------------------------------------------------------------- */
+/* grouped irecv: tags pick the buffer; every n, partial sizes */
+
+#define GROUP_SLOT (1u << 20)
+
+struct group_case {
+	int n;
+	int tags[LB_MAX_RECVS];
+	size_t posted[LB_MAX_RECVS];
+	size_t sent[LB_MAX_RECVS];
+	int send_order[LB_MAX_RECVS]; /* indices into tags[] */
+};
+
+static int group_round(struct lb_ctx *x, struct lb_buf *b,
+		       const struct group_case *gc, uint32_t seed0)
+{
+	void *data[LB_MAX_RECVS], *mhs[LB_MAX_RECVS], *req, *sreq[LB_MAX_RECVS];
+	int sizes[64], i, k;
+	long bad;
+
+	for (i = 0; i < gc->n; i++) {
+		data[i] = b->p + (size_t)i * (GROUP_SLOT + LB_TAIL);
+		mhs[i] = b->mh;
+	}
+	if (x->rank == 0) {
+		for (i = 0; i < gc->n; i++)
+			lb_fill(data[i], gc->sent[i],
+				seed0 + (uint32_t)gc->tags[i]);
+		LB_OOB(oob_barrier());
+		for (k = 0; k < gc->n; k++) {
+			i = gc->send_order[k];
+			LB_TRY(lb_post_send(x, x->send, data[i], gc->sent[i],
+					    gc->tags[i], b->mh, &sreq[k]));
+		}
+		for (k = 0; k < gc->n; k++)
+			LB_TRY(lb_wait(x, sreq[k], sizes, "send"));
+		return OOB_PASS;
+	}
+	memset(b->p, LB_GUARD, b->size);
+	LB_TRY(lb_post_recv(x, x->recv, gc->n, data, gc->posted, gc->tags, mhs,
+			    &req));
+	LB_OOB(oob_barrier());
+	for (i = 0; i < 64; i++)
+		sizes[i] = LB_SENTINEL;
+	LB_TRY(lb_wait(x, req, sizes, "grouped receive"));
+	for (i = 0; i < gc->n; i++) {
+		LB_EXPECT(sizes[i] == (int)gc->sent[i],
+			  "n=%d: sub-receive %d (tag %d, posted %zu) reported "
+			  "%d bytes, sender sent %zu",
+			  gc->n, i, gc->tags[i], gc->posted[i], sizes[i],
+			  gc->sent[i]);
+		bad = lb_verify(data[i], gc->sent[i],
+				seed0 + (uint32_t)gc->tags[i]);
+		LB_EXPECT(bad < 0,
+			  "n=%d: sub-receive %d (tag %d): byte %ld of %zu is "
+			  "not the data sent with tag %d",
+			  gc->n, i, gc->tags[i], bad, gc->sent[i], gc->tags[i]);
+		bad = lb_verify_byte((unsigned char *)data[i] + gc->posted[i],
+				     GROUP_SLOT + LB_TAIL - gc->posted[i],
+				     LB_GUARD);
+		LB_EXPECT(bad < 0,
+			  "n=%d: sub-receive %d: byte %zu past the %zu posted "
+			  "bytes written",
+			  gc->n, i, gc->posted[i] + (size_t)bad, gc->posted[i]);
+	}
+	return lb_buf_guards(b, "group");
+}
+
+static int lb_group_setup(struct lb_ctx *x, struct lb_buf *b, int rank)
+{
+	LB_TRY(lb_setup(x, rank));
+	LB_TRY(lb_buf_alloc(b, LB_MAX_RECVS * (size_t)(GROUP_SLOT + LB_TAIL)));
+	LB_TRY(lb_buf_reg(x, b, rank ? x->recv : x->send));
+	return OOB_PASS;
+}
+
+static int lb_group_teardown(struct lb_ctx *x, struct lb_buf *b)
+{
+	LB_OOB(oob_barrier());
+	LB_TRY(lb_buf_free(x, b));
+	return lb_teardown(x);
+}
+
+static int check_tag_select(int rank, void *arg)
+{
+	static const int order4[] = { 3, 1, 0, 2 };
+	struct group_case gc;
+	struct lb_ctx x;
+	struct lb_buf b;
+	int i;
+
+	(void)arg;
+	LB_TRY(lb_group_setup(&x, &b, rank));
+	memset(&gc, 0, sizeof(gc));
+	gc.n = 4;
+	for (i = 0; i < 4; i++) {
+		gc.tags[i] = 10 + i;
+		gc.posted[i] = 4096;
+		gc.sent[i] = 1000 + 10 * (size_t)i;
+		gc.send_order[i] = order4[i];
+	}
+	LB_TRY(group_round(&x, &b, &gc, 300));
+	/* All eight, sent in reverse, tags not in numeric order. */
+	gc.n = LB_MAX_RECVS;
+	for (i = 0; i < LB_MAX_RECVS; i++) {
+		gc.tags[i] = (i * 5) % 8 + 40;
+		gc.posted[i] = 8192;
+		gc.sent[i] = 500 + 111 * (size_t)i;
+		gc.send_order[i] = LB_MAX_RECVS - 1 - i;
+	}
+	LB_TRY(group_round(&x, &b, &gc, 400));
+	return lb_group_teardown(&x, &b);
+}
+
+static int check_grouped_n(int rank, void *arg)
+{
+	/* Mixed sizes, from 1 byte to 1 MiB. */
+	static const size_t posted[LB_MAX_RECVS] = {
+		1, 4096, 65536, 100, 1u << 20, 7, 300000, 8192,
+	};
+	struct group_case gc;
+	struct lb_ctx x;
+	struct lb_buf b;
+	int n, i;
+
+	(void)arg;
+	LB_TRY(lb_group_setup(&x, &b, rank));
+	for (n = 1; n <= LB_MAX_RECVS; n++) {
+		memset(&gc, 0, sizeof(gc));
+		gc.n = n;
+		for (i = 0; i < n; i++) {
+			gc.tags[i] = 200 + i;
+			gc.posted[i] = posted[(i + n) % LB_MAX_RECVS];
+			/* Full, half, a third: partial receives mixed in. */
+			gc.sent[i] = gc.posted[i] / (size_t)(1 + (i + n) % 3);
+			gc.send_order[i] = n % 2 ? i : n - 1 - i;
+		}
+		LB_TRY(group_round(&x, &b, &gc, 1000 * (uint32_t)n));
+	}
+	return lb_group_teardown(&x, &b);
+}
+
+/* ---------------------------------------------------------------------- */
+/* a receive buffer larger than the message reports the real size */
+
+static int check_recv_larger(int rank, void *arg)
+{
+	size_t posted = 1u << 20, sent = 1000;
+	int sizes[64], i;
+	struct lb_ctx x;
+	struct lb_buf b;
+	void *req;
+
+	(void)arg;
+	LB_TRY(lb_setup(&x, rank));
+	LB_TRY(lb_buf_alloc(&b, posted));
+	LB_TRY(lb_buf_reg(&x, &b, rank ? x.recv : x.send));
+	for (i = 0; i < 64; i++)
+		sizes[i] = LB_SENTINEL;
+	if (rank == 0) {
+		lb_fill(b.p, sent, 77);
+		LB_OOB(oob_barrier());
+		LB_TRY(lb_post_send(&x, x.send, b.p, sent, 3, b.mh, &req));
+		LB_TRY(lb_wait(&x, req, sizes, "send"));
+		LB_EXPECT(sizes[0] == (int)sent,
+			  "send test reported size %d, sent %zu", sizes[0],
+			  sent);
+		/* A second message right after: nothing out of step. */
+		lb_fill(b.p, 3, 78);
+		LB_TRY(lb_post_send(&x, x.send, b.p, 3, 3, b.mh, &req));
+		LB_TRY(lb_wait(&x, req, sizes, "second send"));
+	} else {
+		LB_TRY(lb_post_recv(&x, x.recv, 1, &b.vp, &posted, (int[]){ 3 },
+				    &b.mh, &req));
+		LB_OOB(oob_barrier());
+		LB_TRY(lb_wait(&x, req, sizes, "receive"));
+		LB_EXPECT(sizes[0] == (int)sent,
+			  "%zu-byte message into %zu-byte buffer: size %d",
+			  sent, posted, sizes[0]);
+		LB_EXPECT(lb_verify(b.p, sent, 77) < 0, "data wrong");
+		LB_EXPECT(lb_verify_byte(b.p + sent, posted - sent, LB_GUARD) <
+				  0,
+			  "bytes past the %zu-byte message written", sent);
+		LB_TRY(lb_buf_guards(&b, "recv_larger"));
+		LB_TRY(lb_post_recv(&x, x.recv, 1, &b.vp, &posted, (int[]){ 3 },
+				    &b.mh, &req));
+		LB_TRY(lb_wait(&x, req, sizes, "second receive"));
+		LB_EXPECT(sizes[0] == 3 && lb_verify(b.p, 3, 78) < 0,
+			  "second message: size %d (expected 3) or data wrong",
+			  sizes[0]);
+	}
+	LB_OOB(oob_barrier());
+	LB_TRY(lb_buf_free(&x, &b));
+	return lb_teardown(&x);
+}
+
+/* ---------------------------------------------------------------------- */
+/* a send larger than the posted receive is an error, nothing overflows */
+
+static int check_send_too_large(int rank, void *arg)
+{
+	size_t posted = 4096, sent = 8192;
+	int sizes[64], r;
+	struct lb_ctx x;
+	struct lb_buf b;
+	void *req;
+
+	(void)arg;
+	LB_TRY(lb_setup(&x, rank));
+	LB_TRY(lb_buf_alloc(&b, rank ? posted : sent));
+	LB_TRY(lb_buf_reg(&x, &b, rank ? x.recv : x.send));
+	if (rank == 0) {
+		lb_fill(b.p, sent, 9);
+		LB_OOB(oob_barrier());
+		LB_TRY(lb_post_send(&x, x.send, b.p, sent, 1, b.mh, &req));
+		r = zsm_client_wait(x.c, req, sizes, LB_WAIT_MS);
+		LB_EXPECT(r != ZSM_CLIENT_TIMEOUT,
+			  "sender's request for the oversized send never "
+			  "finished (%d ms)",
+			  LB_WAIT_MS);
+		printf("# abi %d rank 0: oversized send finished with %s\n",
+		       lb_opts.abi, zsm_client_result_str(r));
+	} else {
+		LB_TRY(lb_post_recv(&x, x.recv, 1, &b.vp, &posted, (int[]){ 1 },
+				    &b.mh, &req));
+		LB_OOB(oob_barrier());
+		sizes[0] = LB_SENTINEL;
+		r = zsm_client_wait(x.c, req, sizes, LB_WAIT_MS);
+		LB_EXPECT(r != ZSM_CLIENT_TIMEOUT,
+			  "receive of an oversized message never finished "
+			  "(%d ms)",
+			  LB_WAIT_MS);
+		/* Give a late overflow the chance to land before we look. */
+		lb_sleep_ms(100);
+		LB_TRY(lb_buf_guards(&b, "oversized send"));
+		LB_EXPECT(r != ncclSuccess,
+			  "receive of %zu bytes into %zu-byte buffer succeeded "
+			  "(reported size %d)",
+			  sent, posted, sizes[0]);
+		printf("# abi %d rank 1: oversized receive failed with %s\n",
+		       lb_opts.abi, zsm_client_result_str(r));
+	}
+	LB_OOB(oob_barrier());
+	LB_TRY(lb_buf_free(&x, &b));
+	return lb_teardown(&x);
+}
+
+/* ---------------------------------------------------------------------- */
+/* 0-byte messages */
+
+static int check_zero_byte(int rank, void *arg)
+{
+	struct lb_ctx x;
+	struct lb_buf b;
+	void *req[4];
+	int sizes[64], i;
+
+	(void)arg;
+	LB_TRY(lb_setup(&x, rank));
+	LB_TRY(lb_buf_alloc(&b, 4 * 64));
+	LB_TRY(lb_buf_reg(&x, &b, rank ? x.recv : x.send));
+	if (rank == 0) {
+		lb_fill(b.p, 16, 21);
+		LB_OOB(oob_barrier());
+		LB_TRY(lb_post_send(&x, x.send, b.p, 0, 1, b.mh, &req[0]));
+		LB_TRY(lb_post_send(&x, x.send, b.p, 0, 1, b.mh, &req[1]));
+		LB_TRY(lb_post_send(&x, x.send, b.p, 16, 1, b.mh, &req[2]));
+		for (i = 0; i < 3; i++) {
+			sizes[0] = LB_SENTINEL;
+			LB_TRY(lb_wait(&x, req[i], sizes, "send"));
+			LB_EXPECT(sizes[0] == (i == 2 ? 16 : 0),
+				  "send %d: test reported size %d", i,
+				  sizes[0]);
+		}
+		/* Two 0-byte sends into one grouped receive. */
+		LB_TRY(lb_post_send(&x, x.send, b.p, 0, 6, b.mh, &req[0]));
+		LB_TRY(lb_post_send(&x, x.send, b.p, 0, 5, b.mh, &req[1]));
+		LB_TRY(lb_wait(&x, req[0], sizes, "send"));
+		LB_TRY(lb_wait(&x, req[1], sizes, "send"));
+	} else {
+		size_t s0 = 0, s64 = 64, s2[2] = { 0, 32 };
+		void *d0 = b.p, *d1 = b.p + 64, *d2 = b.p + 128;
+		void *d3[2] = { b.p + 192, b.p + 224 }, *m2[2] = { b.mh, b.mh };
+
+		LB_TRY(lb_post_recv(&x, x.recv, 1, &d0, &s0, (int[]){ 1 },
+				    &b.mh, &req[0]));
+		LB_TRY(lb_post_recv(&x, x.recv, 1, &d1, &s64, (int[]){ 1 },
+				    &b.mh, &req[1]));
+		LB_TRY(lb_post_recv(&x, x.recv, 1, &d2, &s64, (int[]){ 1 },
+				    &b.mh, &req[2]));
+		LB_OOB(oob_barrier());
+		for (i = 0; i < 3; i++) {
+			sizes[0] = LB_SENTINEL;
+			LB_TRY(lb_wait(&x, req[i], sizes, "receive"));
+			LB_EXPECT(sizes[0] == (i == 2 ? 16 : 0),
+				  "receive %d: size %d, expected %d", i,
+				  sizes[0], i == 2 ? 16 : 0);
+		}
+		LB_EXPECT(lb_verify_byte(b.p, 128, LB_GUARD) < 0,
+			  "a 0-byte receive wrote into its buffer");
+		LB_EXPECT(lb_verify(b.p + 128, 16, 21) < 0,
+			  "the 16-byte message after two 0-byte ones is wrong");
+		LB_TRY(lb_post_recv(&x, x.recv, 2, d3, s2, (int[]){ 5, 6 }, m2,
+				    &req[3]));
+		sizes[0] = sizes[1] = LB_SENTINEL;
+		LB_TRY(lb_wait(&x, req[3], sizes, "grouped 0-byte receive"));
+		LB_EXPECT(sizes[0] == 0 && sizes[1] == 0,
+			  "grouped 0-byte receive: sizes %d, %d", sizes[0],
+			  sizes[1]);
+		LB_EXPECT(lb_verify_byte(b.p + 192, 64, LB_GUARD) < 0,
+			  "grouped 0-byte receive wrote into its buffers");
+		LB_TRY(lb_buf_guards(&b, "zero_byte"));
+	}
+	LB_OOB(oob_barrier());
+	LB_TRY(lb_buf_free(&x, &b));
+	return lb_teardown(&x);
+}
+
+/* ---------------------------------------------------------------------- */
+/* NULL request = retry; a small queue with 256 in flight never errors */
+
+#define NR_SLOT 512
+
+static size_t nr_size(int i)
+{
+	return 64 + (size_t)(i * 7) % (NR_SLOT - 64);
+}
+
+static int check_null_retry(int rank, void *arg)
+{
+	void *req[LB_MAX_REQS];
+	int done[LB_MAX_REQS] = { 0 }, sizes[LB_MAX_REQS], nulls = 0, i, r;
+	int oldest = 0, d;
+	struct lb_ctx x;
+	struct lb_buf b;
+	uint64_t t0;
+
+	(void)arg;
+	setenv("ZSM_QUEUE_DEPTH", "64", 1);
+	LB_TRY(lb_setup(&x, rank));
+	LB_TRY(lb_buf_alloc(&b, LB_MAX_REQS * NR_SLOT));
+	LB_TRY(lb_buf_reg(&x, &b, rank ? x.recv : x.send));
+	if (rank == 0)
+		for (i = 0; i < LB_MAX_REQS; i++)
+			lb_fill(b.p + i * NR_SLOT, nr_size(i),
+				500 + (unsigned)i);
+	LB_OOB(oob_barrier());
+	for (i = 0; i < LB_MAX_REQS; i++) {
+		void *data = b.p + i * NR_SLOT;
+		size_t size = NR_SLOT;
+
+		t0 = zsm_client_now_ns();
+		for (;;) {
+			req[i] = NULL;
+			if (rank == 0)
+				r = zsm_client_isend(x.c, x.send, data,
+						     nr_size(i), 4, b.mh,
+						     &req[i]);
+			else
+				r = zsm_client_irecv(x.c, x.recv, 1, &data,
+						     &size, (int[]){ 4 }, &b.mh,
+						     &req[i]);
+			LB_EXPECT(!r,
+				  "%s %d with ZSM_QUEUE_DEPTH=64 returned %s "
+				  "(must accept or return NULL)",
+				  rank ? "irecv" : "isend", i,
+				  zsm_client_result_str(r));
+			if (req[i])
+				break;
+			nulls++;
+			LB_EXPECT(lb_ms_since(t0) < LB_POST_MS,
+				  "%s %d: NULL for %d ms",
+				  rank ? "irecv" : "isend", i, LB_POST_MS);
+			/* Make progress the way NCCL does: test the oldest. */
+			while (oldest < i && done[oldest])
+				oldest++;
+			if (oldest < i) {
+				r = zsm_client_test(x.c, req[oldest], &d,
+						    &sizes[oldest]);
+				LB_EXPECT(!r, "test of request %d returned %s",
+					  oldest, zsm_client_result_str(r));
+				done[oldest] = d;
+			}
+		}
+	}
+	for (i = 0; i < LB_MAX_REQS; i++) {
+		if (!done[i])
+			LB_TRY(lb_wait(&x, req[i], &sizes[i], "request"));
+		LB_EXPECT(sizes[i] == (int)nr_size(i),
+			  "request %d: size %d, expected %zu", i, sizes[i],
+			  nr_size(i));
+		if (rank == 1)
+			LB_EXPECT(lb_verify(b.p + i * NR_SLOT, nr_size(i),
+					    500 + (unsigned)i) < 0,
+				  "receive %d: data wrong", i);
+	}
+	printf("# abi %d rank %d: %s returned NULL %d times\n", lb_opts.abi,
+	       rank, rank ? "irecv" : "isend", nulls);
+	LB_OOB(oob_barrier());
+	LB_TRY(lb_buf_free(&x, &b));
+	return lb_teardown(&x);
+}
+
+/* ---------------------------------------------------------------------- */
+/* irecv always overwrites *request */
+
+static int check_recv_overwrites_request(int rank, void *arg)
+{
+	struct lb_ctx x;
+	struct lb_buf b;
+	void *req;
+	int sizes[64], k, r, n;
+	uint64_t t0;
+
+	(void)arg;
+	LB_TRY(lb_setup(&x, rank));
+	LB_TRY(lb_buf_alloc(&b, 2 * 256));
+	LB_TRY(lb_buf_reg(&x, &b, rank ? x.recv : x.send));
+	for (k = 0; k < 4; k++) {
+		n = k % 2 ? 2 : 1;
+		if (rank == 0) {
+			int i;
+
+			LB_OOB(oob_barrier());
+			for (i = 0; i < n; i++) {
+				lb_fill(b.p + i * 256, 128,
+					(unsigned)(k * 10 + i));
+				LB_TRY(lb_post_send(&x, x.send, b.p + i * 256,
+						    128, i, b.mh, &req));
+				LB_TRY(lb_wait(&x, req, sizes, "send"));
+			}
+			continue;
+		}
+		{
+			void *data[2] = { b.p, b.p + 256 },
+			     *mhs[2] = { b.mh, b.mh };
+			size_t ss[2] = { 256, 256 };
+			int tags[2] = { 0, 1 };
+
+			void *hint = (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION;
+
+			t0 = zsm_client_now_ns();
+			for (;;) {
+				/* What NCCL stores there for LL receives. */
+				req = hint;
+				r = zsm_client_irecv(x.c, x.recv, n, data, ss,
+						     tags, mhs, &req);
+				LB_EXPECT(!r, "irecv returned %s",
+					  zsm_client_result_str(r));
+				LB_EXPECT(req != hint,
+					  "irecv (n=%d) left *request == 0x1",
+					  n);
+				if (req)
+					break;
+				LB_EXPECT(lb_ms_since(t0) < LB_POST_MS,
+					  "irecv kept returning NULL");
+			}
+			LB_OOB(oob_barrier());
+			LB_TRY(lb_wait(&x, req, sizes, "receive"));
+			for (r = 0; r < n; r++)
+				LB_EXPECT(sizes[r] == 128 &&
+						  lb_verify(b.p + r * 256, 128,
+							    (unsigned)(k * 10 +
+								       r)) < 0,
+					  "round %d sub %d: size %d or data "
+					  "wrong",
+					  k, r, sizes[r]);
+		}
+	}
+	LB_OOB(oob_barrier());
+	LB_TRY(lb_buf_free(&x, &b));
+	return lb_teardown(&x);
+}
+
+/* ---------------------------------------------------------------------- */
+/* test writes only the first n sizes */
+
+static int check_test_sizes_n(int rank, void *arg)
+{
+	static const int ns[] = { 1, 3, LB_MAX_RECVS };
+	struct lb_ctx x;
+	struct lb_buf b;
+	void *req, *sreq[LB_MAX_RECVS];
+	int sizes[64], k, i, n, done;
+	uint64_t t0;
+
+	(void)arg;
+	LB_TRY(lb_setup(&x, rank));
+	LB_TRY(lb_buf_alloc(&b, LB_MAX_RECVS * 1024));
+	LB_TRY(lb_buf_reg(&x, &b, rank ? x.recv : x.send));
+	for (k = 0; k < 3; k++) {
+		n = ns[k];
+		if (rank == 0) {
+			LB_OOB(oob_barrier());
+			for (i = 0; i < n; i++)
+				LB_TRY(lb_post_send(&x, x.send, b.p + i * 1024,
+						    100 + (size_t)i, 50 + i,
+						    b.mh, &sreq[i]));
+			for (i = 0; i < n; i++) {
+				int j;
+
+				for (j = 0; j < 64; j++)
+					sizes[j] = LB_SENTINEL;
+				LB_TRY(lb_wait(&x, sreq[i], sizes, "send"));
+				LB_EXPECT(
+					sizes[0] == 100 + i,
+					"send test: sizes[0] = %d, expected %d",
+					sizes[0], 100 + i);
+				for (j = 1; j < 64; j++)
+					LB_EXPECT(sizes[j] == LB_SENTINEL,
+						  "send test wrote sizes[%d]",
+						  j);
+			}
+			continue;
+		}
+		{
+			void *data[LB_MAX_RECVS], *mhs[LB_MAX_RECVS];
+			size_t ss[LB_MAX_RECVS];
+			int tags[LB_MAX_RECVS];
+
+			for (i = 0; i < n; i++) {
+				data[i] = b.p + i * 1024;
+				mhs[i] = b.mh;
+				ss[i] = 1024;
+				tags[i] = 50 + i;
+			}
+			LB_TRY(lb_post_recv(&x, x.recv, n, data, ss, tags, mhs,
+					    &req));
+			LB_OOB(oob_barrier());
+			for (i = 0; i < 64; i++)
+				sizes[i] = LB_SENTINEL;
+			t0 = zsm_client_now_ns();
+			do {
+				int r = zsm_client_test(x.c, req, &done, sizes);
+
+				LB_EXPECT(!r, "test returned %s",
+					  zsm_client_result_str(r));
+				LB_EXPECT(lb_ms_since(t0) < LB_WAIT_MS,
+					  "receive not done");
+				if (!done)
+					for (i = 0; i < 64; i++)
+						LB_EXPECT(
+							sizes[i] == LB_SENTINEL,
+							"test wrote sizes[%d] "
+							"before done",
+							i);
+			} while (!done);
+			for (i = 0; i < n; i++)
+				LB_EXPECT(sizes[i] == 100 + i,
+					  "n=%d: sizes[%d] = %d, expected %d",
+					  n, i, sizes[i], 100 + i);
+			for (i = n; i < 64; i++)
+				LB_EXPECT(sizes[i] == LB_SENTINEL,
+					  "n=%d: test wrote sizes[%d] = %d "
+					  "(must write only the first n)",
+					  n, i, sizes[i]);
+		}
+	}
+	LB_OOB(oob_barrier());
+	LB_TRY(lb_buf_free(&x, &b));
+	return lb_teardown(&x);
+}
+
+/* ---------------------------------------------------------------------- */
+/* iflush on host memory: success and a NULL request */
+
+static int check_iflush_host(int rank, void *arg)
+{
+	struct lb_ctx x;
+	struct lb_buf b;
+	void *req;
+	int sizes[64], r;
+	size_t size = 4096;
+
+	(void)arg;
+	LB_TRY(lb_setup(&x, rank));
+	LB_TRY(lb_buf_alloc(&b, size));
+	LB_TRY(lb_buf_reg(&x, &b, rank ? x.recv : x.send));
+	if (rank == 0) {
+		lb_fill(b.p, size, 31);
+		LB_TRY(lb_post_send(&x, x.send, b.p, size, 0, b.mh, &req));
+		LB_TRY(lb_wait(&x, req, sizes, "send"));
+	} else {
+		LB_TRY(lb_post_recv(&x, x.recv, 1, &b.vp, &size, (int[]){ 0 },
+				    &b.mh, &req));
+		LB_TRY(lb_wait(&x, req, sizes, "receive"));
+		req = (void *)0x1;
+		r = zsm_client_iflush(x.c, x.recv, 1, &b.vp, sizes, &b.mh,
+				      &req);
+		LB_EXPECT(r == ncclSuccess, "iflush on host memory returned %s",
+			  zsm_client_result_str(r));
+		LB_EXPECT(req == NULL,
+			  "iflush on host memory gave request %p, expected "
+			  "NULL",
+			  req);
+		LB_EXPECT(lb_verify(b.p, size, 31) < 0, "data wrong");
+	}
+	LB_OOB(oob_barrier());
+	LB_TRY(lb_buf_free(&x, &b));
+	return lb_teardown(&x);
+}
+
+/* ---------------------------------------------------------------------- */
+/* 32 x maxRecvs = 256 requests in flight before any test */
+
+#define IF_SLOT 2048
+
+static size_t if_size(int i)
+{
+	return 1 + (size_t)(i * 13) % IF_SLOT;
+}
+
+static int if_post_no_test(struct lb_ctx *x, struct lb_buf *b, int i,
+			   void **req)
+{
+	void *data = b->p + i * IF_SLOT;
+	size_t size = IF_SLOT;
+	uint64_t t0 = zsm_client_now_ns();
+	int r;
+
+	/*
+	 * A NULL may be a transient full queue that a progress thread
+	 * drains; allow a second of that, then it is a real limit.
+	 */
+	for (;;) {
+		*req = NULL;
+		if (x->rank == 0)
+			r = zsm_client_isend(x->c, x->send, data, if_size(i), 9,
+					     b->mh, req);
+		else
+			r = zsm_client_irecv(x->c, x->recv, 1, &data, &size,
+					     (int[]){ 9 }, &b->mh, req);
+		LB_EXPECT(!r, "%s %d returned %s", x->rank ? "irecv" : "isend",
+			  i, zsm_client_result_str(r));
+		if (*req)
+			return OOB_PASS;
+		LB_EXPECT(lb_ms_since(t0) < 1000 * lb_scale,
+			  "%s %d returned NULL with %d requests in flight and "
+			  "none tested (NCCL needs 32 x maxRecvs = 256)",
+			  x->rank ? "irecv" : "isend", i, i);
+	}
+}
+
+static int check_inflight_256(int rank, void *arg)
+{
+	void *req[LB_MAX_REQS];
+	int sizes[64], i;
+	struct lb_ctx x;
+	struct lb_buf b;
+
+	(void)arg;
+	LB_TRY(lb_setup(&x, rank));
+	LB_TRY(lb_buf_alloc(&b, LB_MAX_REQS * IF_SLOT));
+	LB_TRY(lb_buf_reg(&x, &b, rank ? x.recv : x.send));
+	if (rank == 0)
+		for (i = 0; i < LB_MAX_REQS; i++)
+			lb_fill(b.p + i * IF_SLOT, if_size(i),
+				700 + (unsigned)i);
+	/* Receives first, then sends, all posted before any test. */
+	if (rank == 0)
+		LB_OOB(oob_barrier());
+	for (i = 0; i < LB_MAX_REQS; i++)
+		LB_TRY(if_post_no_test(&x, &b, i, &req[i]));
+	if (rank == 1)
+		LB_OOB(oob_barrier());
+	for (i = 0; i < LB_MAX_REQS; i++) {
+		LB_TRY(lb_wait(&x, req[i], sizes, "request"));
+		LB_EXPECT(sizes[0] == (int)if_size(i),
+			  "request %d: size %d, expected %zu", i, sizes[0],
+			  if_size(i));
+		if (rank == 1)
+			LB_EXPECT(lb_verify(b.p + i * IF_SLOT, if_size(i),
+					    700 + (unsigned)i) < 0,
+				  "receive %d: data wrong", i);
+	}
+	LB_OOB(oob_barrier());
+	LB_TRY(lb_buf_free(&x, &b));
+	return lb_teardown(&x);
+}
+
+/* ---------------------------------------------------------------------- */
+/* registration cache: duplicates, overlaps, any deregistration order */
+
+static int mr_transfer(struct lb_ctx *x, unsigned char *p, size_t len, void *mh,
+		       uint32_t seed, const char *step)
+{
+	int sizes[64];
+	void *req;
+	long bad;
+
+	if (x->rank == 0) {
+		lb_fill(p, len, seed);
+		LB_OOB(oob_barrier());
+		LB_TRY(lb_post_send(x, x->send, p, len, 0, mh, &req));
+		LB_TRY(lb_wait(x, req, sizes, step));
+	} else {
+		void *vp = p;
+
+		memset(p, 0, len);
+		LB_TRY(lb_post_recv(x, x->recv, 1, &vp, &len, (int[]){ 0 }, &mh,
+				    &req));
+		LB_OOB(oob_barrier());
+		LB_TRY(lb_wait(x, req, sizes, step));
+		LB_EXPECT(sizes[0] == (int)len, "%s: size %d, expected %zu",
+			  step, sizes[0], len);
+		bad = lb_verify(p, len, seed);
+		LB_EXPECT(bad < 0, "%s: byte %ld of %zu wrong", step, bad, len);
+	}
+	LB_OOB(oob_barrier());
+	return OOB_PASS;
+}
+
+static int check_mr_cache(int rank, void *arg)
+{
+	const size_t mib = 1u << 20;
+	void *mh_a, *mh_b, *mh_c, *mh_d, *mh_e, *comm;
+	struct lb_ctx x;
+	struct lb_buf b;
+	unsigned char *p;
+
+	(void)arg;
+	LB_TRY(lb_setup(&x, rank));
+	LB_TRY(lb_buf_alloc(&b, 2 * mib));
+	p = b.p;
+	comm = rank ? x.recv : x.send;
+	LB_CALL(&x, zsm_client_reg_mr(x.c, comm, p, mib, NCCL_PTR_HOST, &mh_a));
+	LB_CALL(&x, zsm_client_reg_mr(x.c, comm, p, mib, NCCL_PTR_HOST, &mh_b));
+	LB_CALL(&x, zsm_client_reg_mr(x.c, comm, p + 4096, 64 * 1024,
+				      NCCL_PTR_HOST, &mh_c));
+	LB_CALL(&x, zsm_client_reg_mr(x.c, comm, p + mib / 2, mib,
+				      NCCL_PTR_HOST, &mh_d));
+	LB_EXPECT(mh_a && mh_b && mh_c && mh_d, "regMr gave a NULL mhandle");
+
+	/* The first of two identical registrations goes first. */
+	LB_CALL(&x, zsm_client_dereg_mr(x.c, comm, mh_a));
+	LB_TRY(mr_transfer(&x, p, mib, mh_b, 1, "twin registration"));
+	LB_TRY(mr_transfer(&x, p + 4096, 64 * 1024, mh_c, 2,
+			   "registration inside another"));
+	/* Inner one deregistered while the outer ones live. */
+	LB_CALL(&x, zsm_client_dereg_mr(x.c, comm, mh_c));
+	LB_TRY(mr_transfer(&x, p + mib / 2, mib, mh_d, 3,
+			   "partly overlapping registration"));
+	LB_TRY(mr_transfer(&x, p, mib, mh_b, 4,
+			   "twin after the inner one went"));
+	LB_CALL(&x, zsm_client_dereg_mr(x.c, comm, mh_b));
+	LB_TRY(mr_transfer(&x, p + mib / 2 + 1000, mib - 1000, mh_d, 5,
+			   "overlap after the twin went"));
+	/* A registration spanning everything, while mh_d lives. */
+	LB_CALL(&x,
+		zsm_client_reg_mr(x.c, comm, p, 2 * mib, NCCL_PTR_HOST, &mh_e));
+	LB_TRY(mr_transfer(&x, p, 2 * mib, mh_e, 6, "covering registration"));
+	LB_CALL(&x, zsm_client_dereg_mr(x.c, comm, mh_d));
+	LB_TRY(mr_transfer(&x, p + 7, 2 * mib - 7, mh_e, 7,
+			   "covering registration alone"));
+	LB_CALL(&x, zsm_client_dereg_mr(x.c, comm, mh_e));
+	/* Same range again after everything went. */
+	LB_CALL(&x, zsm_client_reg_mr(x.c, comm, p, mib, NCCL_PTR_HOST, &mh_a));
+	LB_TRY(mr_transfer(&x, p, mib, mh_a, 8, "registration after all went"));
+	LB_CALL(&x, zsm_client_dereg_mr(x.c, comm, mh_a));
+	LB_TRY(lb_buf_guards(&b, "mr_cache"));
+	LB_TRY(lb_buf_free(&x, &b));
+	return lb_teardown(&x);
+}
+
+/* ---------------------------------------------------------------------- */
+/* closing comms with requests in flight */
+
+static int check_close_inflight(int rank, void *arg)
+{
+	void *send_a = NULL, *recv_a = NULL, *send_b = NULL, *recv_b = NULL;
+	void *req[8];
+	struct lb_ctx x;
+	struct lb_buf ba, bb;
+	int i;
+
+	(void)arg;
+	LB_TRY(lb_open(&x, rank));
+	/* A: receives that never match.  B: sends nobody receives. */
+	LB_TRY(lb_connect_pair(&x, &send_a, &recv_a));
+	LB_TRY(lb_connect_pair(&x, &send_b, &recv_b));
+	LB_TRY(lb_buf_alloc(&ba, LB_MAX_RECVS * 4096));
+	LB_TRY(lb_buf_alloc(&bb, 4u << 20));
+	if (rank == 1) {
+		void *data[LB_MAX_RECVS], *mhs[LB_MAX_RECVS];
+		size_t ss[LB_MAX_RECVS];
+		int tags[LB_MAX_RECVS];
+
+		LB_TRY(lb_buf_reg(&x, &ba, recv_a));
+		for (i = 0; i < LB_MAX_RECVS; i++) {
+			data[i] = ba.p + i * 4096;
+			mhs[i] = ba.mh;
+			ss[i] = 4096;
+			tags[i] = i;
+		}
+		for (i = 0; i < 4; i++)
+			LB_TRY(lb_post_recv(&x, recv_a, 1, data, ss, tags, mhs,
+					    &req[i]));
+		LB_TRY(lb_post_recv(&x, recv_a, LB_MAX_RECVS, data, ss, tags,
+				    mhs, &req[4]));
+	} else {
+		LB_TRY(lb_buf_reg(&x, &bb, send_b));
+		lb_fill(bb.p, bb.size, 3);
+		/* Eager-sized and large (rendezvous-sized) sends. */
+		LB_TRY(lb_post_send(&x, send_b, bb.p, 64, 0, bb.mh, &req[0]));
+		LB_TRY(lb_post_send(&x, send_b, bb.p, bb.size, 0, bb.mh,
+				    &req[1]));
+		LB_TRY(lb_post_send(&x, send_b, bb.p, 1u << 20, 0, bb.mh,
+				    &req[2]));
+	}
+	LB_OOB(oob_barrier());
+	lb_sleep_ms(50);
+	/* NCCL's order: deregister, then close. */
+	LB_TRY(lb_buf_free(&x, rank ? &ba : &bb));
+	if (rank == 1) {
+		LB_CALL(&x, zsm_client_close_recv(x.c, recv_a));
+		LB_CALL(&x, zsm_client_close_recv(x.c, recv_b));
+	} else {
+		LB_CALL(&x, zsm_client_close_send(x.c, send_b));
+		LB_CALL(&x, zsm_client_close_send(x.c, send_a));
+	}
+	LB_TRY(lb_buf_free(&x, rank ? &bb : &ba));
+	LB_OOB(oob_barrier());
+
+	/* A fresh connection still works. */
+	LB_TRY(lb_connect_pair(&x, &x.send, &x.recv));
+	{
+		struct lb_buf b;
+		int sizes[64];
+		void *r;
+
+		LB_TRY(lb_buf_alloc(&b, 1000));
+		LB_TRY(lb_buf_reg(&x, &b, rank ? x.recv : x.send));
+		if (rank == 0) {
+			lb_fill(b.p, 1000, 8);
+			LB_TRY(lb_post_send(&x, x.send, b.p, 1000, 0, b.mh,
+					    &r));
+		} else {
+			LB_TRY(lb_post_recv(&x, x.recv, 1, &b.vp, &b.size,
+					    (int[]){ 0 }, &b.mh, &r));
+		}
+		LB_TRY(lb_wait(&x, r, sizes, "transfer after the closes"));
+		if (rank == 1)
+			LB_EXPECT(sizes[0] == 1000 &&
+					  lb_verify(b.p, 1000, 8) < 0,
+				  "transfer after the closes: wrong data");
+		LB_OOB(oob_barrier());
+		LB_TRY(lb_buf_free(&x, &b));
+	}
+	return lb_teardown(&x);
+}
+
+/* ---------------------------------------------------------------------- */
+
+static int check_init(int rank, void *arg)
+{
+	struct lb_ctx x;
+	int ndev = 0, r;
+
+	(void)arg;
+	if (rank == 1)
+		return OOB_PASS;
+	r = zsm_client_open(lb_opts.plugin, lb_opts.abi, &x.c);
+	LB_EXPECT(!r, "cannot open %s with abi %d", lb_opts.plugin,
+		  lb_opts.abi);
+	r = zsm_client_init(x.c, 1);
+	if (r)
+		return oob_skip("init returned %s: no usable device (is the "
+				"tcp provider there? ZSM_PROVIDER=%s "
+				"ZSM_DOMAIN=%s)",
+				zsm_client_result_str(r),
+				getenv("ZSM_PROVIDER") ? getenv("ZSM_PROVIDER")
+						       : "(unset)",
+				getenv("ZSM_DOMAIN") ? getenv("ZSM_DOMAIN")
+						     : "(unset)");
+	r = zsm_client_devices(x.c, &ndev);
+	LB_EXPECT(!r, "devices returned %s", zsm_client_result_str(r));
+	if (ndev <= 0) {
+		zsm_client_finalize(x.c);
+		return oob_skip("plugin reports %d devices", ndev);
+	}
+	printf("# abi %d: plugin '%s', %d device(s)\n", zsm_client_abi(x.c),
+	       zsm_client_name(x.c), ndev);
+	LB_CALL(&x, zsm_client_finalize(x.c));
+	zsm_client_close(x.c);
+	return OOB_PASS;
+}
+
+struct lb_check {
+	const char *name;
+	oob_check_fn fn;
+	unsigned timeout_s;
+};
+
+static const struct lb_check lb_checks[] = {
+	{ "properties", check_properties, 20 },
+	{ "connect_retry", check_connect_retry, 30 },
+	{ "bad_handle", check_bad_handle, 60 },
+	{ "order", check_order, 30 },
+	{ "tag_select", check_tag_select, 30 },
+	{ "grouped_n", check_grouped_n, 30 },
+	{ "recv_larger", check_recv_larger, 30 },
+	{ "send_too_large", check_send_too_large, 30 },
+	{ "zero_byte", check_zero_byte, 30 },
+	{ "null_retry", check_null_retry, 30 },
+	{ "recv_overwrites_request", check_recv_overwrites_request, 30 },
+	{ "test_sizes_n", check_test_sizes_n, 30 },
+	{ "iflush_host", check_iflush_host, 30 },
+	{ "inflight_256", check_inflight_256, 30 },
+	{ "mr_cache", check_mr_cache, 30 },
+	{ "close_inflight", check_close_inflight, 30 },
+};
+
+#define LB_NCHECKS (sizeof(lb_checks) / sizeof(lb_checks[0]))
+
+static void lb_usage(FILE *out)
+{
+	size_t i;
+
+	fprintf(out,
+		"usage: zsm-loopback --plugin PATH [--abi 8..12] [--device N]\n"
+		"                    [--only NAME[,NAME...]] [--list]\n"
+		"Runs two-process loopback checks of one ncclNet table.\n"
+		"Checks:");
+	for (i = 0; i < LB_NCHECKS; i++)
+		fprintf(out, " %s", lb_checks[i].name);
+	fprintf(out, "\n");
+}
+
+/*
+ * ZSM_TEST_TIME_SCALE multiplies every time limit; under valgrind
+ * (its preload is in LD_PRELOAD) it defaults to 10.
+ */
+static int lb_time_scale(void)
+{
+	const char *env = getenv("ZSM_TEST_TIME_SCALE");
+	const char *preload = getenv("LD_PRELOAD");
+	int v;
+
+	if (env) {
+		v = atoi(env);
+		return v >= 1 && v <= 1000 ? v : 1;
+	}
+	return preload && strstr(preload, "vgpreload") ? 10 : 1;
+}
+
+static int lb_selected(const char *only, const char *name)
+{
+	size_t len = strlen(name);
+	const char *p = only;
+
+	if (!only)
+		return 1;
+	while ((p = strstr(p, name))) {
+		if ((p == only || p[-1] == ',') && (p[len] == ',' || !p[len]))
+			return 1;
+		p += len;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *only = NULL;
+	int passed = 0, failed = 0, skipped = 0, i, r;
+	size_t k;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--plugin") && i + 1 < argc) {
+			lb_opts.plugin = argv[++i];
+		} else if (!strcmp(argv[i], "--abi") && i + 1 < argc) {
+			lb_opts.abi = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+			lb_opts.dev = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+			only = argv[++i];
+		} else if (!strcmp(argv[i], "--list")) {
+			for (k = 0; k < LB_NCHECKS; k++)
+				printf("%s\n", lb_checks[k].name);
+			return 0;
+		} else if (!strcmp(argv[i], "--help")) {
+			lb_usage(stdout);
+			return 0;
+		} else {
+			lb_usage(stderr);
+			return 1;
+		}
+	}
+	if (!lb_opts.plugin)
+		lb_opts.plugin = getenv("ZSM_BENCH_PLUGIN");
+	lb_scale = lb_time_scale();
+	if (!lb_opts.plugin) {
+		lb_usage(stderr);
+		return 1;
+	}
+	if (lb_opts.abi && (lb_opts.abi < 8 || lb_opts.abi > 12)) {
+		fprintf(stderr, "--abi must be 8..12\n");
+		return 1;
+	}
+	if (access(lb_opts.plugin, R_OK)) {
+		printf("FAIL init: %s: %s\n", lb_opts.plugin, strerror(errno));
+		return 1;
+	}
+	r = oob_check("init", check_init, NULL, 30 * (unsigned)lb_scale);
+	if (r == OOB_SKIP)
+		return OOB_SKIP;
+	if (r != OOB_PASS)
+		return OOB_FAIL;
+	for (k = 0; k < LB_NCHECKS; k++) {
+		if (!lb_selected(only, lb_checks[k].name))
+			continue;
+		r = oob_check(lb_checks[k].name, lb_checks[k].fn, NULL,
+			      lb_checks[k].timeout_s * (unsigned)lb_scale);
+		if (r == OOB_PASS)
+			passed++;
+		else if (r == OOB_SKIP)
+			skipped++;
+		else
+			failed++;
+	}
+	printf("# abi %d: %d passed, %d failed, %d skipped\n", lb_opts.abi,
+	       passed, failed, skipped);
+	return failed ? OOB_FAIL : OOB_PASS;
+}

@@ -1,0 +1,850 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * zsm-bench: point-to-point bandwidth and latency of any NCCL net plugin,
+ * two processes on one host, driven only through the plugin's exported
+ * ncclNet table (test/lib/zsm_client).  Rank 0 sends, rank 1 receives.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oob.h"
+#include "zsm_client.h"
+
+#ifndef ZSM_BENCH_DEFAULT_PLUGIN
+#define ZSM_BENCH_DEFAULT_PLUGIN "libnccl-net-zsm.so"
+#endif
+
+#define BENCH_MAX_SIZES 64
+#define BENCH_MAX_REPS 1000
+#define BENCH_WINDOW 8
+/* A wait with no completion for this long is a failure. */
+#define BENCH_STALL_MS 20000
+#define BENCH_CONNECT_MS 30000
+/* Receive slots stay distinct while 8 of them fit in this. */
+#define BENCH_RECV_REGION_MAX (256ull << 20)
+#define BENCH_VERIFY_MSGS 3
+#define BENCH_TAG 0x2b
+
+enum bench_test {
+	BENCH_STREAM = 1,
+	BENCH_PINGPONG = 2,
+};
+
+struct bench_opts {
+	const char *plugin;
+	int abi;
+	int tests;
+	size_t sizes[BENCH_MAX_SIZES];
+	int nsizes;
+	long iters;  /* 0: chosen per size */
+	long warmup; /* -1: chosen per size */
+	int reps;
+	const char *csv;
+	int dev;
+	int verify;
+	unsigned step_timeout_s;
+};
+
+struct bench {
+	struct bench_opts o;
+	struct zsm_client *c;
+	int rank;
+	const char *name;
+	void *send; /* rank 0 -> 1 on rank 0, 1 -> 0 on rank 1 */
+	void *recv;
+	void *listen;
+	unsigned char *sbuf;
+	unsigned char *rbuf;
+	size_t sbuf_size;
+	size_t rbuf_size;
+	void *smh;
+	void *rmh;
+	size_t max_p2p;
+	FILE *csv;
+};
+
+static struct bench *bench_g;
+
+static void bench_die(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+static void bench_die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "zsm-bench: rank %d: ", bench_g ? bench_g->rank : -1);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(NULL);
+	/* Rank 1 ends inside oob_finish; rank 0 first takes rank 1 down. */
+	if (bench_g && bench_g->rank >= 0)
+		oob_finish(OOB_FAIL);
+	exit(1);
+}
+
+#define BENCH_CALL(expr)                                                       \
+	do {                                                                   \
+		int r_ = (expr);                                               \
+		if (r_ != ncclSuccess)                                         \
+			bench_die("%s failed: %s (%d)", #expr,                 \
+				  zsm_client_result_str(r_), r_);              \
+	} while (0)
+
+#define BENCH_OOB(expr)                                                        \
+	do {                                                                   \
+		if ((expr))                                                    \
+			bench_die("out-of-band %s failed (peer gone?)",        \
+				  #expr);                                      \
+	} while (0)
+
+static int bench_parse_size(const char *s, size_t *out)
+{
+	unsigned long long v, mult = 1;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	switch (*end) {
+	case 'k':
+	case 'K':
+		mult = 1ull << 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		mult = 1ull << 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		mult = 1ull << 30;
+		end++;
+		break;
+	default: break;
+	}
+	if (*end == 'i' || *end == 'B' || *end == 'b')
+		end++;
+	if (*end == 'B')
+		end++;
+	if (*end && *end != ',')
+		return -1;
+	if (v > SIZE_MAX / mult)
+		return -1;
+	*out = (size_t)(v * mult);
+	return 0;
+}
+
+/* 8, 1K, 1M, 1536 (not a whole unit stays in bytes). */
+static const char *bench_size_str(size_t size, char *buf, size_t len)
+{
+	if (size >= (1ull << 30) && size % (1ull << 30) == 0)
+		snprintf(buf, len, "%zuG", size >> 30);
+	else if (size >= (1u << 20) && size % (1u << 20) == 0)
+		snprintf(buf, len, "%zuM", size >> 20);
+	else if (size >= 1024 && size % 1024 == 0)
+		snprintf(buf, len, "%zuK", size >> 10);
+	else
+		snprintf(buf, len, "%zu", size);
+	return buf;
+}
+
+static void bench_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: zsm-bench [--plugin PATH] [--abi 8..12]\n"
+		"         [--test stream|pingpong|both]\n"
+		"         [--sizes LIST | --min-size N --max-size N]\n"
+		"         [--iters N] [--warmup N] [--reps N] [--csv FILE]\n"
+		"         [--device N] [--no-verify] [--timeout S]\n"
+		"\n"
+		"Two processes on this host; rank 0 sends, rank 1 receives.\n"
+		"  stream    rank 0 sends --iters messages, up to %d in\n"
+		"            flight; GB/s = 1e9 bytes/s at the receiver,\n"
+		"            usec per message\n"
+		"  pingpong  round trips; usec = half a round trip,\n"
+		"            GB/s = 2 * size * iters / time\n"
+		"Sizes take K, M, G suffixes (binary); default 8 .. 64M,\n"
+		"powers of 4.  Results are medians over --reps (default 5).\n"
+		"--timeout bounds each size (default 300 s).  The plugin\n"
+		"defaults to $ZSM_BENCH_PLUGIN, else\n"
+		"  %s\n",
+		BENCH_WINDOW, ZSM_BENCH_DEFAULT_PLUGIN);
+}
+
+static long bench_atol(const char *s, const char *what, long min, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max) {
+		fprintf(stderr, "zsm-bench: %s: '%s' is not in %ld..%ld\n",
+			what, s, min, max);
+		exit(1);
+	}
+	return v;
+}
+
+static void bench_parse(struct bench_opts *o, int argc, char **argv)
+{
+	size_t min_size = 8, max_size = 64u << 20, s;
+	const char *list = NULL, *p;
+	int i;
+
+	memset(o, 0, sizeof(*o));
+	o->plugin = getenv("ZSM_BENCH_PLUGIN");
+	if (!o->plugin || !o->plugin[0])
+		o->plugin = ZSM_BENCH_DEFAULT_PLUGIN;
+	o->tests = BENCH_STREAM | BENCH_PINGPONG;
+	o->warmup = -1;
+	o->reps = 5;
+	o->verify = 1;
+	o->step_timeout_s = 300;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			bench_usage(stdout);
+			exit(0);
+		} else if (!strcmp(a, "--no-verify")) {
+			o->verify = 0;
+			continue;
+		}
+		if (!v) {
+			bench_usage(stderr);
+			exit(1);
+		}
+		i++;
+		if (!strcmp(a, "--plugin")) {
+			o->plugin = v;
+		} else if (!strcmp(a, "--abi")) {
+			o->abi = (int)bench_atol(v, "--abi", 8, 12);
+		} else if (!strcmp(a, "--test")) {
+			if (!strcmp(v, "stream"))
+				o->tests = BENCH_STREAM;
+			else if (!strcmp(v, "pingpong"))
+				o->tests = BENCH_PINGPONG;
+			else if (!strcmp(v, "both"))
+				o->tests = BENCH_STREAM | BENCH_PINGPONG;
+			else
+				bench_die(
+					"--test: '%s' is not stream, pingpong "
+					"or both",
+					v);
+		} else if (!strcmp(a, "--sizes")) {
+			list = v;
+		} else if (!strcmp(a, "--min-size")) {
+			if (bench_parse_size(v, &min_size))
+				bench_die("--min-size: bad size '%s'", v);
+		} else if (!strcmp(a, "--max-size")) {
+			if (bench_parse_size(v, &max_size))
+				bench_die("--max-size: bad size '%s'", v);
+		} else if (!strcmp(a, "--iters")) {
+			o->iters = bench_atol(v, "--iters", 1, 100000000);
+		} else if (!strcmp(a, "--warmup")) {
+			o->warmup = bench_atol(v, "--warmup", 0, 100000000);
+		} else if (!strcmp(a, "--reps")) {
+			o->reps =
+				(int)bench_atol(v, "--reps", 1, BENCH_MAX_REPS);
+		} else if (!strcmp(a, "--csv")) {
+			o->csv = v;
+		} else if (!strcmp(a, "--device")) {
+			o->dev = (int)bench_atol(v, "--device", 0, 1 << 20);
+		} else if (!strcmp(a, "--timeout")) {
+			o->step_timeout_s =
+				(unsigned)bench_atol(v, "--timeout", 1, 86400);
+		} else {
+			fprintf(stderr, "zsm-bench: unknown option %s\n", a);
+			bench_usage(stderr);
+			exit(1);
+		}
+	}
+	if (list) {
+		for (p = list; *p;) {
+			if (o->nsizes == BENCH_MAX_SIZES)
+				bench_die("--sizes: more than %d sizes",
+					  BENCH_MAX_SIZES);
+			if (bench_parse_size(p, &o->sizes[o->nsizes]))
+				bench_die("--sizes: bad size in '%s'", p);
+			o->nsizes++;
+			p = strchr(p, ',');
+			if (!p)
+				break;
+			p++;
+		}
+	} else {
+		if (min_size > max_size)
+			bench_die("--min-size %zu > --max-size %zu", min_size,
+				  max_size);
+		for (s = min_size; s <= max_size && o->nsizes < BENCH_MAX_SIZES;
+		     s = s ? s * 4 : 8) {
+			o->sizes[o->nsizes++] = s;
+			if (s > max_size / 4)
+				break;
+		}
+		if (o->sizes[o->nsizes - 1] != max_size &&
+		    o->nsizes < BENCH_MAX_SIZES)
+			o->sizes[o->nsizes++] = max_size;
+	}
+	if (!o->nsizes)
+		bench_die("no sizes");
+}
+
+/* Byte i of message `iter` of this size: differs across all three. */
+static uint32_t bench_seed(size_t size, long iter)
+{
+	return (uint32_t)(size * 2654435761u) ^ (uint32_t)(iter * 40503 + 1);
+}
+
+static inline unsigned char bench_pat(uint32_t seed, size_t i)
+{
+	uint32_t v = (uint32_t)i * 2246822519u + seed;
+
+	return (unsigned char)(v ^ (v >> 11) ^ (v >> 23));
+}
+
+static void bench_fill(unsigned char *p, size_t len, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = bench_pat(seed, i);
+}
+
+static long bench_check(const unsigned char *p, size_t len, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != bench_pat(seed, i))
+			return (long)i;
+	return -1;
+}
+
+/* One isend/irecv; NULL means "later". */
+static void *bench_isend_try(struct bench *b, void *data, size_t size)
+{
+	void *req = NULL;
+
+	BENCH_CALL(zsm_client_isend(b->c, b->send, data, size, BENCH_TAG,
+				    b->smh, &req));
+	return req;
+}
+
+/* isend/irecv with NULL-request retry, bounded. */
+static void *bench_isend(struct bench *b, void *data, size_t size)
+{
+	uint64_t t0 = zsm_client_now_ns();
+	void *req;
+
+	for (;;) {
+		req = bench_isend_try(b, data, size);
+		if (req)
+			return req;
+		if (zsm_client_now_ns() - t0 > BENCH_STALL_MS * 1000000ull)
+			bench_die("isend(size %zu) returned a NULL request for "
+				  "%d ms",
+				  size, BENCH_STALL_MS);
+	}
+}
+
+static void *bench_irecv_try(struct bench *b, void *data, size_t size)
+{
+	int tag = BENCH_TAG;
+	void *req = NULL;
+
+	BENCH_CALL(zsm_client_irecv(b->c, b->recv, 1, &data, &size, &tag,
+				    &b->rmh, &req));
+	return req;
+}
+
+static void *bench_irecv(struct bench *b, void *data, size_t size)
+{
+	uint64_t t0 = zsm_client_now_ns();
+	void *req;
+
+	for (;;) {
+		req = bench_irecv_try(b, data, size);
+		if (req)
+			return req;
+		if (zsm_client_now_ns() - t0 > BENCH_STALL_MS * 1000000ull)
+			bench_die("irecv(size %zu) returned a NULL request for "
+				  "%d ms",
+				  size, BENCH_STALL_MS);
+	}
+}
+
+static int bench_wait(struct bench *b, void *req, const char *what, size_t size)
+{
+	int sizes[64] = { 0 };
+	int r = zsm_client_wait(b->c, req, sizes, BENCH_STALL_MS);
+
+	if (r == ZSM_CLIENT_TIMEOUT)
+		bench_die("%s of %zu bytes: test() not done after %d ms", what,
+			  size, BENCH_STALL_MS);
+	if (r)
+		bench_die("%s of %zu bytes: test() failed: %s (%d)", what, size,
+			  zsm_client_result_str(r), r);
+	return sizes[0];
+}
+
+/* Slot k of a buffer: distinct while BENCH_WINDOW of them fit. */
+static unsigned char *bench_slot(unsigned char *buf, size_t buf_size,
+				 size_t size, long k)
+{
+	if (size * BENCH_WINDOW <= buf_size)
+		return buf + (size_t)(k % BENCH_WINDOW) * size;
+	return buf;
+}
+
+/*
+ * Stream `count` messages 0 -> 1 with up to BENCH_WINDOW in flight.
+ * Returns the seconds from the barrier to the last completion.
+ */
+static double bench_stream_run(struct bench *b, size_t size, long count)
+{
+	void *req[BENCH_WINDOW];
+	long posted = 0, completed = 0;
+	uint64_t t0, last;
+	int sizes[64], done, r;
+
+	BENCH_OOB(oob_barrier());
+	t0 = zsm_client_now_ns();
+	last = t0;
+	while (completed < count) {
+		while (posted < count && posted - completed < BENCH_WINDOW) {
+			void *q;
+
+			if (b->rank == 0)
+				q = bench_isend_try(b, b->sbuf, size);
+			else
+				q = bench_irecv_try(b,
+						    bench_slot(b->rbuf,
+							       b->rbuf_size,
+							       size, posted),
+						    size);
+			if (!q)
+				break;
+			req[posted % BENCH_WINDOW] = q;
+			posted++;
+		}
+		if (completed == posted) {
+			/* Nothing in flight and the plugin said "later". */
+			if (zsm_client_now_ns() - last >
+			    BENCH_STALL_MS * 1000000ull)
+				bench_die("stream: %s returned a NULL request "
+					  "for %d ms with nothing in flight",
+					  b->rank ? "irecv" : "isend",
+					  BENCH_STALL_MS);
+			continue;
+		}
+		r = zsm_client_test(b->c, req[completed % BENCH_WINDOW], &done,
+				    sizes);
+		if (r)
+			bench_die("stream %s %ld of %zu bytes: test() failed: "
+				  "%s (%d)",
+				  b->rank ? "receive" : "send", completed, size,
+				  zsm_client_result_str(r), r);
+		if (done) {
+			completed++;
+			last = zsm_client_now_ns();
+		} else if (zsm_client_now_ns() - last >
+			   BENCH_STALL_MS * 1000000ull) {
+			bench_die("stream %s %ld of %zu bytes: not done after "
+				  "%d ms",
+				  b->rank ? "receive" : "send", completed, size,
+				  BENCH_STALL_MS);
+		}
+	}
+	return (double)(last - t0) / 1e9;
+}
+
+/* Round trips: rank 0 sends then receives, rank 1 echoes. */
+static double bench_pingpong_run(struct bench *b, size_t size, long count)
+{
+	uint64_t t0;
+	void *rq, *sq;
+	long i;
+
+	BENCH_OOB(oob_barrier());
+	t0 = zsm_client_now_ns();
+	for (i = 0; i < count; i++) {
+		if (b->rank == 0) {
+			rq = bench_irecv(b, b->rbuf, size);
+			sq = bench_isend(b, b->sbuf, size);
+			bench_wait(b, sq, "pingpong send", size);
+			bench_wait(b, rq, "pingpong receive", size);
+		} else {
+			rq = bench_irecv(b, b->rbuf, size);
+			bench_wait(b, rq, "pingpong receive", size);
+			sq = bench_isend(b, b->sbuf, size);
+			bench_wait(b, sq, "pingpong send", size);
+		}
+	}
+	return (double)(zsm_client_now_ns() - t0) / 1e9;
+}
+
+static long bench_verify_slots(const struct bench *b, size_t size)
+{
+	return size * BENCH_WINDOW <= b->rbuf_size ? BENCH_WINDOW : 1;
+}
+
+static void bench_verify_fail(long k, size_t size, int got, long bad,
+			      const unsigned char *p, uint32_t seed)
+{
+	if (got != (int)size)
+		bench_die("verify: message %ld of %zu bytes arrived with size "
+			  "%d",
+			  k, size, got);
+	bench_die("verify: message %ld of %zu bytes: byte %ld is 0x%02x, "
+		  "expected 0x%02x (out of order or corrupted)",
+		  k, size, bad, p[bad], bench_pat(seed, (size_t)bad));
+}
+
+/*
+ * Untimed.  Stream: a window of messages in flight at once, each with its
+ * own pattern, so that reordering shows.  Ping-pong: a few echoes, each
+ * direction with its own pattern.
+ */
+static void bench_verify(struct bench *b, int test, size_t size)
+{
+	long nv = bench_verify_slots(b, size), k, bad;
+	void *q[BENCH_WINDOW];
+	unsigned char *p;
+	int got;
+
+	if (test == BENCH_STREAM) {
+		for (k = 0; k < nv; k++) {
+			if (b->rank == 0) {
+				p = bench_slot(b->sbuf, b->sbuf_size, size, k);
+				bench_fill(p, size, bench_seed(size, k));
+			} else {
+				p = bench_slot(b->rbuf, b->rbuf_size, size, k);
+				memset(p, 0xCD, size);
+				q[k] = bench_irecv(b, p, size);
+			}
+		}
+		BENCH_OOB(oob_barrier());
+		for (k = 0; k < nv && b->rank == 0; k++)
+			q[k] = bench_isend(
+				b, bench_slot(b->sbuf, b->sbuf_size, size, k),
+				size);
+		for (k = 0; k < nv; k++) {
+			got = bench_wait(b, q[k],
+					 b->rank ? "verify receive"
+						 : "verify send",
+					 size);
+			if (b->rank == 0)
+				continue;
+			p = bench_slot(b->rbuf, b->rbuf_size, size, k);
+			bad = bench_check(p, size, bench_seed(size, k));
+			if (got != (int)size || bad >= 0)
+				bench_verify_fail(k, size, got, bad, p,
+						  bench_seed(size, k));
+		}
+		BENCH_OOB(oob_barrier());
+		return;
+	}
+	for (k = 0; k < BENCH_VERIFY_MSGS; k++) {
+		uint32_t there = bench_seed(size, k);
+		uint32_t back = bench_seed(size, k + 1000);
+
+		if (b->rank == 0) {
+			bench_fill(b->sbuf, size, there);
+			memset(b->rbuf, 0xCD, size);
+			q[1] = bench_irecv(b, b->rbuf, size);
+			BENCH_OOB(oob_barrier());
+			q[0] = bench_isend(b, b->sbuf, size);
+			bench_wait(b, q[0], "verify send", size);
+			got = bench_wait(b, q[1], "verify receive", size);
+			bad = bench_check(b->rbuf, size, back);
+			if (got != (int)size || bad >= 0)
+				bench_verify_fail(k, size, got, bad, b->rbuf,
+						  back);
+		} else {
+			memset(b->rbuf, 0xCD, size);
+			q[1] = bench_irecv(b, b->rbuf, size);
+			BENCH_OOB(oob_barrier());
+			got = bench_wait(b, q[1], "verify receive", size);
+			bad = bench_check(b->rbuf, size, there);
+			if (got != (int)size || bad >= 0)
+				bench_verify_fail(k, size, got, bad, b->rbuf,
+						  there);
+			bench_fill(b->sbuf, size, back);
+			q[0] = bench_isend(b, b->sbuf, size);
+			bench_wait(b, q[0], "verify send", size);
+		}
+	}
+}
+
+static long bench_iters(const struct bench *b, int test, size_t size)
+{
+	unsigned long long budget =
+		test == BENCH_STREAM ? 1ull << 30 : 128ull << 20;
+	unsigned long long n;
+
+	if (b->o.iters)
+		return b->o.iters;
+	n = budget / (size ? size : 1);
+	if (n < 20)
+		n = 20;
+	if (n > (test == BENCH_STREAM ? 20000u : 2000u))
+		n = test == BENCH_STREAM ? 20000u : 2000u;
+	return (long)n;
+}
+
+static int bench_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void bench_run_size(struct bench *b, int test, size_t size)
+{
+	double t[BENCH_MAX_REPS], med, gbps, usec;
+	long iters = bench_iters(b, test, size);
+	long warmup = b->o.warmup >= 0 ? b->o.warmup
+				       : (iters / 10 > 2 ? iters / 10 : 2);
+	const char *tname = test == BENCH_STREAM ? "stream" : "pingpong";
+	char sz[32];
+	int rep;
+
+	oob_set_timeout(b->o.step_timeout_s);
+	if (b->o.verify)
+		bench_verify(b, test, size);
+	if (warmup) {
+		if (test == BENCH_STREAM)
+			bench_stream_run(b, size, warmup);
+		else
+			bench_pingpong_run(b, size, warmup);
+	}
+	for (rep = 0; rep < b->o.reps; rep++) {
+		if (test == BENCH_STREAM)
+			t[rep] = bench_stream_run(b, size, iters);
+		else
+			t[rep] = bench_pingpong_run(b, size, iters);
+	}
+	/* Stream is timed where the data lands: at the receiver. */
+	if (test == BENCH_STREAM) {
+		if (b->rank == 1)
+			BENCH_OOB(
+				oob_send(t, sizeof(t[0]) * (size_t)b->o.reps));
+		else
+			BENCH_OOB(
+				oob_recv(t, sizeof(t[0]) * (size_t)b->o.reps));
+	}
+	if (b->rank != 0)
+		return;
+	qsort(t, (size_t)b->o.reps, sizeof(t[0]), bench_cmp_double);
+	med = b->o.reps % 2 ? t[b->o.reps / 2]
+			    : (t[b->o.reps / 2 - 1] + t[b->o.reps / 2]) / 2;
+	if (med <= 0)
+		med = 1e-9;
+	if (test == BENCH_STREAM) {
+		gbps = (double)size * (double)iters / med / 1e9;
+		usec = med / (double)iters * 1e6;
+	} else {
+		gbps = 2.0 * (double)size * (double)iters / med / 1e9;
+		usec = med / (double)iters / 2.0 * 1e6;
+	}
+	printf("%-8s  %8s  %10.4f  %10.2f\n", tname,
+	       bench_size_str(size, sz, sizeof(sz)), gbps, usec);
+	fflush(stdout);
+	if (b->csv) {
+		fprintf(b->csv, "%s,%s,%zu,%.6f,%.3f\n", b->name, tname, size,
+			gbps, usec);
+		fflush(b->csv);
+	}
+}
+
+static void bench_connect(struct bench *b)
+{
+	char h01[NCCL_NET_HANDLE_MAXSIZE], h10[NCCL_NET_HANDLE_MAXSIZE];
+	int both = !!(b->o.tests & BENCH_PINGPONG);
+	void *dummy = NULL;
+	const char *what;
+	int r;
+
+	memset(h01, 0, sizeof(h01));
+	memset(h10, 0, sizeof(h10));
+	/* 0 -> 1 always; 1 -> 0 for ping-pong.  Receivers listen. */
+	if (b->rank == 1) {
+		BENCH_CALL(zsm_client_listen(b->c, b->o.dev, h01, &b->listen));
+		BENCH_OOB(oob_send(h01, sizeof(h01)));
+		if (both)
+			BENCH_OOB(oob_recv(h10, sizeof(h10)));
+	} else {
+		if (both) {
+			BENCH_CALL(zsm_client_listen(b->c, b->o.dev, h10,
+						     &b->listen));
+			BENCH_OOB(oob_send(h10, sizeof(h10)));
+		}
+		BENCH_OOB(oob_recv(h01, sizeof(h01)));
+	}
+	if (b->rank == 0)
+		r = zsm_client_connect_accept(
+			b->c, b->o.dev, h01, b->listen, &b->send,
+			both ? &b->recv : &dummy, BENCH_CONNECT_MS, &what);
+	else
+		r = zsm_client_connect_accept(
+			b->c, b->o.dev, both ? h10 : NULL, b->listen,
+			both ? &b->send : &dummy, &b->recv, BENCH_CONNECT_MS,
+			&what);
+	if (r)
+		bench_die("%s failed: %s (%d)", what, zsm_client_result_str(r),
+			  r);
+	if (b->listen) {
+		BENCH_CALL(zsm_client_close_listen(b->c, b->listen));
+		b->listen = NULL;
+	}
+	BENCH_OOB(oob_barrier());
+}
+
+static void *bench_alloc(size_t size)
+{
+	void *p;
+
+	size = (size + 4095) / 4096 * 4096;
+	p = aligned_alloc(4096, size ? size : 4096);
+	if (!p)
+		bench_die("out of memory for %zu bytes", size);
+	memset(p, 0, size);
+	return p;
+}
+
+static void bench_setup_buffers(struct bench *b)
+{
+	size_t max = 0;
+	int i;
+
+	for (i = 0; i < b->o.nsizes; i++)
+		if (b->o.sizes[i] > max)
+			max = b->o.sizes[i];
+	b->sbuf_size = max ? max : 1;
+	b->rbuf_size = b->sbuf_size;
+	if (b->sbuf_size * BENCH_WINDOW <= BENCH_RECV_REGION_MAX)
+		b->rbuf_size = b->sbuf_size * BENCH_WINDOW;
+	/* Distinct send slots too, so verification can keep a window. */
+	b->sbuf_size = b->rbuf_size;
+	b->sbuf = bench_alloc(b->sbuf_size);
+	b->rbuf = bench_alloc(b->rbuf_size);
+	if (b->send)
+		BENCH_CALL(zsm_client_reg_mr(b->c, b->send, b->sbuf,
+					     b->sbuf_size, NCCL_PTR_HOST,
+					     &b->smh));
+	if (b->recv)
+		BENCH_CALL(zsm_client_reg_mr(b->c, b->recv, b->rbuf,
+					     b->rbuf_size, NCCL_PTR_HOST,
+					     &b->rmh));
+}
+
+static void bench_teardown(struct bench *b)
+{
+	if (b->smh)
+		BENCH_CALL(zsm_client_dereg_mr(b->c, b->send, b->smh));
+	if (b->rmh)
+		BENCH_CALL(zsm_client_dereg_mr(b->c, b->recv, b->rmh));
+	if (b->send)
+		BENCH_CALL(zsm_client_close_send(b->c, b->send));
+	if (b->recv)
+		BENCH_CALL(zsm_client_close_recv(b->c, b->recv));
+	BENCH_CALL(zsm_client_finalize(b->c));
+	zsm_client_close(b->c);
+	free(b->sbuf);
+	free(b->rbuf);
+}
+
+int main(int argc, char **argv)
+{
+	static const int order[] = { BENCH_STREAM, BENCH_PINGPONG };
+	struct zsm_client_props props;
+	struct bench b;
+	int ndev = 0, t, i, r;
+
+	memset(&b, 0, sizeof(b));
+	b.rank = -1;
+	bench_g = &b;
+	bench_parse(&b.o, argc, argv);
+	if (b.o.csv) {
+		b.csv = fopen(b.o.csv, "w");
+		if (!b.csv)
+			bench_die("cannot write %s: %s", b.o.csv,
+				  strerror(errno));
+	}
+	r = oob_start(b.o.step_timeout_s);
+	if (r < 0)
+		bench_die("cannot fork the peer");
+	b.rank = r;
+	if (b.rank == 1 && b.csv) {
+		fclose(b.csv);
+		b.csv = NULL;
+	}
+
+	r = zsm_client_open(b.o.plugin, b.o.abi, &b.c);
+	if (r)
+		bench_die("cannot open plugin %s: %s", b.o.plugin,
+			  zsm_client_result_str(r));
+	b.name = zsm_client_name(b.c);
+	BENCH_CALL(zsm_client_init(b.c, 0x62656e6368ull));
+	BENCH_CALL(zsm_client_devices(b.c, &ndev));
+	if (b.o.dev >= ndev)
+		bench_die("--device %d, but the plugin has %d device(s)",
+			  b.o.dev, ndev);
+	BENCH_CALL(zsm_client_get_properties(b.c, b.o.dev, &props));
+	b.max_p2p = props.max_p2p_bytes;
+	if (zsm_client_abi(b.c) == 8 && b.max_p2p > INT_MAX)
+		b.max_p2p = INT_MAX;
+
+	/* Sizes the plugin cannot carry are left out before allocating. */
+	for (i = 0, t = 0; i < b.o.nsizes; i++) {
+		if (b.o.sizes[i] <= b.max_p2p)
+			b.o.sizes[t++] = b.o.sizes[i];
+		else if (b.rank == 0)
+			printf("# skipping %zu bytes: above maxP2pBytes %zu\n",
+			       b.o.sizes[i], b.max_p2p);
+	}
+	b.o.nsizes = t;
+	if (!b.o.nsizes)
+		bench_die("no size within maxP2pBytes %zu", b.max_p2p);
+
+	bench_connect(&b);
+	bench_setup_buffers(&b);
+	if (b.rank == 0) {
+		printf("# zsm-bench: plugin '%s' (%s), ncclNet v%d, device %d "
+		       "'%s', reps %d%s\n",
+		       b.name, b.o.plugin, zsm_client_abi(b.c), b.o.dev,
+		       props.name ? props.name : "?", b.o.reps,
+		       b.o.verify ? "" : ", no verify");
+		printf("%-8s  %8s  %10s  %10s\n", "test", "size", "GB/s",
+		       "usec");
+		fflush(stdout);
+		if (b.csv) {
+			fprintf(b.csv, "plugin,test,size,gbps,usec\n");
+			fflush(b.csv);
+		}
+	}
+	for (t = 0; t < 2; t++) {
+		if (!(b.o.tests & order[t]))
+			continue;
+		for (i = 0; i < b.o.nsizes; i++)
+			bench_run_size(&b, order[t], b.o.sizes[i]);
+	}
+	BENCH_OOB(oob_barrier());
+	bench_teardown(&b);
+	if (b.csv)
+		fclose(b.csv);
+	r = oob_finish(OOB_PASS);
+	return r == OOB_PASS ? 0 : 1;
+}
