@@ -515,6 +515,7 @@ int zsm_test(void *request, int *done, int *sizes)
 	state = atomic_load_explicit(&req->state, memory_order_acquire);
 	if (state == ZSM_REQ_PENDING) {
 		zsm_proxy_assist();
+		/* acquire: as above; the pass may have completed it. */
 		state = atomic_load_explicit(&req->state,
 					     memory_order_acquire);
 		if (state == ZSM_REQ_PENDING)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "oob.h"
+#include "pattern.h"
 #include "zsm_client.h"
 
 #ifndef ZSM_BENCH_DEFAULT_PLUGIN
@@ -307,30 +308,6 @@ static uint32_t bench_seed(size_t size, long iter)
 	return (uint32_t)(size * 2654435761u) ^ (uint32_t)(iter * 40503 + 1);
 }
 
-static inline unsigned char bench_pat(uint32_t seed, size_t i)
-{
-	uint32_t v = (uint32_t)i * 2246822519u + seed;
-
-	return (unsigned char)(v ^ (v >> 11) ^ (v >> 23));
-}
-
-static void bench_fill(unsigned char *p, size_t len, uint32_t seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = bench_pat(seed, i);
-}
-
-static long bench_check(const unsigned char *p, size_t len, uint32_t seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (p[i] != bench_pat(seed, i))
-			return (long)i;
-	return -1;
-}
 
 /* One isend/irecv; NULL means "later". */
 static void *bench_isend_try(struct bench *b, void *data, size_t size)
@@ -509,7 +486,7 @@ static void bench_verify_fail(long k, size_t size, int got, long bad,
 			  k, size, got);
 	bench_die("verify: message %ld of %zu bytes: byte %ld is 0x%02x, "
 		  "expected 0x%02x (out of order or corrupted)",
-		  k, size, bad, p[bad], bench_pat(seed, (size_t)bad));
+		  k, size, bad, p[bad], zsm_pattern_byte(seed, (size_t)bad));
 }
 
 /*
@@ -528,7 +505,7 @@ static void bench_verify(struct bench *b, int test, size_t size)
 		for (k = 0; k < nv; k++) {
 			if (b->rank == 0) {
 				p = bench_slot(b->sbuf, b->sbuf_size, size, k);
-				bench_fill(p, size, bench_seed(size, k));
+				zsm_pattern_fill(p, size, bench_seed(size, k));
 			} else {
 				p = bench_slot(b->rbuf, b->rbuf_size, size, k);
 				memset(p, 0xCD, size);
@@ -548,7 +525,7 @@ static void bench_verify(struct bench *b, int test, size_t size)
 			if (b->rank == 0)
 				continue;
 			p = bench_slot(b->rbuf, b->rbuf_size, size, k);
-			bad = bench_check(p, size, bench_seed(size, k));
+			bad = zsm_pattern_check(p, size, bench_seed(size, k));
 			if (got != (int)size || bad >= 0)
 				bench_verify_fail(k, size, got, bad, p,
 						  bench_seed(size, k));
@@ -561,14 +538,14 @@ static void bench_verify(struct bench *b, int test, size_t size)
 		uint32_t back = bench_seed(size, k + 1000);
 
 		if (b->rank == 0) {
-			bench_fill(b->sbuf, size, there);
+			zsm_pattern_fill(b->sbuf, size, there);
 			memset(b->rbuf, 0xCD, size);
 			q[1] = bench_irecv(b, b->rbuf, size);
 			BENCH_OOB(oob_barrier());
 			q[0] = bench_isend(b, b->sbuf, size);
 			bench_wait(b, q[0], "verify send", size);
 			got = bench_wait(b, q[1], "verify receive", size);
-			bad = bench_check(b->rbuf, size, back);
+			bad = zsm_pattern_check(b->rbuf, size, back);
 			if (got != (int)size || bad >= 0)
 				bench_verify_fail(k, size, got, bad, b->rbuf,
 						  back);
@@ -577,11 +554,11 @@ static void bench_verify(struct bench *b, int test, size_t size)
 			q[1] = bench_irecv(b, b->rbuf, size);
 			BENCH_OOB(oob_barrier());
 			got = bench_wait(b, q[1], "verify receive", size);
-			bad = bench_check(b->rbuf, size, there);
+			bad = zsm_pattern_check(b->rbuf, size, there);
 			if (got != (int)size || bad >= 0)
 				bench_verify_fail(k, size, got, bad, b->rbuf,
 						  there);
-			bench_fill(b->sbuf, size, back);
+			zsm_pattern_fill(b->sbuf, size, back);
 			q[0] = bench_isend(b, b->sbuf, size);
 			bench_wait(b, q[0], "verify send", size);
 		}

@@ -20,6 +20,7 @@ int zsm_ring_init(struct zsm_ring *ring, uint32_t depth)
 				      memory_order_relaxed);
 	ring->mask = n - 1;
 	ring->head = 0;
+	/* relaxed: as above. */
 	atomic_store_explicit(&ring->tail, 0, memory_order_relaxed);
 	return 0;
 }
@@ -60,6 +61,7 @@ int zsm_ring_push(struct zsm_ring *ring, void *item)
 		} else if (diff < 0) {
 			return -EAGAIN; /* the consumer is a lap behind */
 		} else {
+			/* relaxed: another producer took pos; a new ticket. */
 			pos = atomic_load_explicit(&ring->tail,
 						   memory_order_relaxed);
 		}

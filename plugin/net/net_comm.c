@@ -144,6 +144,7 @@ void zsm_net_comm_fail(struct zsm_net_comm *comm, int err)
 						    memory_order_release,
 						    memory_order_relaxed))
 	{
+		/* release: pairs with the acquire in zsm_net_comm_connect. */
 		atomic_store_explicit(&comm->state, ZSM_COMM_FAILED,
 				      memory_order_release);
 		/* Receives from a failed peer would wait forever. */
@@ -315,6 +316,8 @@ int zsm_net_comm_listen(int dev, struct zsm_net_handle *h,
 		zsm_net_comm_free(lc);
 		goto out;
 	}
+	/* relaxed: nobody reads a listen comm's state before listen()
+	 * returns it. */
 	atomic_store_explicit(&lc->state, ZSM_COMM_CONNECTED,
 			      memory_order_relaxed);
 	zsm_net_handle_encode(h, lc->local_id, lc->nonce, ep->addr,
@@ -428,6 +431,7 @@ int zsm_net_comm_connect(int dev, struct zsm_net_handle *h,
 			   (uint64_t)zsm_param_int(ZSM_P_CONNECT_TIMEOUT_MS) *
 				   1000000ULL) {
 		if (state == ZSM_COMM_FAILED)
+			/* relaxed: ordered by the acquire of state above. */
 			ret = atomic_load_explicit(&sc->error,
 						   memory_order_relaxed);
 		else {

@@ -25,10 +25,15 @@ static const char *const zsm_net_prov_rank[] = {
 };
 #define ZSM_NET_NPROV (sizeof(zsm_net_prov_rank) / sizeof(zsm_net_prov_rank[0]))
 
-/* Every mr_mode bit we know how to honour, in one place (net_mr.c). */
+/*
+ * Every mr_mode bit we know how to honour, all in net_mr.c: LOCAL (buffers
+ * carry descriptors), ENDPOINT (bind and enable), PROV_KEY (provider keys),
+ * VIRT_ADDR and ALLOCATED (we register real, allocated addresses), HMEM
+ * (device memory registered before use; zsm passes only host memory yet).
+ */
 #define ZSM_NET_MR_MODES                                                      \
 	(FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |    \
-	 FI_MR_ENDPOINT)
+	 FI_MR_ENDPOINT | FI_MR_HMEM)
 
 static int zsm_net_prov_rank_of(const char *prov)
 {

@@ -274,14 +274,18 @@ static int zsm_net_post_req(struct zsm_net_req *req)
 	return 0;
 
 fail_rest:
-	/* Operations never posted complete here, with the error. */
-	for (int i = 0; i < req->n; i++) {
-		struct zsm_net_op *op = &req->ops[i];
+	{
+		/* Operations never posted complete here, with the error.  The
+		 * last completion may publish the request, after which test()
+		 * can free and reuse it: pick the operations out first. */
+		int idx[ZSM_MAX_RECVS], k = 0;
 
-		if (op->posted)
-			continue;
-		comm->ops_posted++;
-		zsm_net_req_op_done(op, err, 0);
+		for (int i = 0; i < req->n; i++)
+			if (!req->ops[i].posted)
+				idx[k++] = i;
+		comm->ops_posted += k;
+		for (int j = 0; j < k; j++)
+			zsm_net_req_op_done(&req->ops[idx[j]], err, 0);
 	}
 	return 0;
 }

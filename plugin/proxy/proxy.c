@@ -283,6 +283,7 @@ int zsm_proxy_start(void)
 	}
 	/* relaxed: the thread is not running yet. */
 	atomic_store_explicit(&zsm_proxy.stop, 0, memory_order_relaxed);
+	/* relaxed: likewise, pthread_create publishes it. */
 	atomic_store_explicit(&zsm_proxy.sleeping, 0, memory_order_relaxed);
 	ret = -pthread_create(&zsm_proxy.thread, NULL, zsm_proxy_main, NULL);
 	if (ret) {

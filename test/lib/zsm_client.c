@@ -125,6 +125,14 @@ int zsm_client_open(const char *path, int abi, struct zsm_client **out)
 		free(c);
 		return ncclSystemError;
 	}
+	/*
+	 * If the plugin brought libfabric in, keep libfabric resident after
+	 * the plugin is closed: its providers allocate in their constructors
+	 * on every load and never free, which would hide a plugin leak among
+	 * theirs under valgrind and LeakSanitizer.  The plugin itself is
+	 * still unloaded.
+	 */
+	(void)dlopen("libfabric.so.1", RTLD_NOW | RTLD_NOLOAD);
 	for (v = abi ? abi : ZSM_CLIENT_ABI_MAX;
 	     v >= (abi ? abi : ZSM_CLIENT_ABI_MIN); v--) {
 		snprintf(sym, sizeof(sym), "ncclNetPlugin_v%d", v);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "oob.h"
+#include "pattern.h"
 #include "zsm_client.h"
 
 /* Time limits grow by lb_scale (slow runs: valgrind, sanitizers). */
@@ -102,32 +103,6 @@ static double lb_ms_since(uint64_t t0)
 	return (double)(zsm_client_now_ns() - t0) / 1e6;
 }
 
-/* Data byte i of a message with this seed; changes with both. */
-static unsigned char lb_pat(uint32_t seed, size_t i)
-{
-	uint32_t v = (uint32_t)i * 2654435761u + seed * 40503u + 17u;
-
-	return (unsigned char)(v ^ (v >> 13) ^ (v >> 24));
-}
-
-static void lb_fill(unsigned char *p, size_t len, uint32_t seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = lb_pat(seed, i);
-}
-
-/* Index of the first byte that differs, or -1. */
-static long lb_verify(const unsigned char *p, size_t len, uint32_t seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		if (p[i] != lb_pat(seed, i))
-			return (long)i;
-	return -1;
-}
 
 static long lb_verify_byte(const unsigned char *p, size_t len,
 			   unsigned char byte)
@@ -472,12 +447,12 @@ static int check_connect_retry(int rank, void *arg)
 					    (int[]){ 1 }, &b.mh, &req));
 			LB_TRY(lb_wait(&x, req, sizes,
 				       "receive after connect"));
-			LB_EXPECT(sizes[0] == 64 && lb_verify(b.p, 64, 99) < 0,
+			LB_EXPECT(sizes[0] == 64 && zsm_pattern_check(b.p, 64, 99) < 0,
 				  "message after connect: size %d or data "
 				  "wrong",
 				  sizes[0]);
 		} else {
-			lb_fill(b.p, 64, 99);
+			zsm_pattern_fill(b.p, 64, 99);
 			LB_TRY(lb_post_send(&x, x.send, b.p, 64, 1, b.mh,
 					    &req));
 			LB_TRY(lb_wait(&x, req, sizes, "send after connect"));
@@ -589,7 +564,7 @@ static int check_bad_handle(int rank, void *arg)
 		LB_TRY(lb_buf_alloc(&b, 100));
 		LB_TRY(lb_buf_reg(&x, &b, rank ? x.recv : x.send));
 		if (rank == 0) {
-			lb_fill(b.p, 100, 5);
+			zsm_pattern_fill(b.p, 100, 5);
 			LB_TRY(lb_post_send(&x, x.send, b.p, 100, 0, b.mh,
 					    &req));
 		} else {
@@ -598,7 +573,7 @@ static int check_bad_handle(int rank, void *arg)
 		}
 		LB_TRY(lb_wait(&x, req, sizes, "transfer after bad handles"));
 		if (rank == 1)
-			LB_EXPECT(sizes[0] == 100 && lb_verify(b.p, 100, 5) < 0,
+			LB_EXPECT(sizes[0] == 100 && zsm_pattern_check(b.p, 100, 5) < 0,
 				  "transfer after bad handles: wrong data");
 		LB_OOB(oob_barrier());
 		LB_TRY(lb_buf_free(&x, &b));
@@ -625,7 +600,7 @@ static int order_round(struct lb_ctx *x, struct lb_buf *b, int sender_first,
 
 	if (x->rank == 0) {
 		for (i = 0; i < ORDER_N; i++)
-			lb_fill(b->p + i * ORDER_SLOT, order_size(i),
+			zsm_pattern_fill(b->p + i * ORDER_SLOT, order_size(i),
 				seed0 + (uint32_t)i);
 		if (!sender_first)
 			LB_OOB(oob_barrier());
@@ -658,7 +633,7 @@ static int order_round(struct lb_ctx *x, struct lb_buf *b, int sender_first,
 			  "%s: receive %d got %d bytes, send %d had %zu",
 			  sender_first ? "sends first" : "receives first", i,
 			  sizes[0], i, order_size(i));
-		bad = lb_verify(b->p + i * ORDER_SLOT, order_size(i),
+		bad = zsm_pattern_check(b->p + i * ORDER_SLOT, order_size(i),
 				seed0 + (uint32_t)i);
 		LB_EXPECT(bad < 0, "%s: receive %d: byte %ld is not send %d's",
 			  sender_first ? "sends first" : "receives first", i,
@@ -714,7 +689,7 @@ static int group_round(struct lb_ctx *x, struct lb_buf *b,
 	}
 	if (x->rank == 0) {
 		for (i = 0; i < gc->n; i++)
-			lb_fill(data[i], gc->sent[i],
+			zsm_pattern_fill(data[i], gc->sent[i],
 				seed0 + (uint32_t)gc->tags[i]);
 		LB_OOB(oob_barrier());
 		for (k = 0; k < gc->n; k++) {
@@ -739,7 +714,7 @@ static int group_round(struct lb_ctx *x, struct lb_buf *b,
 			  "%d bytes, sender sent %zu",
 			  gc->n, i, gc->tags[i], gc->posted[i], sizes[i],
 			  gc->sent[i]);
-		bad = lb_verify(data[i], gc->sent[i],
+		bad = zsm_pattern_check(data[i], gc->sent[i],
 				seed0 + (uint32_t)gc->tags[i]);
 		LB_EXPECT(bad < 0,
 			  "n=%d: sub-receive %d (tag %d): byte %ld of %zu is "
@@ -848,7 +823,7 @@ static int check_recv_larger(int rank, void *arg)
 	for (i = 0; i < 64; i++)
 		sizes[i] = LB_SENTINEL;
 	if (rank == 0) {
-		lb_fill(b.p, sent, 77);
+		zsm_pattern_fill(b.p, sent, 77);
 		LB_OOB(oob_barrier());
 		LB_TRY(lb_post_send(&x, x.send, b.p, sent, 3, b.mh, &req));
 		LB_TRY(lb_wait(&x, req, sizes, "send"));
@@ -856,7 +831,7 @@ static int check_recv_larger(int rank, void *arg)
 			  "send test reported size %d, sent %zu", sizes[0],
 			  sent);
 		/* A second message right after: nothing out of step. */
-		lb_fill(b.p, 3, 78);
+		zsm_pattern_fill(b.p, 3, 78);
 		LB_TRY(lb_post_send(&x, x.send, b.p, 3, 3, b.mh, &req));
 		LB_TRY(lb_wait(&x, req, sizes, "second send"));
 	} else {
@@ -867,7 +842,7 @@ static int check_recv_larger(int rank, void *arg)
 		LB_EXPECT(sizes[0] == (int)sent,
 			  "%zu-byte message into %zu-byte buffer: size %d",
 			  sent, posted, sizes[0]);
-		LB_EXPECT(lb_verify(b.p, sent, 77) < 0, "data wrong");
+		LB_EXPECT(zsm_pattern_check(b.p, sent, 77) < 0, "data wrong");
 		LB_EXPECT(lb_verify_byte(b.p + sent, posted - sent, LB_GUARD) <
 				  0,
 			  "bytes past the %zu-byte message written", sent);
@@ -875,7 +850,7 @@ static int check_recv_larger(int rank, void *arg)
 		LB_TRY(lb_post_recv(&x, x.recv, 1, &b.vp, &posted, (int[]){ 3 },
 				    &b.mh, &req));
 		LB_TRY(lb_wait(&x, req, sizes, "second receive"));
-		LB_EXPECT(sizes[0] == 3 && lb_verify(b.p, 3, 78) < 0,
+		LB_EXPECT(sizes[0] == 3 && zsm_pattern_check(b.p, 3, 78) < 0,
 			  "second message: size %d (expected 3) or data wrong",
 			  sizes[0]);
 	}
@@ -900,7 +875,7 @@ static int check_send_too_large(int rank, void *arg)
 	LB_TRY(lb_buf_alloc(&b, rank ? posted : sent));
 	LB_TRY(lb_buf_reg(&x, &b, rank ? x.recv : x.send));
 	if (rank == 0) {
-		lb_fill(b.p, sent, 9);
+		zsm_pattern_fill(b.p, sent, 9);
 		LB_OOB(oob_barrier());
 		LB_TRY(lb_post_send(&x, x.send, b.p, sent, 1, b.mh, &req));
 		r = zsm_client_wait(x.c, req, sizes, LB_WAIT_MS);
@@ -950,7 +925,7 @@ static int check_zero_byte(int rank, void *arg)
 	LB_TRY(lb_buf_alloc(&b, 4 * 64));
 	LB_TRY(lb_buf_reg(&x, &b, rank ? x.recv : x.send));
 	if (rank == 0) {
-		lb_fill(b.p, 16, 21);
+		zsm_pattern_fill(b.p, 16, 21);
 		LB_OOB(oob_barrier());
 		LB_TRY(lb_post_send(&x, x.send, b.p, 0, 1, b.mh, &req[0]));
 		LB_TRY(lb_post_send(&x, x.send, b.p, 0, 1, b.mh, &req[1]));
@@ -988,7 +963,7 @@ static int check_zero_byte(int rank, void *arg)
 		}
 		LB_EXPECT(lb_verify_byte(b.p, 128, LB_GUARD) < 0,
 			  "a 0-byte receive wrote into its buffer");
-		LB_EXPECT(lb_verify(b.p + 128, 16, 21) < 0,
+		LB_EXPECT(zsm_pattern_check(b.p + 128, 16, 21) < 0,
 			  "the 16-byte message after two 0-byte ones is wrong");
 		LB_TRY(lb_post_recv(&x, x.recv, 2, d3, s2, (int[]){ 5, 6 }, m2,
 				    &req[3]));
@@ -1032,7 +1007,7 @@ static int check_null_retry(int rank, void *arg)
 	LB_TRY(lb_buf_reg(&x, &b, rank ? x.recv : x.send));
 	if (rank == 0)
 		for (i = 0; i < LB_MAX_REQS; i++)
-			lb_fill(b.p + i * NR_SLOT, nr_size(i),
+			zsm_pattern_fill(b.p + i * NR_SLOT, nr_size(i),
 				500 + (unsigned)i);
 	LB_OOB(oob_barrier());
 	for (i = 0; i < LB_MAX_REQS; i++) {
@@ -1080,7 +1055,7 @@ static int check_null_retry(int rank, void *arg)
 			  "request %d: size %d, expected %zu", i, sizes[i],
 			  nr_size(i));
 		if (rank == 1)
-			LB_EXPECT(lb_verify(b.p + i * NR_SLOT, nr_size(i),
+			LB_EXPECT(zsm_pattern_check(b.p + i * NR_SLOT, nr_size(i),
 					    500 + (unsigned)i) < 0,
 				  "receive %d: data wrong", i);
 	}
@@ -1113,7 +1088,7 @@ static int check_recv_overwrites_request(int rank, void *arg)
 
 			LB_OOB(oob_barrier());
 			for (i = 0; i < n; i++) {
-				lb_fill(b.p + i * 256, 128,
+				zsm_pattern_fill(b.p + i * 256, 128,
 					(unsigned)(k * 10 + i));
 				LB_TRY(lb_post_send(&x, x.send, b.p + i * 256,
 						    128, i, b.mh, &req));
@@ -1149,7 +1124,7 @@ static int check_recv_overwrites_request(int rank, void *arg)
 			LB_TRY(lb_wait(&x, req, sizes, "receive"));
 			for (r = 0; r < n; r++)
 				LB_EXPECT(sizes[r] == 128 &&
-						  lb_verify(b.p + r * 256, 128,
+						  zsm_pattern_check(b.p + r * 256, 128,
 							    (unsigned)(k * 10 +
 								       r)) < 0,
 					  "round %d sub %d: size %d or data "
@@ -1267,7 +1242,7 @@ static int check_iflush_host(int rank, void *arg)
 	LB_TRY(lb_buf_alloc(&b, size));
 	LB_TRY(lb_buf_reg(&x, &b, rank ? x.recv : x.send));
 	if (rank == 0) {
-		lb_fill(b.p, size, 31);
+		zsm_pattern_fill(b.p, size, 31);
 		LB_TRY(lb_post_send(&x, x.send, b.p, size, 0, b.mh, &req));
 		LB_TRY(lb_wait(&x, req, sizes, "send"));
 	} else {
@@ -1283,7 +1258,7 @@ static int check_iflush_host(int rank, void *arg)
 			  "iflush on host memory gave request %p, expected "
 			  "NULL",
 			  req);
-		LB_EXPECT(lb_verify(b.p, size, 31) < 0, "data wrong");
+		LB_EXPECT(zsm_pattern_check(b.p, size, 31) < 0, "data wrong");
 	}
 	LB_OOB(oob_barrier());
 	LB_TRY(lb_buf_free(&x, &b));
@@ -1344,7 +1319,7 @@ static int check_inflight_256(int rank, void *arg)
 	LB_TRY(lb_buf_reg(&x, &b, rank ? x.recv : x.send));
 	if (rank == 0)
 		for (i = 0; i < LB_MAX_REQS; i++)
-			lb_fill(b.p + i * IF_SLOT, if_size(i),
+			zsm_pattern_fill(b.p + i * IF_SLOT, if_size(i),
 				700 + (unsigned)i);
 	/* Receives first, then sends, all posted before any test. */
 	if (rank == 0)
@@ -1359,7 +1334,7 @@ static int check_inflight_256(int rank, void *arg)
 			  "request %d: size %d, expected %zu", i, sizes[0],
 			  if_size(i));
 		if (rank == 1)
-			LB_EXPECT(lb_verify(b.p + i * IF_SLOT, if_size(i),
+			LB_EXPECT(zsm_pattern_check(b.p + i * IF_SLOT, if_size(i),
 					    700 + (unsigned)i) < 0,
 				  "receive %d: data wrong", i);
 	}
@@ -1379,7 +1354,7 @@ static int mr_transfer(struct lb_ctx *x, unsigned char *p, size_t len, void *mh,
 	long bad;
 
 	if (x->rank == 0) {
-		lb_fill(p, len, seed);
+		zsm_pattern_fill(p, len, seed);
 		LB_OOB(oob_barrier());
 		LB_TRY(lb_post_send(x, x->send, p, len, 0, mh, &req));
 		LB_TRY(lb_wait(x, req, sizes, step));
@@ -1393,7 +1368,7 @@ static int mr_transfer(struct lb_ctx *x, unsigned char *p, size_t len, void *mh,
 		LB_TRY(lb_wait(x, req, sizes, step));
 		LB_EXPECT(sizes[0] == (int)len, "%s: size %d, expected %zu",
 			  step, sizes[0], len);
-		bad = lb_verify(p, len, seed);
+		bad = zsm_pattern_check(p, len, seed);
 		LB_EXPECT(bad < 0, "%s: byte %ld of %zu wrong", step, bad, len);
 	}
 	LB_OOB(oob_barrier());
@@ -1489,7 +1464,7 @@ static int check_close_inflight(int rank, void *arg)
 				    mhs, &req[4]));
 	} else {
 		LB_TRY(lb_buf_reg(&x, &bb, send_b));
-		lb_fill(bb.p, bb.size, 3);
+		zsm_pattern_fill(bb.p, bb.size, 3);
 		/* Eager-sized and large (rendezvous-sized) sends. */
 		LB_TRY(lb_post_send(&x, send_b, bb.p, 64, 0, bb.mh, &req[0]));
 		LB_TRY(lb_post_send(&x, send_b, bb.p, bb.size, 0, bb.mh,
@@ -1521,7 +1496,7 @@ static int check_close_inflight(int rank, void *arg)
 		LB_TRY(lb_buf_alloc(&b, 1000));
 		LB_TRY(lb_buf_reg(&x, &b, rank ? x.recv : x.send));
 		if (rank == 0) {
-			lb_fill(b.p, 1000, 8);
+			zsm_pattern_fill(b.p, 1000, 8);
 			LB_TRY(lb_post_send(&x, x.send, b.p, 1000, 0, b.mh,
 					    &r));
 		} else {
@@ -1531,7 +1506,7 @@ static int check_close_inflight(int rank, void *arg)
 		LB_TRY(lb_wait(&x, r, sizes, "transfer after the closes"));
 		if (rank == 1)
 			LB_EXPECT(sizes[0] == 1000 &&
-					  lb_verify(b.p, 1000, 8) < 0,
+					  zsm_pattern_check(b.p, 1000, 8) < 0,
 				  "transfer after the closes: wrong data");
 		LB_OOB(oob_barrier());
 		LB_TRY(lb_buf_free(&x, &b));
