@@ -40,11 +40,10 @@ if setup build-san -Db_sanitize=address,undefined -Db_lundef=false; then
 fi
 if setup build; then
 	run meson test -C build --setup valgrind --print-errorlogs \
-		--num-processes 2 --suite unit --suite loopback \
-		--logbase valgrind
+		--num-processes 2 --suite unit --suite loopback --suite abi
 fi
 
 python3 scripts/test-summary.py build/meson-logs/testlog.json \
 	build-san/meson-logs/testlog.json \
-	build/meson-logs/valgrind.json || status=1
+	build/meson-logs/testlog-valgrind.json || status=1
 exit $status

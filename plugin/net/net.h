@@ -153,6 +153,8 @@ struct zsm_net_ep {
 	uint8_t addr[ZSM_NET_ADDR_MAX];
 	size_t addr_len;
 	uint32_t next_id;
+	uint64_t pass_ns;            /* when the current engine pass began */
+	uint64_t next_peer_check_ns;
 	int needs_mr; /* FI_MR_LOCAL: every buffer needs a descriptor */
 	uint64_t mr_mode;
 	struct zsm_net_comm *comms; /* every comm, for teardown */

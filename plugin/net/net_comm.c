@@ -253,7 +253,7 @@ void zsm_net_ctrl_complete(struct zsm_net_op *op, int err, size_t len)
 
 	op->posted = 2;
 	comm->ops_posted--;
-	comm->last_event_ns = zsm_now_ns();
+	comm->last_event_ns = comm->ep->pass_ns;
 	if (op->kind == ZSM_OP_CTRL_SEND) {
 		if (err && err != -ECANCELED) {
 			ZSM_WARN("net: %s: the peer did not take a control "
@@ -510,8 +510,10 @@ void zsm_net_comm_check_peers(struct zsm_net_ep *ep, uint64_t now)
 {
 	uint64_t every = (uint64_t)zsm_param_int(ZSM_P_PEER_CHECK_MS) * 1000000;
 
-	if (!every)
+	if (!every || now < ep->next_peer_check_ns)
 		return;
+	/* Walking every comm is not for each pass of the hot loop. */
+	ep->next_peer_check_ns = now + every / 4;
 	for (struct zsm_net_comm *c = ep->comms; c; c = c->ep_next) {
 		if (c->type != ZSM_COMM_RECV || c->closing ||
 		    c->ctrl_send_op.posted == 1 ||

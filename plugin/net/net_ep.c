@@ -307,11 +307,12 @@ static int zsm_net_progress_all(void)
 	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
 		struct zsm_net_ep *ep = zsm_net_topo.devs[i].ep;
 
-		if (!ep)
+		if (!ep || !ep->comms)
 			continue;
-		events += zsm_net_ep_progress(ep);
 		if (!now)
 			now = zsm_now_ns();
+		ep->pass_ns = now;
+		events += zsm_net_ep_progress(ep);
 		zsm_net_comm_check_peers(ep, now);
 	}
 	return events;

@@ -89,7 +89,7 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len)
 	}
 	if (err && !req->error)
 		req->error = err;
-	comm->last_event_ns = zsm_now_ns();
+	comm->last_event_ns = comm->ep->pass_ns;
 	if (req->type == ZSM_REQ_RECV)
 		req->sizes[op->index] = (int)len;
 	else
