@@ -23,6 +23,45 @@ static void usage(FILE *out)
 		     "  --params-md   print docs/configuration.md\n");
 }
 
+static int zsm_info_seen(const struct fi_info *all, const struct fi_info *fi)
+{
+	for (const struct fi_info *e = all; e != fi; e = e->next)
+		if (strcmp(e->fabric_attr->prov_name,
+			   fi->fabric_attr->prov_name) == 0 &&
+		    strcmp(e->domain_attr->name, fi->domain_attr->name) == 0 &&
+		    strcmp(e->fabric_attr->name, fi->fabric_attr->name) == 0)
+			return 1;
+	return 0;
+}
+
+/* Providers libfabric has but that offer nothing zsm can use at all. */
+static void zsm_info_print_unfit(const struct fi_info *fit)
+{
+	struct fi_info *every = NULL, *fi;
+
+	if (fi_getinfo(FI_VERSION(1, 14), NULL, NULL, 0, NULL, &every))
+		return;
+	for (fi = every; fi; fi = fi->next) {
+		const struct fi_info *f, *e;
+
+		for (f = fit; f; f = f->next)
+			if (!strcmp(f->fabric_attr->prov_name,
+				    fi->fabric_attr->prov_name))
+				break;
+		for (e = every; e != fi; e = e->next)
+			if (!strcmp(e->fabric_attr->prov_name,
+				    fi->fabric_attr->prov_name))
+				break;
+		if (!f && e == fi)
+			printf("  %-14s %-12s %-20s passed over: no RDM "
+			       "endpoint with tagged messages, send-after-send "
+			       "order and the memory modes zsm handles\n",
+			       fi->fabric_attr->prov_name,
+			       fi->domain_attr->name, fi->fabric_attr->name);
+	}
+	fi_freeinfo(every);
+}
+
 int main(int argc, char **argv)
 {
 	struct zsm_net_topo topo;
@@ -59,13 +98,19 @@ int main(int argc, char **argv)
 		printf("  none: no provider offers an RDM endpoint with "
 		       "tagged messages and send-after-send ordering\n");
 	for (struct fi_info *fi = topo.all; fi; fi = fi->next) {
-		const char *w = zsm_net_topo_why(&topo, fi, why, sizeof(why));
+		const char *w;
+
+		/* libfabric lists some offers more than once. */
+		if (zsm_info_seen(topo.all, fi))
+			continue;
+		w = zsm_net_topo_why(&topo, fi, why, sizeof(why));
 
 		printf("  %-14s %-12s %-20s %s%s\n",
 		       fi->fabric_attr->prov_name, fi->domain_attr->name,
 		       fi->fabric_attr->name, w[0] ? "passed over: " : "USED",
 		       w);
 	}
+	zsm_info_print_unfit(topo.all);
 	printf("\ndevices NCCL will see: %d\n", topo.ndevs);
 	for (int i = 0; i < topo.ndevs; i++) {
 		struct zsm_props p;

@@ -18,10 +18,10 @@ static ncclResult_t zsm_v8_isend(void *comm, void *data, int size, int tag,
 static ncclResult_t zsm_v8_irecv(void *comm, int n, void **data, int *sizes,
 				 int *tags, void **mhs, void **request)
 {
-	size_t wide[ZSM_MAX_RECVS];
+	size_t wide[ZSM_MAX_RECVS] = {0};
 
 	*request = NULL;
-	if (n < 1 || n > ZSM_MAX_RECVS)
+	if (n < 1 || n > ZSM_MAX_RECVS) /* refused there, with a message */
 		return ZSM_R(zsm_irecv(comm, n, data, wide, tags, mhs, request));
 	for (int i = 0; i < n; i++) {
 		if (sizes[i] < 0)

@@ -43,6 +43,23 @@ static int zsm_param_choice_index(const char *choices, const char *word)
 	return -1;
 }
 
+/* The idx-th word of a '|' separated list, in a static buffer. */
+static const char *zsm_param_choice_name(const char *choices, int idx)
+{
+	static char word[64];
+	const char *p = choices;
+
+	for (int i = 0; i < idx && p; i++) {
+		p = strchr(p, '|');
+		if (p)
+			p++;
+	}
+	if (!p)
+		return "?";
+	snprintf(word, sizeof(word), "%.*s", (int)strcspn(p, "|"), p);
+	return word;
+}
+
 static int zsm_param_parse(const struct zsm_param_desc *d, const char *text,
 			   struct zsm_param_value *out)
 {
@@ -212,6 +229,10 @@ void zsm_param_print_values(FILE *out)
 		if (d->type == ZSM_PARAM_STR)
 			fprintf(out, "  ZSM_%-20s '%s' (%s)\n", d->name,
 				v->str, v->from_env ? "env" : "default");
+		else if (d->type == ZSM_PARAM_ENUM)
+			fprintf(out, "  ZSM_%-20s %s (%s)\n", d->name,
+				zsm_param_choice_name(d->choices, (int)v->num),
+				v->from_env ? "env" : "default");
 		else
 			fprintf(out, "  ZSM_%-20s %lld (%s)\n", d->name,
 				v->num, v->from_env ? "env" : "default");
