@@ -154,6 +154,7 @@ struct zsm_net_ep {
 	size_t addr_len;
 	uint32_t next_id;
 	uint64_t pass_ns;            /* when the current engine pass began */
+	int nctrl_pending;           /* comms with a control send to retry */
 	uint64_t next_peer_check_ns;
 	int needs_mr; /* FI_MR_LOCAL: every buffer needs a descriptor */
 	uint64_t mr_mode;
@@ -186,6 +187,10 @@ struct zsm_net_req {
 	uint8_t type;
 	uint8_t n;
 	uint8_t remaining; /* engine only */
+	uint8_t deferred;  /* engine only: refused by the provider once */
+	/* Engine: its send is left with a dead peer's provider, which may
+	 * never complete it; test() must not recycle it. */
+	atomic_int orphan;
 	int error;         /* engine only: first failure */
 	int sizes[ZSM_MAX_RECVS];
 	void *data[ZSM_MAX_RECVS];
@@ -231,9 +236,13 @@ struct zsm_net_comm {
 	atomic_int error; /* -errno once FAILED */
 	uint64_t started_ns;
 	/* Engine only. */
-	int ops_posted;
+	int ops_posted;      /* every posted operation: freeing waits */
+	int data_ops;        /* posted sends and receives */
+	int deferred;        /* requests the provider refused, not posted */
 	int closing;
+	uint8_t ctrl_pending; /* control message still to send */
 	uint64_t last_event_ns;
+	uint64_t probe_refused_ns; /* first refused liveness probe, or 0 */
 	struct zsm_net_req close_req;
 	struct zsm_net_op ctrl_op;
 	struct zsm_net_op ctrl_send_op;
@@ -267,11 +276,14 @@ int zsm_net_comm_valid(const struct zsm_net_comm *comm, int type);
 void zsm_net_ctrl_complete(struct zsm_net_op *op, int err, size_t len);
 int zsm_net_comm_post_close(struct zsm_net_comm *comm);
 void zsm_net_comm_check_peers(struct zsm_net_ep *ep, uint64_t now);
+void zsm_net_comm_retry_ctrl(struct zsm_net_ep *ep);
 
 struct zsm_net_req *zsm_net_req_alloc(struct zsm_net_comm *comm);
 void zsm_net_req_free(struct zsm_net_req *req);
 void zsm_net_req_pool_fini(struct zsm_net_comm *comm);
 void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len);
+void zsm_net_req_undefer(struct zsm_net_req *req);
+void zsm_net_req_orphan(struct zsm_net_req *req, int err);
 
 /* Memory registration. */
 struct zsm_net_mr {

@@ -90,6 +90,7 @@ static struct zsm_net_comm *zsm_net_comm_new(struct zsm_net_ep *ep, int type)
 	c->last_event_ns = c->started_ns;
 	pthread_mutex_init(&c->pool_lock, NULL);
 	c->close_req.desc.ops = &zsm_net_ops;
+	c->close_req.desc.key = c;
 	c->close_req.type = ZSM_REQ_CLOSE;
 	c->close_req.comm = c;
 	c->ep_next = ep->comms;
@@ -101,6 +102,8 @@ void zsm_net_comm_free(struct zsm_net_comm *comm)
 {
 	struct zsm_net_comm **pp;
 
+	if (comm->ctrl_pending)
+		comm->ep->nctrl_pending--;
 	for (pp = &comm->ep->comms; *pp; pp = &(*pp)->ep_next) {
 		if (*pp == comm) {
 			*pp = comm->ep_next;
@@ -134,6 +137,20 @@ static void zsm_net_comm_cancel_recvs(struct zsm_net_comm *comm)
 	}
 }
 
+/* Posted sends to a failed peer: report them now, the provider keeps them. */
+static void zsm_net_comm_orphan_sends(struct zsm_net_comm *comm, int err)
+{
+	for (struct zsm_net_req_slab *s = comm->slabs; s; s = s->next) {
+		for (int i = 0; i < ZSM_REQ_SLAB; i++) {
+			struct zsm_net_req *r = &s->reqs[i];
+
+			if (r->type == ZSM_REQ_SEND && r->remaining &&
+			    r->ops[0].posted == 1)
+				zsm_net_req_orphan(r, err);
+		}
+	}
+}
+
 void zsm_net_comm_fail(struct zsm_net_comm *comm, int err)
 {
 	int zero = 0;
@@ -149,6 +166,7 @@ void zsm_net_comm_fail(struct zsm_net_comm *comm, int err)
 				      memory_order_release);
 		/* Receives from a failed peer would wait forever. */
 		zsm_net_comm_cancel_recvs(comm);
+		zsm_net_comm_orphan_sends(comm, err);
 	}
 }
 
@@ -161,14 +179,17 @@ static int zsm_net_ctrl_post_recv(struct zsm_net_comm *comm,
 	op->kind = ZSM_OP_CTRL_RECV;
 	op->owner = comm;
 	op->index = (uint8_t)t;
-	do {
+	/* A receive is refused only while the provider is short of
+	 * resources, which progress frees; bounded all the same. */
+	for (int tries = 0; tries < 1000; tries++) {
 		ret = fi_trecv(comm->ep->ep, &comm->ctrl_in,
 			       sizeof(comm->ctrl_in), NULL, FI_ADDR_UNSPEC,
 			       zsm_tag_ctrl(comm->local_id, t), 0,
 			       &op->fi_ctx);
-		if (ret == -FI_EAGAIN)
-			zsm_net_ep_progress(comm->ep);
-	} while (ret == -FI_EAGAIN);
+		if (ret != -FI_EAGAIN)
+			break;
+		zsm_net_ep_progress(comm->ep);
+	}
 	if (ret) {
 		ZSM_WARN("net: %s: posting a control receive failed: %s",
 			 comm->ep->dev->name, fi_strerror((int)-ret));
@@ -179,6 +200,11 @@ static int zsm_net_ctrl_post_recv(struct zsm_net_comm *comm,
 	return 0;
 }
 
+/*
+ * One attempt at a control send.  -EAGAIN means the provider refused it
+ * for now: rxm says so, for ever, while it fails to reach a process that
+ * is gone, so nobody may spin on it with the engine lock held.
+ */
 static int zsm_net_ctrl_send(struct zsm_net_comm *comm, uint32_t to_id,
 			     enum zsm_ctrl_type t, size_t len)
 {
@@ -191,12 +217,10 @@ static int zsm_net_ctrl_send(struct zsm_net_comm *comm, uint32_t to_id,
 	comm->ctrl_out.magic = ZSM_HANDLE_MAGIC;
 	comm->ctrl_out.version = ZSM_HANDLE_VERSION;
 	comm->ctrl_out.type = (uint16_t)t;
-	do {
-		ret = fi_tsend(comm->ep->ep, &comm->ctrl_out, len, NULL,
-			       comm->peer, zsm_tag_ctrl(to_id, t), &op->fi_ctx);
-		if (ret == -FI_EAGAIN)
-			zsm_net_ep_progress(comm->ep);
-	} while (ret == -FI_EAGAIN);
+	ret = fi_tsend(comm->ep->ep, &comm->ctrl_out, len, NULL, comm->peer,
+		       zsm_tag_ctrl(to_id, t), &op->fi_ctx);
+	if (ret == -FI_EAGAIN)
+		return -EAGAIN;
 	if (ret) {
 		ZSM_WARN("net: %s: sending a control message failed: %s",
 			 comm->ep->dev->name, fi_strerror((int)-ret));
@@ -205,6 +229,39 @@ static int zsm_net_ctrl_send(struct zsm_net_comm *comm, uint32_t to_id,
 	op->posted = 1;
 	comm->ops_posted++;
 	return 0;
+}
+
+/* The handshake's messages: sent now, or by a later engine pass. */
+static int zsm_net_ctrl_send_or_defer(struct zsm_net_comm *comm,
+				      enum zsm_ctrl_type t)
+{
+	int ret = zsm_net_ctrl_send(comm, comm->peer_id, t,
+				    sizeof(comm->ctrl_out));
+
+	if (ret == -EAGAIN) {
+		comm->ctrl_pending = (uint8_t)t;
+		comm->ep->nctrl_pending++;
+		return 0;
+	}
+	return ret;
+}
+
+void zsm_net_comm_retry_ctrl(struct zsm_net_ep *ep)
+{
+	for (struct zsm_net_comm *c = ep->comms; c; c = c->ep_next) {
+		int ret;
+
+		if (!c->ctrl_pending)
+			continue;
+		ret = zsm_net_ctrl_send(c, c->peer_id, c->ctrl_pending,
+					sizeof(c->ctrl_out));
+		if (ret == -EAGAIN)
+			continue;
+		c->ctrl_pending = 0;
+		ep->nctrl_pending--;
+		if (ret)
+			zsm_net_comm_fail(c, ret);
+	}
 }
 
 /* A CONN_REQ reached a listen comm: make the receive comm and answer. */
@@ -234,9 +291,10 @@ static void zsm_net_listen_on_req(struct zsm_net_comm *lc)
 	rc->nonce = m->nonce;
 	rc->ctrl_out.nonce = m->nonce;
 	rc->ctrl_out.id = rc->local_id;
-	if (zsm_net_ctrl_send(rc, rc->peer_id, ZSM_CTRL_CONN_ACK,
-			      sizeof(rc->ctrl_out))) {
-		zsm_net_comm_free(rc);
+	/* The sender probes us too: take its probes as they come. */
+	if (zsm_net_ctrl_post_recv(rc, ZSM_CTRL_PING) ||
+	    zsm_net_ctrl_send_or_defer(rc, ZSM_CTRL_CONN_ACK)) {
+		zsm_net_comm_post_close(rc);
 		return;
 	}
 	/* relaxed: accept() reads it under the engine lock. */
@@ -284,8 +342,8 @@ void zsm_net_ctrl_complete(struct zsm_net_op *op, int err, size_t len)
 						      memory_order_release);
 			}
 			zsm_net_ctrl_post_recv(comm, ZSM_CTRL_PING);
-		} else if (comm->type == ZSM_COMM_SEND) {
-			/* A receiver's liveness probe: nothing to answer. */
+		} else {
+			/* A peer's liveness probe: nothing to answer. */
 			zsm_net_ctrl_post_recv(comm, ZSM_CTRL_PING);
 		}
 	} else if (err && err != -ECANCELED) {
@@ -366,8 +424,7 @@ static int zsm_net_connect_start(int dev, struct zsm_net_handle *h,
 	sc->ctrl_out.id = sc->local_id;
 	sc->ctrl_out.addr_len = (uint32_t)ep->addr_len;
 	memcpy(sc->ctrl_out.addr, ep->addr, ep->addr_len);
-	ret = zsm_net_ctrl_send(sc, h->listen_id, ZSM_CTRL_CONN_REQ,
-				sizeof(sc->ctrl_out));
+	ret = zsm_net_ctrl_send_or_defer(sc, ZSM_CTRL_CONN_REQ);
 	if (ret)
 		goto err;
 	zsm_net_connecting[slot] = sc;
@@ -488,6 +545,10 @@ int zsm_net_comm_post_close(struct zsm_net_comm *comm)
 		zsm_net_comm_post_close(rc);
 	}
 	comm->accept_head = NULL;
+	if (comm->ctrl_pending) {
+		comm->ctrl_pending = 0;
+		comm->ep->nctrl_pending--;
+	}
 	zsm_net_comm_cancel_recvs(comm);
 	zsm_net_comm_maybe_free(comm);
 	return 0;
@@ -502,10 +563,14 @@ int zsm_net_comm_close(struct zsm_net_comm *comm)
 }
 
 /*
- * A receive comm with receives outstanding and no traffic for a while asks
- * whether its sender is still there: the control send fails if the peer's
- * process is gone, and the pending receives then fail instead of hanging.
+ * A comm with work outstanding and no traffic for ZSM_PEER_CHECK_MS asks
+ * whether its peer is still there with a 0-byte probe.  A probe that fails,
+ * or that the provider keeps refusing (rxm refuses, for ever, to send to a
+ * process that is gone) for ZSM_PEER_PROBE_FAILS periods, fails the comm:
+ * its receives are cancelled and its sends reported, instead of hanging.
  */
+#define ZSM_PEER_PROBE_FAILS 4
+
 void zsm_net_comm_check_peers(struct zsm_net_ep *ep, uint64_t now)
 {
 	uint64_t every = (uint64_t)zsm_param_int(ZSM_P_PEER_CHECK_MS) * 1000000;
@@ -515,14 +580,33 @@ void zsm_net_comm_check_peers(struct zsm_net_ep *ep, uint64_t now)
 	/* Walking every comm is not for each pass of the hot loop. */
 	ep->next_peer_check_ns = now + every / 4;
 	for (struct zsm_net_comm *c = ep->comms; c; c = c->ep_next) {
-		if (c->type != ZSM_COMM_RECV || c->closing ||
-		    c->ctrl_send_op.posted == 1 ||
-		    c->ops_posted == 0 || now - c->last_event_ns < every)
+		if ((c->type != ZSM_COMM_SEND && c->type != ZSM_COMM_RECV) ||
+		    c->closing || c->ctrl_send_op.posted == 1 ||
+		    c->ctrl_pending || (!c->data_ops && !c->deferred))
 			continue;
-		c->last_event_ns = now;
-		/* relaxed: engine-only reader of its own comm. */
+		if (!c->probe_refused_ns && now - c->last_event_ns < every)
+			continue;
+		/* relaxed: the engine is the only writer. */
 		if (atomic_load_explicit(&c->error, memory_order_relaxed))
 			continue;
-		zsm_net_ctrl_send(c, c->peer_id, ZSM_CTRL_PING, 0);
+		if (zsm_net_ctrl_send(c, c->peer_id, ZSM_CTRL_PING, 0) !=
+		    -EAGAIN) {
+			c->probe_refused_ns = 0;
+			c->last_event_ns = now;
+			continue;
+		}
+		if (!c->probe_refused_ns) {
+			c->probe_refused_ns = now;
+		} else if (now - c->probe_refused_ns >=
+			   ZSM_PEER_PROBE_FAILS * every) {
+			ZSM_WARN("net: %s: the peer of comm %u has taken no "
+				 "probe for %llu ms: its process is gone or "
+				 "unreachable; failing the comm",
+				 ep->dev->name, c->local_id,
+				 (unsigned long long)((now -
+						       c->probe_refused_ns) /
+						      1000000));
+			zsm_net_comm_fail(c, -ECONNRESET);
+		}
 	}
 }

@@ -258,8 +258,13 @@ static int zsm_net_post_req(struct zsm_net_req *req)
 				       zsm_tag_data(comm->local_id,
 						    req->tag[i]),
 				       0, &op->fi_ctx);
-		if (ret == -FI_EAGAIN)
+		if (ret == -FI_EAGAIN) {
+			if (!req->deferred) {
+				req->deferred = 1;
+				comm->deferred++;
+			}
 			return -EAGAIN;
+		}
 		if (ret) {
 			ZSM_WARN("net: %s: posting a %s failed: %s",
 				 zsm_net_ep_name(ep),
@@ -270,7 +275,9 @@ static int zsm_net_post_req(struct zsm_net_req *req)
 		}
 		op->posted = 1;
 		comm->ops_posted++;
+		comm->data_ops++;
 	}
+	zsm_net_req_undefer(req);
 	return 0;
 
 fail_rest:
@@ -283,7 +290,9 @@ fail_rest:
 		for (int i = 0; i < req->n; i++)
 			if (!req->ops[i].posted)
 				idx[k++] = i;
+		zsm_net_req_undefer(req);
 		comm->ops_posted += k;
+		comm->data_ops += k;
 		for (int j = 0; j < k; j++)
 			zsm_net_req_op_done(&req->ops[idx[j]], err, 0);
 	}
@@ -313,6 +322,8 @@ static int zsm_net_progress_all(void)
 			now = zsm_now_ns();
 		ep->pass_ns = now;
 		events += zsm_net_ep_progress(ep);
+		if (ep->nctrl_pending)
+			zsm_net_comm_retry_ctrl(ep);
 		zsm_net_comm_check_peers(ep, now);
 	}
 	return events;

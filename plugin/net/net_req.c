@@ -37,7 +37,11 @@ struct zsm_net_req *zsm_net_req_alloc(struct zsm_net_comm *comm)
 	if (!req)
 		return NULL; /* NCCL retries on a NULL request */
 	req->desc.ops = &zsm_net_ops;
+	req->desc.key = comm;
 	req->desc.next = NULL;
+	req->deferred = 0;
+	/* relaxed: as state below. */
+	atomic_store_explicit(&req->orphan, 0, memory_order_relaxed);
 	req->comm = comm;
 	req->magic = ZSM_REQ_MAGIC;
 	req->error = 0;
@@ -52,6 +56,11 @@ void zsm_net_req_free(struct zsm_net_req *req)
 	struct zsm_net_comm *comm = req->comm;
 
 	req->magic = 0; /* a second test() of it is caught */
+	/* acquire: pairs with the release in zsm_net_req_orphan.  The
+	 * provider may still complete it late: keep it out of the pool
+	 * until the comm goes. */
+	if (atomic_load_explicit(&req->orphan, memory_order_acquire))
+		return;
 	pthread_mutex_lock(&comm->pool_lock);
 	req->next_free = comm->free_reqs;
 	comm->free_reqs = req;
@@ -78,6 +87,14 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len)
 
 	op->posted = 2;
 	comm->ops_posted--;
+	comm->data_ops--;
+	/* relaxed: engine-only write, see zsm_net_req_orphan. */
+	if (atomic_load_explicit(&req->orphan, memory_order_relaxed)) {
+		/* A late completion of an already reported request. */
+		if (comm->closing)
+			zsm_net_comm_maybe_free(comm);
+		return;
+	}
 	if (err == -ECANCELED) {
 		/* relaxed: the engine wrote it; a cancel caused by a failed
 		 * peer reports why the comm failed. */
@@ -103,4 +120,26 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len)
 	}
 	if (comm->closing)
 		zsm_net_comm_maybe_free(comm);
+}
+
+void zsm_net_req_undefer(struct zsm_net_req *req)
+{
+	if (req->deferred) {
+		req->deferred = 0;
+		req->comm->deferred--;
+	}
+}
+
+/*
+ * Report a request whose operations the provider holds and will not give
+ * back (rxm neither cancels nor fails sends to a vanished peer).
+ */
+void zsm_net_req_orphan(struct zsm_net_req *req, int err)
+{
+	/* release: pairs with the acquire in zsm_net_req_free, so a test()
+	 * that sees the error below also sees the request is kept. */
+	atomic_store_explicit(&req->orphan, 1, memory_order_release);
+	req->error = err;
+	/* release: pairs with the acquire in zsm_test. */
+	atomic_store_explicit(&req->state, err, memory_order_release);
 }

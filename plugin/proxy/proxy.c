@@ -83,28 +83,78 @@ static void zsm_proxy_pending_append(struct zsm_desc *d)
 	zsm_proxy.pending_tail = d;
 }
 
+/*
+ * Keys held back in this pass.  More distinct keys than this and the pass
+ * falls back to holding everything back: order is kept, only overlap lost.
+ */
+#define ZSM_PROXY_MAX_BLOCKED 64
+
+struct zsm_proxy_blocked {
+	const void *keys[ZSM_PROXY_MAX_BLOCKED];
+	int n;
+	int all;
+};
+
+static int zsm_proxy_is_blocked(const struct zsm_proxy_blocked *b,
+				const void *key)
+{
+	if (b->all)
+		return 1;
+	for (int i = 0; i < b->n; i++)
+		if (b->keys[i] == key)
+			return 1;
+	return 0;
+}
+
+static void zsm_proxy_block(struct zsm_proxy_blocked *b, const void *key)
+{
+	if (zsm_proxy_is_blocked(b, key))
+		return;
+	if (b->n == ZSM_PROXY_MAX_BLOCKED)
+		b->all = 1;
+	else
+		b->keys[b->n++] = key;
+}
+
+/* Post d unless its key is held back; returns 1 when it was taken. */
+static int zsm_proxy_try_post(struct zsm_proxy_blocked *b, struct zsm_desc *d)
+{
+	if (zsm_proxy_is_blocked(b, d->key))
+		return 0;
+	if (d->ops->post(d) == -EAGAIN) {
+		zsm_proxy_block(b, d->key);
+		return 0;
+	}
+	return 1;
+}
+
 int zsm_proxy_pass_locked(void)
 {
-	struct zsm_desc *d;
+	struct zsm_proxy_blocked blocked = {.n = 0};
+	struct zsm_desc *d, *prev = NULL, *next;
 	int events = 0;
 
-	/* Refused descriptors go first: posting order is matching order. */
-	while ((d = zsm_proxy.pending_head) != NULL) {
-		if (d->ops->post(d) == -EAGAIN)
-			break;
-		zsm_proxy.pending_head = d->next;
-		if (!zsm_proxy.pending_head)
-			zsm_proxy.pending_tail = NULL;
+	/* Refused descriptors first: each key's order is its matching order.
+	 * After this walk every key with a descriptor left is blocked. */
+	for (d = zsm_proxy.pending_head; d; d = next) {
+		next = d->next;
+		if (!zsm_proxy_try_post(&blocked, d)) {
+			zsm_proxy_block(&blocked, d->key);
+			prev = d;
+			continue;
+		}
+		if (prev)
+			prev->next = next;
+		else
+			zsm_proxy.pending_head = next;
+		if (zsm_proxy.pending_tail == d)
+			zsm_proxy.pending_tail = prev;
 		events++;
 	}
 	if (zsm_proxy.queue.slots) {
 		while ((d = zsm_ring_pop(&zsm_proxy.queue)) != NULL) {
 			events++;
-			if (zsm_proxy.pending_head) {
-				zsm_proxy_pending_append(d);
-				continue;
-			}
-			if (d->ops->post(d) == -EAGAIN)
+			if (!zsm_proxy_try_post(&blocked, d))
 				zsm_proxy_pending_append(d);
 		}
 	}

@@ -27,9 +27,14 @@ struct zsm_transport_ops {
 	int (*busy)(void);
 };
 
-/* Every queued object starts with this. */
+/*
+ * Every queued object starts with this.  Descriptors with the same key
+ * (a comm) are posted in queue order; a refused one holds back only the
+ * later ones of its key.
+ */
 struct zsm_desc {
 	const struct zsm_transport_ops *ops;
+	const void *key;
 	struct zsm_desc *next; /* in-progress list, engine only */
 };
 

@@ -125,7 +125,7 @@ pkg-config --exists cmocka && tests=true
 margs=()
 if grep -q "option('cuda'" "$repo/meson_options.txt" 2>/dev/null &&
    [ -f /usr/local/cuda/include/cuda.h ]; then
-    margs+=(-Dcuda=enabled -Dcuda_prefix=/usr/local/cuda)
+    margs+=(-Dcuda=enabled -Dcudadir=/usr/local/cuda)
 fi
 # shellcheck disable=SC2206
 margs+=(${ZSM_MESON_ARGS:-})

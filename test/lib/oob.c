@@ -23,12 +23,16 @@
 /* Failure reasons, shared by the oob_check driver and both ranks. */
 struct oob_shared {
 	char why[2][OOB_WHY_LEN];
+	/* Set by oob_die just before rank 1 kills itself. */
+	volatile sig_atomic_t rank1_dies;
 };
 
 static struct oob_shared *oob_shm;
 static int oob_fd = -1;
 static int oob_my_rank = -1;
 static unsigned oob_timeout_s;
+/* What this rank is doing, for the timeout message; see oob_doing. */
+static const char *volatile oob_what;
 static volatile pid_t oob_child;
 static volatile sig_atomic_t oob_child_reaped;
 /* Set by oob_finish: from then on it reaps rank 1 itself. */
@@ -58,9 +62,10 @@ static void oob_utoa(unsigned v, char *buf)
 }
 
 /* Record a reason from a signal handler: only plain stores. */
-static void oob_note_raw(int rank, const char *a, const char *b, const char *c)
+static void oob_note_parts(int rank, const char *a, const char *b,
+			   const char *c, const char *d)
 {
-	const char *parts[3] = { a, b, c };
+	const char *parts[4] = { a, b, c, d };
 	char *dst;
 	size_t n = 0, k;
 	int i;
@@ -68,26 +73,43 @@ static void oob_note_raw(int rank, const char *a, const char *b, const char *c)
 	if (!oob_shm || rank < 0 || rank > 1 || oob_shm->why[rank][0])
 		return;
 	dst = oob_shm->why[rank];
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		for (k = 0; parts[i] && parts[i][k] && n < OOB_WHY_LEN - 1; k++)
 			dst[n++] = parts[i][k];
 	dst[n] = '\0';
 }
 
+static void oob_note_raw(int rank, const char *a, const char *b, const char *c)
+{
+	oob_note_parts(rank, a, b, c, NULL);
+}
+
 static void oob_on_alarm(int sig)
 {
+	const char *what = oob_what;
 	char num[16];
 
 	(void)sig;
 	oob_utoa(oob_timeout_s, num);
-	oob_note_raw(oob_my_rank, "timed out after ", num, " s");
+	oob_note_parts(oob_my_rank, "timed out after ", num,
+		       what ? " s while " : " s", what);
 	oob_write_str(oob_my_rank == 1 ? "oob: rank 1: timed out after "
 				       : "oob: rank 0: timed out after ");
 	oob_write_str(num);
-	oob_write_str(" s\n");
+	oob_write_str(what ? " s while " : " s");
+	if (what)
+		oob_write_str(what);
+	oob_write_str("\n");
 	if (oob_my_rank == 0 && oob_child > 0)
 		kill(oob_child, SIGKILL);
 	_exit(OOB_FAIL);
+}
+
+/* Rank 0: rank 1 ended by the SIGKILL of oob_die, not by accident. */
+static int oob_died_on_purpose(int st)
+{
+	return WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL && oob_shm &&
+	       oob_shm->rank1_dies;
 }
 
 /* Rank 0: the peer ended; a non-zero end ends us too. */
@@ -103,7 +125,8 @@ static void oob_on_child(int sig)
 		return;
 	oob_child_status = st;
 	oob_child_reaped = 1;
-	if (WIFEXITED(st) && WEXITSTATUS(st) == OOB_PASS)
+	if ((WIFEXITED(st) && WEXITSTATUS(st) == OOB_PASS) ||
+	    oob_died_on_purpose(st))
 		return;
 	if (WIFEXITED(st) && WEXITSTATUS(st) == OOB_SKIP)
 		_exit(OOB_SKIP);
@@ -130,6 +153,11 @@ void oob_set_timeout(unsigned timeout_s)
 {
 	oob_timeout_s = timeout_s;
 	alarm(timeout_s);
+}
+
+void oob_doing(const char *what)
+{
+	oob_what = what;
 }
 
 int oob_start(unsigned timeout_s)
@@ -249,6 +277,21 @@ int oob_barrier(void)
 	return 0;
 }
 
+void oob_die(void)
+{
+	if (oob_my_rank != 1 || !oob_shm) {
+		/* Not something rank 0 can survive: fail instead. */
+		oob_fail("oob_die called by rank %d%s", oob_my_rank,
+			 oob_shm ? "" : " outside oob_check");
+		fflush(NULL);
+		_exit(OOB_FAIL);
+	}
+	fflush(NULL);
+	oob_shm->rank1_dies = 1;
+	for (;;)
+		kill(getpid(), SIGKILL);
+}
+
 static int oob_combine(int a, int b)
 {
 	if (a == OOB_FAIL || b == OOB_FAIL)
@@ -301,6 +344,8 @@ int oob_finish(int status)
 	oob_fd = -1;
 	if (status != OOB_PASS)
 		return oob_combine(status, OOB_PASS);
+	if (oob_died_on_purpose(st))
+		return OOB_PASS;
 	if (WIFEXITED(st))
 		child = WEXITSTATUS(st);
 	else

@@ -24,6 +24,11 @@ int oob_start(unsigned timeout_s);
 int oob_rank(void);
 /* Re-arm both the alarm of this side (0 disarms). */
 void oob_set_timeout(unsigned timeout_s);
+/*
+ * Name what this rank is doing (a string that outlives the call, NULL
+ * for nothing), so that a timeout says where it hung.
+ */
+void oob_doing(const char *what);
 
 /* Whole-buffer transfers; 0 or -1 (peer gone, reason on stderr). */
 int oob_send(const void *buf, size_t len);
@@ -37,6 +42,15 @@ int oob_barrier(void);
  * OOB_PASS.
  */
 int oob_finish(int status);
+
+/*
+ * Rank 1, inside oob_check only: die at once by SIGKILL, as a crashed
+ * process would (no exit handlers, no plugin close), after marking the
+ * death as wanted so that rank 0 and oob_finish count it as a pass.  Any
+ * other death of rank 1 still fails the check.  Rank 0 cannot die this
+ * way: its exit status is the check's result, and rank 1 dies with it.
+ */
+void oob_die(void) __attribute__((noreturn));
 
 /*
  * Record why this rank failed (the first reason per rank is kept) for

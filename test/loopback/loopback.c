@@ -189,15 +189,16 @@ static int lb_open(struct lb_ctx *x, int rank)
 	return OOB_PASS;
 }
 
-/* Rank 1 listens and accepts, rank 0 connects: one 0 -> 1 connection. */
-static int lb_connect_pair(struct lb_ctx *x, void **send, void **recv)
+/* Rank `listener` listens and accepts; the other rank connects. */
+static int lb_connect_to(struct lb_ctx *x, int listener, void **send,
+			 void **recv)
 {
 	char handle[NCCL_NET_HANDLE_MAXSIZE];
 	const char *what;
 	void *listen = NULL;
 	int r;
 
-	if (x->rank == 1) {
+	if (x->rank == listener) {
 		memset(handle, 0, sizeof(handle));
 		LB_CALL(x, zsm_client_listen(x->c, x->dev, handle, &listen));
 		LB_EXPECT(listen,
@@ -214,6 +215,12 @@ static int lb_connect_pair(struct lb_ctx *x, void **send, void **recv)
 		LB_EXPECT(!r, "%s returned %s", what, zsm_client_result_str(r));
 	}
 	return OOB_PASS;
+}
+
+/* Rank 1 listens and accepts, rank 0 connects: one 0 -> 1 connection. */
+static int lb_connect_pair(struct lb_ctx *x, void **send, void **recv)
+{
+	return lb_connect_to(x, 1, send, recv);
 }
 
 static int lb_setup(struct lb_ctx *x, int rank)
@@ -1515,6 +1522,246 @@ static int check_close_inflight(int rank, void *arg)
 }
 
 /* ---------------------------------------------------------------------- */
+/* a peer that dies makes the survivor's requests fail, not hang */
+
+/*
+ * How soon the survivor must see an error: NCCL only learns of a dead peer
+ * from the plugin, and the plugin probes a silent peer once per
+ * ZSM_PEER_CHECK_MS (1 s by default).  The dying side is always rank 1:
+ * rank 0's exit status is the check's result, and rank 1 dies with it.
+ */
+#define PD_DETECT_MS (15000 * lb_scale)
+/*
+ * The survivor's alarm from the peer's death on: a test() or isend that
+ * never returns times out naming the step (oob_doing) soon after
+ * PD_DETECT_MS, and the closing steps after get a fresh allowance.
+ */
+#define PD_ALARM_S ((unsigned)(PD_DETECT_MS / 1000 + 5))
+#define PD_AFTER_S ((unsigned)(30 * lb_scale))
+#define PD_SLOT 4096
+#define PD_SINGLE 4
+#define PD_SEND_SIZE (1u << 20)
+#define PD_SEND_DEPTH 8
+
+/*
+ * Once the dead peer's comm is closed, the plugin still carries traffic:
+ * with the peer gone, this rank connects to itself and sends a message.
+ */
+static int pd_still_works(struct lb_ctx *x)
+{
+	char handle[NCCL_NET_HANDLE_MAXSIZE];
+	void *listen = NULL, *send = NULL, *recv = NULL, *sreq, *rreq;
+	size_t size = 1000;
+	const char *what;
+	struct lb_buf b;
+	int sizes[64], r;
+
+	oob_doing("connecting to itself after the peer died");
+	memset(handle, 0, sizeof(handle));
+	LB_CALL(x, zsm_client_listen(x->c, x->dev, handle, &listen));
+	LB_EXPECT(listen, "listen after the peer died returned success and "
+			  "NULL listenComm");
+	r = zsm_client_connect_accept(x->c, x->dev, handle, listen, &send,
+				      &recv, LB_CONNECT_MS, &what);
+	LB_EXPECT(!r, "%s to itself after the peer died returned %s", what,
+		  zsm_client_result_str(r));
+	LB_CALL(x, zsm_client_close_listen(x->c, listen));
+	LB_TRY(lb_buf_alloc(&b, 2 * size));
+	LB_TRY(lb_buf_reg(x, &b, recv));
+	zsm_pattern_fill(b.p + size, size, 47);
+	LB_TRY(lb_post_recv(x, recv, 1, &b.vp, &size, (int[]){ 0 }, &b.mh,
+			    &rreq));
+	LB_TRY(lb_post_send(x, send, b.p + size, size, 0, b.mh, &sreq));
+	LB_TRY(lb_wait(x, sreq, sizes, "send to self after the peer died"));
+	LB_TRY(lb_wait(x, rreq, sizes, "receive from self after the peer "
+				       "died"));
+	LB_EXPECT(sizes[0] == (int)size && zsm_pattern_check(b.p, size, 47) < 0,
+		  "message to self after the peer died: size %d or data wrong",
+		  sizes[0]);
+	LB_TRY(lb_buf_free(x, &b));
+	LB_CALL(x, zsm_client_close_send(x->c, send));
+	LB_CALL(x, zsm_client_close_recv(x->c, recv));
+	oob_doing("finalizing after the peer died");
+	return OOB_PASS;
+}
+
+static int check_peer_dies_recv(int rank, void *arg)
+{
+	void *req[PD_SINGLE + 1], *data[LB_MAX_RECVS], *mhs[LB_MAX_RECVS];
+	int tags[LB_MAX_RECVS], sizes[64], pending, done, r, i;
+	double first_ms = -1, last_ms = 0;
+	size_t ss[LB_MAX_RECVS], size = PD_SLOT;
+	int first = ncclSuccess;
+	struct lb_ctx x;
+	struct lb_buf b;
+	uint64_t t0;
+
+	(void)arg;
+	LB_TRY(lb_open(&x, rank));
+	/* Reversed (1 -> 0): the sender is the rank that can die. */
+	LB_TRY(lb_connect_to(&x, 0, &x.send, &x.recv));
+	LB_TRY(lb_buf_alloc(&b, (PD_SINGLE + LB_MAX_RECVS) * PD_SLOT));
+	LB_TRY(lb_buf_reg(&x, &b, rank ? x.send : x.recv));
+	if (rank == 1) {
+		/* The connection carried data before its sender vanished. */
+		zsm_pattern_fill(b.p, PD_SLOT, 41);
+		LB_TRY(lb_post_send(&x, x.send, b.p, PD_SLOT, 0, b.mh,
+				    &req[0]));
+		LB_TRY(lb_wait(&x, req[0], sizes, "send before dying"));
+		LB_OOB(oob_barrier());
+		oob_die();
+	}
+	LB_TRY(lb_post_recv(&x, x.recv, 1, &b.vp, &size, (int[]){ 0 }, &b.mh,
+			    &req[0]));
+	LB_TRY(lb_wait(&x, req[0], sizes, "receive before the peer died"));
+	LB_EXPECT(sizes[0] == PD_SLOT &&
+			  zsm_pattern_check(b.p, PD_SLOT, 41) < 0,
+		  "message before the peer died: size %d or data wrong",
+		  sizes[0]);
+	/* Receives nothing will match: single ones, then a grouped one. */
+	for (i = 0; i < LB_MAX_RECVS; i++) {
+		data[i] = b.p + (size_t)(PD_SINGLE + i) * PD_SLOT;
+		mhs[i] = b.mh;
+		ss[i] = PD_SLOT;
+		tags[i] = 10 + i;
+	}
+	for (i = 0; i < PD_SINGLE; i++) {
+		void *d = b.p + (size_t)i * PD_SLOT;
+
+		LB_TRY(lb_post_recv(&x, x.recv, 1, &d, &size,
+				    (int[]){ 1 + i }, &b.mh, &req[i]));
+	}
+	LB_TRY(lb_post_recv(&x, x.recv, LB_MAX_RECVS, data, ss, tags, mhs,
+			    &req[PD_SINGLE]));
+	/* Rank 1 dies once this returns; no out-of-band traffic after. */
+	LB_OOB(oob_barrier());
+	t0 = zsm_client_now_ns();
+	oob_set_timeout(PD_ALARM_S);
+	oob_doing("testing receives whose sender died");
+	/* NCCL tests each request until done or an error; so do we. */
+	for (pending = PD_SINGLE + 1; pending;) {
+		for (i = 0; i <= PD_SINGLE; i++) {
+			if (!req[i])
+				continue;
+			r = zsm_client_test(x.c, req[i], &done, sizes);
+			LB_EXPECT(r || !done,
+				  "receive %d succeeded though its sender "
+				  "died without sending (size %d)",
+				  i, sizes[0]);
+			if (!r)
+				continue;
+			last_ms = lb_ms_since(t0);
+			if (first_ms < 0) {
+				first_ms = last_ms;
+				first = r;
+			}
+			req[i] = NULL;
+			pending--;
+		}
+		LB_EXPECT(!pending || lb_ms_since(t0) < PD_DETECT_MS,
+			  "sender dead for %d ms: %d of %d receives still "
+			  "pending without an error (first error: %s)",
+			  PD_DETECT_MS, pending, PD_SINGLE + 1,
+			  first_ms < 0 ? "none" : zsm_client_result_str(first));
+	}
+	printf("# abi %d rank 0: receives from the dead sender failed with "
+	       "%s after %.0f ms, the last after %.0f ms\n",
+	       lb_opts.abi, zsm_client_result_str(first), first_ms, last_ms);
+	oob_set_timeout(PD_AFTER_S);
+	oob_doing("closing the receive comm whose sender died");
+	/* NCCL's order after an error: deregister, then close. */
+	LB_TRY(lb_buf_free(&x, &b));
+	LB_CALL(&x, zsm_client_close_recv(x.c, x.recv));
+	x.recv = NULL;
+	LB_TRY(pd_still_works(&x));
+	return lb_teardown(&x);
+}
+
+static int check_peer_dies_send(int rank, void *arg)
+{
+	void *req[PD_SEND_DEPTH] = { 0 };
+	int sizes[64], ok = 0, posted = 0, done, r = ncclSuccess, i;
+	const char *from = NULL;
+	struct lb_ctx x;
+	struct lb_buf b;
+	uint64_t t0;
+	double ms;
+
+	(void)arg;
+	LB_TRY(lb_setup(&x, rank));
+	LB_TRY(lb_buf_alloc(&b, PD_SEND_SIZE));
+	LB_TRY(lb_buf_reg(&x, &b, rank ? x.recv : x.send));
+	/* One rendezvous-sized message first: the path works. */
+	if (rank == 1) {
+		LB_TRY(lb_post_recv(&x, x.recv, 1, &b.vp, &b.size,
+				    (int[]){ 0 }, &b.mh, &req[0]));
+		LB_TRY(lb_wait(&x, req[0], sizes, "receive before dying"));
+		LB_EXPECT(sizes[0] == (int)PD_SEND_SIZE &&
+				  zsm_pattern_check(b.p, PD_SEND_SIZE, 43) < 0,
+			  "message before dying: size %d or data wrong",
+			  sizes[0]);
+		LB_OOB(oob_barrier());
+		oob_die();
+	}
+	zsm_pattern_fill(b.p, PD_SEND_SIZE, 43);
+	LB_TRY(lb_post_send(&x, x.send, b.p, PD_SEND_SIZE, 0, b.mh, &req[0]));
+	LB_TRY(lb_wait(&x, req[0], sizes, "send before the peer died"));
+	/* Half the sends are in flight, unmatched, when the receiver dies. */
+	for (i = 0; i < PD_SEND_DEPTH / 2; i++, posted++)
+		LB_TRY(lb_post_send(&x, x.send, b.p, PD_SEND_SIZE, 1, b.mh,
+				    &req[i]));
+	/* Rank 1 dies once this returns; no out-of-band traffic after. */
+	LB_OOB(oob_barrier());
+	t0 = zsm_client_now_ns();
+	oob_set_timeout(PD_ALARM_S);
+	oob_doing("sending to a receiver that died");
+	/*
+	 * The rest go out once the provider has seen the connection drop,
+	 * to a peer that is gone; then PD_SEND_DEPTH stay in flight, as a
+	 * pipelining NCCL would keep them.
+	 */
+	lb_sleep_ms(300);
+	while (!from) {
+		for (i = 0; i < PD_SEND_DEPTH && !from; i++) {
+			if (!req[i]) {
+				r = zsm_client_isend(x.c, x.send, b.p,
+						     PD_SEND_SIZE, 1, b.mh,
+						     &req[i]);
+				if (r)
+					from = "isend";
+				else if (req[i])
+					posted++;
+				continue;
+			}
+			r = zsm_client_test(x.c, req[i], &done, sizes);
+			if (r) {
+				from = "test";
+				req[i] = NULL;
+			} else if (done) {
+				ok++;
+				req[i] = NULL;
+			}
+		}
+		LB_EXPECT(from || lb_ms_since(t0) < PD_DETECT_MS,
+			  "receiver dead for %d ms and no error: %d sends "
+			  "posted, %d succeeded",
+			  PD_DETECT_MS, posted, ok);
+	}
+	ms = lb_ms_since(t0);
+	printf("# abi %d rank 0: sending to the dead receiver: %s returned "
+	       "%s after %.0f ms (%d sends posted, %d succeeded)\n",
+	       lb_opts.abi, from, zsm_client_result_str(r), ms, posted, ok);
+	oob_set_timeout(PD_AFTER_S);
+	oob_doing("closing the send comm whose receiver died");
+	/* NCCL stops testing at the first error: close with sends left. */
+	LB_TRY(lb_buf_free(&x, &b));
+	LB_CALL(&x, zsm_client_close_send(x.c, x.send));
+	x.send = NULL;
+	LB_TRY(pd_still_works(&x));
+	return lb_teardown(&x);
+}
+
+/* ---------------------------------------------------------------------- */
 
 static int check_init(int rank, void *arg)
 {
@@ -1573,6 +1820,8 @@ static const struct lb_check lb_checks[] = {
 	{ "inflight_256", check_inflight_256, 30 },
 	{ "mr_cache", check_mr_cache, 30 },
 	{ "close_inflight", check_close_inflight, 30 },
+	{ "peer_dies_recv", check_peer_dies_recv, 45 },
+	{ "peer_dies_send", check_peer_dies_send, 45 },
 };
 
 #define LB_NCHECKS (sizeof(lb_checks) / sizeof(lb_checks[0]))
