@@ -25,7 +25,7 @@
 #                    runs get what the build and unit tests leave
 #   ZSM_T_ZSM        upper bound for the zsm run (default 300 s)
 #   ZSM_T_SOCKET     upper bound for the socket run (default 150 s)
-#   ZSM_T_UNIT       bound for the unit tests (default 90 s)
+#   ZSM_T_UNIT       bound for the unit, abi and loopback suites (default 150 s)
 #   ZSM_MESON_ARGS   extra arguments for meson setup (e.g. -Dbuildtype=release)
 #   PYTHON           interpreter with torch (default python3)
 #   --cpu-gloo       (testing this script without GPUs) passed to nccl_check.py
@@ -40,7 +40,7 @@ PY=${PYTHON:-python3}
 BUDGET=${ZSM_GPU_BUDGET:-570}
 T_ZSM=${ZSM_T_ZSM:-300}
 T_SOCKET=${ZSM_T_SOCKET:-150}
-T_UNIT=${ZSM_T_UNIT:-90}
+T_UNIT=${ZSM_T_UNIT:-150}
 
 quick=() gloo=() do_unit=1 do_socket=1
 while [ $# -gt 0 ]; do
@@ -174,7 +174,8 @@ ulog="$OUT/unit.log"
 if [ "$do_unit" = 1 ] && [ "$build_ok" = 1 ] && [ "$tests" = true ]; then
     t=$T_UNIT
     echo "== unit tests (meson test, up to $t s)"
-    timeout -k 10 "$t" meson test -C "$BUILD" --print-errorlogs >"$ulog" 2>&1
+    timeout -k 10 "$t" meson test -C "$BUILD" --print-errorlogs \
+        --suite unit --suite abi --suite loopback >"$ulog" 2>&1
     rc=$?
     line=$(grep -E '^(Ok|Fail|Timeout|Expected Fail|Unexpected Pass|Skipped):' "$ulog" | tr -s ' \n' ' ')
     if [ "$rc" = 0 ]; then
