@@ -267,13 +267,13 @@ int zsm_accept(void *listen_comm, void **recv_comm)
 	return ret;
 }
 
-static int zsm_close_typed(void *comm, int type, const char *what)
+static int zsm_close_typed(void *comm, int type, const char *kind)
 {
 	if (!comm)
 		return 0;
 	if (!zsm_net_comm_valid(comm, type)) {
-		ZSM_WARN("net: %s: not a %s comm (closed twice?)", what,
-			 what + 6);
+		ZSM_WARN("net: close: not a live %s comm (closed twice?)",
+			 kind);
 		return -EINVAL;
 	}
 	return zsm_net_comm_close(comm);
@@ -281,17 +281,17 @@ static int zsm_close_typed(void *comm, int type, const char *what)
 
 int zsm_close_send(void *send_comm)
 {
-	return zsm_close_typed(send_comm, ZSM_COMM_SEND, "close send");
+	return zsm_close_typed(send_comm, ZSM_COMM_SEND, "send");
 }
 
 int zsm_close_recv(void *recv_comm)
 {
-	return zsm_close_typed(recv_comm, ZSM_COMM_RECV, "close recv");
+	return zsm_close_typed(recv_comm, ZSM_COMM_RECV, "receive");
 }
 
 int zsm_close_listen(void *listen_comm)
 {
-	return zsm_close_typed(listen_comm, ZSM_COMM_LISTEN, "close listen");
+	return zsm_close_typed(listen_comm, ZSM_COMM_LISTEN, "listen");
 }
 
 static struct zsm_net_comm *zsm_any_comm(void *comm)

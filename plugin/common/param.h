@@ -49,8 +49,9 @@ enum zsm_param_type {
 	  "Share one provider registration among overlapping live "          \
 	  "registrations of the same domain.")                                \
 	X(PEER_CHECK_MS, ZSM_PARAM_INT, "1000", 0, 600000, NULL,              \
-	  "A receive comm waiting this long probes its sender; a dead "       \
-	  "sender fails the pending receives. 0 disables the probe.")
+	  "A comm with work outstanding and no traffic for this long probes " \
+	  "its peer; a peer that takes no probe for 4 such periods has its "  \
+	  "comm failed (ncclRemoteError) instead of hanging. 0: no probes.")
 
 enum zsm_param_id {
 #define ZSM_PARAM_ENUM_ID(name, ...) ZSM_P_##name,
