@@ -402,7 +402,8 @@ static void oob_sleep_ms(unsigned ms)
 		;
 }
 
-int oob_check(const char *name, oob_check_fn fn, void *arg, unsigned timeout_s)
+int oob_check(const char *name, const char *what, oob_check_fn fn, void *arg,
+	      unsigned timeout_s)
 {
 	unsigned waited_ms = 0, limit_ms = (timeout_s + 10) * 1000;
 	int st = 0, result, rank;
@@ -475,7 +476,9 @@ int oob_check(const char *name, oob_check_fn fn, void *arg, unsigned timeout_s)
 		snprintf(why + used, sizeof(why) - used, "%srank %d: %s",
 			 used ? "; " : "", rank, oob_shm->why[rank]);
 	}
-	if (result == OOB_PASS)
+	if (result == OOB_PASS && what)
+		printf("PASS %s: %s\n", name, what);
+	else if (result == OOB_PASS)
 		printf("PASS %s\n", name);
 	else if (result == OOB_SKIP)
 		printf("SKIP %s: %s\n", name, why[0] ? why : "skipped");

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Two-process loopback conformance checks of one exported ncclNet table
- * (--abi 8..12) of a plugin .so: each check runs in a fresh pair of
- * processes, rank 0 sending and rank 1 receiving, and prints PASS or FAIL
- * with the reason.  Exit 0 when all pass, 1 on any failure, 77 when the
- * plugin has no usable device (e.g. no tcp provider).
+ * zsm-conformance: load any NCCL net plugin the way NCCL does (dlopen
+ * RTLD_NOW | RTLD_LOCAL, the highest ncclNetPlugin_vN or --abi N) and run a
+ * catalog of named checks of its ncclNet table on this host.  Each check
+ * runs in a fresh pair of forked processes, rank 0 sending and rank 1
+ * receiving, under its own alarm, and prints PASS, FAIL or SKIP with one
+ * line saying why; the run ends with "N passed, N failed, N skipped".
+ * Exit 0 when all pass, 1 on any failure, 2 on bad usage, 77 when nothing
+ * could run (no usable device).  docs/conformance.md lists the checks and
+ * the NCCL rule behind each.
  */
 #include <errno.h>
 #include <limits.h>
@@ -13,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1763,17 +1768,34 @@ static int check_peer_dies_send(int rank, void *arg)
 
 /* ---------------------------------------------------------------------- */
 
+/*
+ * What the init check learnt, written by its rank 0 into a shared page:
+ * the checks run in forked processes, and the parent loads no plugin
+ * itself so that every check starts from a process that never saw one.
+ */
+struct lb_found {
+	int abi;
+	int ndev;
+};
+
 static int check_init(int rank, void *arg)
 {
+	struct lb_found *found = arg;
 	struct lb_ctx x;
 	int ndev = 0, r;
 
-	(void)arg;
 	if (rank == 1)
 		return OOB_PASS;
 	r = zsm_client_open(lb_opts.plugin, lb_opts.abi, &x.c);
-	LB_EXPECT(!r, "cannot open %s with abi %d", lb_opts.plugin,
-		  lb_opts.abi);
+	if (lb_opts.abi)
+		LB_EXPECT(!r, "cannot open %s with abi %d (no "
+			      "ncclNetPlugin_v%d?)",
+			  lb_opts.plugin, lb_opts.abi, lb_opts.abi);
+	else
+		LB_EXPECT(!r, "cannot open %s: no ncclNetPlugin_v8..v12 "
+			      "(see stderr)",
+			  lb_opts.plugin);
+	found->abi = zsm_client_abi(x.c);
 	r = zsm_client_init(x.c, 1);
 	if (r)
 		return oob_skip("init returned %s: no usable device (is the "
@@ -1790,6 +1812,9 @@ static int check_init(int rank, void *arg)
 		zsm_client_finalize(x.c);
 		return oob_skip("plugin reports %d devices", ndev);
 	}
+	LB_EXPECT(lb_opts.dev < ndev, "device %d requested, plugin has %d",
+		  lb_opts.dev, ndev);
+	found->ndev = ndev;
 	printf("# abi %d: plugin '%s', %d device(s)\n", zsm_client_abi(x.c),
 	       zsm_client_name(x.c), ndev);
 	LB_CALL(&x, zsm_client_finalize(x.c));
@@ -1797,47 +1822,77 @@ static int check_init(int rank, void *arg)
 	return OOB_PASS;
 }
 
+/*
+ * The catalog.  timeout_s bounds one check (both ranks) unless --timeout
+ * gives one for all; what is the pass line's few words, and the --list
+ * line.  docs/conformance.md describes each check and its NCCL rule.
+ */
 struct lb_check {
 	const char *name;
 	oob_check_fn fn;
 	unsigned timeout_s;
+	const char *what;
 };
 
 static const struct lb_check lb_checks[] = {
-	{ "properties", check_properties, 20 },
-	{ "connect_retry", check_connect_retry, 30 },
-	{ "bad_handle", check_bad_handle, 60 },
-	{ "order", check_order, 30 },
-	{ "tag_select", check_tag_select, 30 },
-	{ "grouped_n", check_grouped_n, 30 },
-	{ "recv_larger", check_recv_larger, 30 },
-	{ "send_too_large", check_send_too_large, 30 },
-	{ "zero_byte", check_zero_byte, 30 },
-	{ "null_retry", check_null_retry, 30 },
-	{ "recv_overwrites_request", check_recv_overwrites_request, 30 },
-	{ "test_sizes_n", check_test_sizes_n, 30 },
-	{ "iflush_host", check_iflush_host, 30 },
-	{ "inflight_256", check_inflight_256, 30 },
-	{ "mr_cache", check_mr_cache, 30 },
-	{ "close_inflight", check_close_inflight, 30 },
-	{ "peer_dies_recv", check_peer_dies_recv, 45 },
-	{ "peer_dies_send", check_peer_dies_send, 45 },
+	{ "properties", check_properties, 20,
+	  "every device's properties written, sane, unique and stable" },
+	{ "connect_retry", check_connect_retry, 30,
+	  "connect/accept retried with one handle, every call quick" },
+	{ "bad_handle", check_bad_handle, 60,
+	  "random, zeroed, corrupted, stale handles fail connect" },
+	{ "order", check_order, 30,
+	  "one-tag sends match receives in posting order" },
+	{ "tag_select", check_tag_select, 30,
+	  "tags pick the buffer of a grouped receive" },
+	{ "grouped_n", check_grouped_n, 30,
+	  "grouped receives n = 1..8, mixed and partial sizes" },
+	{ "recv_larger", check_recv_larger, 30,
+	  "a larger receive buffer reports the size sent" },
+	{ "send_too_large", check_send_too_large, 30,
+	  "a send over the posted size fails, nothing overflows" },
+	{ "zero_byte", check_zero_byte, 30,
+	  "0-byte messages, single and grouped, write nothing" },
+	{ "null_retry", check_null_retry, 30,
+	  "NULL requests retried; 256 in flight complete" },
+	{ "recv_overwrites_request", check_recv_overwrites_request, 30,
+	  "irecv overwrites the 0x1 hint in *request" },
+	{ "test_sizes_n", check_test_sizes_n, 30,
+	  "test writes exactly n sizes, only when done" },
+	{ "iflush_host", check_iflush_host, 30,
+	  "iflush on host memory: success and a NULL request" },
+	{ "inflight_256", check_inflight_256, 30,
+	  "256 requests posted each way before any test" },
+	{ "mr_cache", check_mr_cache, 30,
+	  "twin, nested, overlapping registrations in any order" },
+	{ "close_inflight", check_close_inflight, 30,
+	  "comms close with requests in flight; the plugin lives on" },
+	{ "peer_dies_recv", check_peer_dies_recv, 45,
+	  "receives from a dead sender fail within the limit" },
+	{ "peer_dies_send", check_peer_dies_send, 45,
+	  "sends to a dead receiver fail within the limit" },
 };
 
 #define LB_NCHECKS (sizeof(lb_checks) / sizeof(lb_checks[0]))
 
+/* Exit status of a command line the tool cannot run. */
+#define LB_USAGE 2
+
 static void lb_usage(FILE *out)
 {
-	size_t i;
-
 	fprintf(out,
-		"usage: zsm-loopback --plugin PATH [--abi 8..12] [--device N]\n"
-		"                    [--only NAME[,NAME...]] [--list]\n"
-		"Runs two-process loopback checks of one ncclNet table.\n"
-		"Checks:");
-	for (i = 0; i < LB_NCHECKS; i++)
-		fprintf(out, " %s", lb_checks[i].name);
-	fprintf(out, "\n");
+		"usage: zsm-conformance [--abi 8..12] [--device N] "
+		"[--timeout SECONDS]\n"
+		"                       [--only NAME[,NAME...]] [--list] "
+		"PLUGIN.so\n"
+		"Loads PLUGIN.so as NCCL does and runs two-process checks of "
+		"its ncclNet\n"
+		"table on this host (--plugin PLUGIN.so works too).  --list "
+		"prints the\n"
+		"checks.  Exit status: 0 all passed, 1 a check failed, 2 bad "
+		"usage,\n"
+		"77 nothing could run (no usable device).  See "
+		"docs/conformance.md.\n");
 }
 
 /*
@@ -1857,6 +1912,7 @@ static int lb_time_scale(void)
 	return preload && strstr(preload, "vgpreload") ? 10 : 1;
 }
 
+/* Whether name is one of the comma-separated names in only. */
 static int lb_selected(const char *only, const char *name)
 {
 	size_t len = strlen(name);
@@ -1872,58 +1928,150 @@ static int lb_selected(const char *only, const char *name)
 	return 0;
 }
 
+/*
+ * Every name in only must be in the catalog: a typo would otherwise run
+ * nothing and pass.  Returns 0 or prints the first unknown name.
+ */
+static int lb_only_valid(const char *only)
+{
+	const char *p = only, *end;
+	size_t len, k;
+
+	while (*p) {
+		end = strchr(p, ',');
+		len = end ? (size_t)(end - p) : strlen(p);
+		for (k = 0; k < LB_NCHECKS; k++)
+			if (strlen(lb_checks[k].name) == len &&
+			    !strncmp(lb_checks[k].name, p, len))
+				break;
+		if (k == LB_NCHECKS) {
+			fprintf(stderr, "zsm-conformance: no check named "
+					"'%.*s' (see --list)\n",
+				(int)len, p);
+			return -1;
+		}
+		p += len + (end ? 1 : 0);
+	}
+	return 0;
+}
+
+/* A whole number in [lo, hi], or -1. */
+static long lb_parse_num(const char *s, long lo, long hi)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -1;
+	return v;
+}
+
 int main(int argc, char **argv)
 {
 	const char *only = NULL;
-	int passed = 0, failed = 0, skipped = 0, i, r;
+	int passed = 0, failed = 0, skipped = 0, list = 0, i, r;
+	struct lb_found *found;
+	long timeout_s = 0, v;
+	unsigned limit;
 	size_t k;
 
 	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--plugin") && i + 1 < argc) {
+		const char *a = argv[i];
+		int has_val = i + 1 < argc;
+
+		if (!strcmp(a, "--plugin") && has_val) {
 			lb_opts.plugin = argv[++i];
-		} else if (!strcmp(argv[i], "--abi") && i + 1 < argc) {
-			lb_opts.abi = atoi(argv[++i]);
-		} else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-			lb_opts.dev = atoi(argv[++i]);
-		} else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+		} else if (!strcmp(a, "--abi") && has_val) {
+			v = lb_parse_num(argv[++i], ZSM_CLIENT_ABI_MIN,
+					 ZSM_CLIENT_ABI_MAX);
+			if (v < 0) {
+				fprintf(stderr, "zsm-conformance: --abi must "
+						"be 8..12\n");
+				return LB_USAGE;
+			}
+			lb_opts.abi = (int)v;
+		} else if (!strcmp(a, "--device") && has_val) {
+			v = lb_parse_num(argv[++i], 0, 63);
+			if (v < 0) {
+				fprintf(stderr, "zsm-conformance: --device "
+						"must be 0..63\n");
+				return LB_USAGE;
+			}
+			lb_opts.dev = (int)v;
+		} else if (!strcmp(a, "--timeout") && has_val) {
+			timeout_s = lb_parse_num(argv[++i], 1, 86400);
+			if (timeout_s < 0) {
+				fprintf(stderr, "zsm-conformance: --timeout "
+						"must be 1..86400 seconds\n");
+				return LB_USAGE;
+			}
+		} else if (!strcmp(a, "--only") && has_val) {
 			only = argv[++i];
-		} else if (!strcmp(argv[i], "--list")) {
-			for (k = 0; k < LB_NCHECKS; k++)
-				printf("%s\n", lb_checks[k].name);
-			return 0;
-		} else if (!strcmp(argv[i], "--help")) {
+		} else if (!strcmp(a, "--list")) {
+			list = 1;
+		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			lb_usage(stdout);
 			return 0;
+		} else if (a[0] != '-' && !lb_opts.plugin) {
+			lb_opts.plugin = a;
 		} else {
 			lb_usage(stderr);
-			return 1;
+			return LB_USAGE;
 		}
 	}
-	if (!lb_opts.plugin)
-		lb_opts.plugin = getenv("ZSM_BENCH_PLUGIN");
-	lb_scale = lb_time_scale();
+	if (list) {
+		for (k = 0; k < LB_NCHECKS; k++)
+			printf("%-24s %s\n", lb_checks[k].name,
+			       lb_checks[k].what);
+		return 0;
+	}
 	if (!lb_opts.plugin) {
 		lb_usage(stderr);
-		return 1;
+		return LB_USAGE;
 	}
-	if (lb_opts.abi && (lb_opts.abi < 8 || lb_opts.abi > 12)) {
-		fprintf(stderr, "--abi must be 8..12\n");
-		return 1;
-	}
+	if (only && lb_only_valid(only))
+		return LB_USAGE;
+	lb_scale = lb_time_scale();
 	if (access(lb_opts.plugin, R_OK)) {
 		printf("FAIL init: %s: %s\n", lb_opts.plugin, strerror(errno));
-		return 1;
-	}
-	r = oob_check("init", check_init, NULL, 30 * (unsigned)lb_scale);
-	if (r == OOB_SKIP)
-		return OOB_SKIP;
-	if (r != OOB_PASS)
+		printf("0 passed, 1 failed, 0 skipped\n");
 		return OOB_FAIL;
+	}
+	found = mmap(NULL, sizeof(*found), PROT_READ | PROT_WRITE,
+		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (found == MAP_FAILED) {
+		perror("zsm-conformance: mmap");
+		return OOB_FAIL;
+	}
+	memset(found, 0, sizeof(*found));
+	limit = (unsigned)(timeout_s ? timeout_s : 30) * (unsigned)lb_scale;
+	r = oob_check("init", "plugin loads, init succeeds, devices > 0",
+		      check_init, found, limit);
+	if (r == OOB_PASS && !found->abi)
+		r = OOB_FAIL;
+	/* Nothing could run: every selected check is a skip. */
+	if (r == OOB_SKIP) {
+		for (k = 0; k < LB_NCHECKS; k++)
+			skipped += lb_selected(only, lb_checks[k].name);
+		printf("0 passed, 0 failed, %d skipped\n", skipped);
+		return OOB_SKIP;
+	}
+	if (r != OOB_PASS) {
+		printf("0 passed, 1 failed, 0 skipped\n");
+		return OOB_FAIL;
+	}
+	/* Every check uses the table init found: the highest by default. */
+	lb_opts.abi = found->abi;
 	for (k = 0; k < LB_NCHECKS; k++) {
 		if (!lb_selected(only, lb_checks[k].name))
 			continue;
-		r = oob_check(lb_checks[k].name, lb_checks[k].fn, NULL,
-			      lb_checks[k].timeout_s * (unsigned)lb_scale);
+		limit = (unsigned)(timeout_s ? timeout_s
+					     : (long)lb_checks[k].timeout_s) *
+			(unsigned)lb_scale;
+		r = oob_check(lb_checks[k].name, lb_checks[k].what,
+			      lb_checks[k].fn, NULL, limit);
 		if (r == OOB_PASS)
 			passed++;
 		else if (r == OOB_SKIP)
@@ -1931,7 +2079,8 @@ int main(int argc, char **argv)
 		else
 			failed++;
 	}
-	printf("# abi %d: %d passed, %d failed, %d skipped\n", lb_opts.abi,
-	       passed, failed, skipped);
+	printf("# plugin %s, abi %d, device %d\n", lb_opts.plugin,
+	       lb_opts.abi, lb_opts.dev);
+	printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
 	return failed ? OOB_FAIL : OOB_PASS;
 }
