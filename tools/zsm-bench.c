@@ -3,6 +3,8 @@
  * zsm-bench: point-to-point bandwidth and latency of any NCCL net plugin,
  * two processes on one host, driven only through the plugin's exported
  * ncclNet table (test/lib/zsm_client).  Rank 0 sends, rank 1 receives.
+ * --raw runs the same patterns on libfabric alone (bench_raw.c), and
+ * --plot draws the CSV files of earlier runs (bench_plot.c).
  */
 #include <errno.h>
 #include <limits.h>
@@ -12,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_plot.h"
+#include "bench_raw.h"
 #include "oob.h"
 #include "pattern.h"
 #include "zsm_client.h"
@@ -48,12 +52,14 @@ struct bench_opts {
 	const char *csv;
 	int dev;
 	int verify;
+	int raw;
 	unsigned step_timeout_s;
 };
 
 struct bench {
 	struct bench_opts o;
 	struct zsm_client *c;
+	struct bench_raw *raw; /* --raw: in place of c */
 	int rank;
 	const char *name;
 	void *send; /* rank 0 -> 1 on rank 0, 1 -> 0 on rank 1 */
@@ -161,7 +167,7 @@ static const char *bench_size_str(size_t size, char *buf, size_t len)
 static void bench_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: zsm-bench [--plugin PATH] [--abi 8..12]\n"
+		"usage: zsm-bench [--plugin PATH | --raw] [--abi 8..12]\n"
 		"         [--test stream|pingpong|both]\n"
 		"         [--sizes LIST | --min-size N --max-size N]\n"
 		"         [--iters N] [--warmup N] [--reps N] [--csv FILE]\n"
@@ -177,7 +183,14 @@ static void bench_usage(FILE *out)
 		"powers of 4.  Results are medians over --reps (default 5).\n"
 		"--timeout bounds each size (default 300 s).  The plugin\n"
 		"defaults to $ZSM_BENCH_PLUGIN, else\n"
-		"  %s\n",
+		"  %s\n"
+		"--raw runs the same patterns on libfabric alone, with\n"
+		"the provider and domain the plugin would pick\n"
+		"(ZSM_PROVIDER, FI_PROVIDER, ZSM_DOMAIN); CSV plugin 'raw'.\n"
+		"\n"
+		"       zsm-bench --plot OUT.png CSV...\n"
+		"draws GB/s and usec against size from zsm-bench CSV\n"
+		"files with gnuplot (Debian package gnuplot-nox).\n",
 		BENCH_WINDOW, ZSM_BENCH_DEFAULT_PLUGIN);
 }
 
@@ -220,6 +233,9 @@ static void bench_parse(struct bench_opts *o, int argc, char **argv)
 			exit(0);
 		} else if (!strcmp(a, "--no-verify")) {
 			o->verify = 0;
+			continue;
+		} else if (!strcmp(a, "--raw")) {
+			o->raw = 1;
 			continue;
 		}
 		if (!v) {
@@ -313,7 +329,15 @@ static uint32_t bench_seed(size_t size, long iter)
 static void *bench_isend_try(struct bench *b, void *data, size_t size)
 {
 	void *req = NULL;
+	int r;
 
+	if (b->raw) {
+		r = bench_raw_isend(b->raw, data, size, &req);
+		if (r)
+			bench_die("fi_tsend of %zu bytes failed: %s (%d)", size,
+				  bench_raw_strerror(r), r);
+		return req;
+	}
 	BENCH_CALL(zsm_client_isend(b->c, b->send, data, size, BENCH_TAG,
 				    b->smh, &req));
 	return req;
@@ -340,7 +364,15 @@ static void *bench_irecv_try(struct bench *b, void *data, size_t size)
 {
 	int tag = BENCH_TAG;
 	void *req = NULL;
+	int r;
 
+	if (b->raw) {
+		r = bench_raw_irecv(b->raw, data, size, &req);
+		if (r)
+			bench_die("fi_trecv of %zu bytes failed: %s (%d)", size,
+				  bench_raw_strerror(r), r);
+		return req;
+	}
 	BENCH_CALL(zsm_client_irecv(b->c, b->recv, 1, &data, &size, &tag,
 				    &b->rmh, &req));
 	return req;
@@ -362,17 +394,58 @@ static void *bench_irecv(struct bench *b, void *data, size_t size)
 	}
 }
 
+/*
+ * One test() of either transport; the plugin's error codes are positive,
+ * libfabric's negative, which is how bench_test_str tells them apart.
+ */
+static int bench_test(struct bench *b, void *req, int *done, int *size)
+{
+	int sizes[64];
+	size_t len = 0;
+	int r;
+
+	if (b->raw) {
+		r = bench_raw_test(b->raw, req, done, &len);
+		*size = len > INT_MAX ? INT_MAX : (int)len;
+		return r;
+	}
+	r = zsm_client_test(b->c, req, done, sizes);
+	*size = !r && *done ? sizes[0] : 0;
+	return r;
+}
+
+static const char *bench_test_str(int r)
+{
+	return r < 0 ? bench_raw_strerror(r) : zsm_client_result_str(r);
+}
+
+/* zsm_client_wait for --raw: test until done, bounded. */
+static int bench_poll_wait(struct bench *b, void *req, int *size)
+{
+	uint64_t t0 = zsm_client_now_ns();
+	int done = 0, r;
+
+	for (;;) {
+		r = bench_test(b, req, &done, size);
+		if (r || done)
+			return r;
+		if (zsm_client_now_ns() - t0 > BENCH_STALL_MS * 1000000ull)
+			return ZSM_CLIENT_TIMEOUT;
+	}
+}
+
 static int bench_wait(struct bench *b, void *req, const char *what, size_t size)
 {
 	int sizes[64] = { 0 };
-	int r = zsm_client_wait(b->c, req, sizes, BENCH_STALL_MS);
+	int r = b->raw ? bench_poll_wait(b, req, sizes)
+		       : zsm_client_wait(b->c, req, sizes, BENCH_STALL_MS);
 
 	if (r == ZSM_CLIENT_TIMEOUT)
 		bench_die("%s of %zu bytes: test() not done after %d ms", what,
 			  size, BENCH_STALL_MS);
 	if (r)
 		bench_die("%s of %zu bytes: test() failed: %s (%d)", what, size,
-			  zsm_client_result_str(r), r);
+			  bench_test_str(r), r);
 	return sizes[0];
 }
 
@@ -394,7 +467,7 @@ static double bench_stream_run(struct bench *b, size_t size, long count)
 	void *req[BENCH_WINDOW];
 	long posted = 0, completed = 0;
 	uint64_t t0, last;
-	int sizes[64], done, r;
+	int got, done, r;
 
 	BENCH_OOB(oob_barrier());
 	t0 = zsm_client_now_ns();
@@ -426,13 +499,12 @@ static double bench_stream_run(struct bench *b, size_t size, long count)
 					  BENCH_STALL_MS);
 			continue;
 		}
-		r = zsm_client_test(b->c, req[completed % BENCH_WINDOW], &done,
-				    sizes);
+		r = bench_test(b, req[completed % BENCH_WINDOW], &done, &got);
 		if (r)
 			bench_die("stream %s %ld of %zu bytes: test() failed: "
 				  "%s (%d)",
 				  b->rank ? "receive" : "send", completed, size,
-				  zsm_client_result_str(r), r);
+				  bench_test_str(r), r);
 		if (done) {
 			completed++;
 			last = zsm_client_now_ns();
@@ -689,6 +761,32 @@ static void bench_connect(struct bench *b)
 	BENCH_OOB(oob_barrier());
 }
 
+/* --raw: one endpoint per rank; the addresses cross the socketpair. */
+static void bench_raw_connect(struct bench *b)
+{
+	unsigned char mine[BENCH_RAW_ADDR_MAX], peer[BENCH_RAW_ADDR_MAX];
+	size_t len = sizeof(mine);
+	int r;
+
+	memset(mine, 0, sizeof(mine));
+	r = bench_raw_name(b->raw, mine, &len);
+	if (r)
+		bench_die("fi_getname failed: %s (%d)", bench_raw_strerror(r),
+			  r);
+	if (b->rank == 0) {
+		BENCH_OOB(oob_send(mine, sizeof(mine)));
+		BENCH_OOB(oob_recv(peer, sizeof(peer)));
+	} else {
+		BENCH_OOB(oob_recv(peer, sizeof(peer)));
+		BENCH_OOB(oob_send(mine, sizeof(mine)));
+	}
+	r = bench_raw_set_peer(b->raw, peer);
+	if (r)
+		bench_die("fi_av_insert failed: %s (%d)", bench_raw_strerror(r),
+			  r);
+	BENCH_OOB(oob_barrier());
+}
+
 static void *bench_alloc(size_t size)
 {
 	void *p;
@@ -717,6 +815,16 @@ static void bench_setup_buffers(struct bench *b)
 	b->sbuf_size = b->rbuf_size;
 	b->sbuf = bench_alloc(b->sbuf_size);
 	b->rbuf = bench_alloc(b->rbuf_size);
+	if (b->raw) {
+		int r = bench_raw_reg(b->raw, b->sbuf, b->sbuf_size);
+
+		if (!r)
+			r = bench_raw_reg(b->raw, b->rbuf, b->rbuf_size);
+		if (r)
+			bench_die("fi_mr_reg failed: %s (%d)",
+				  bench_raw_strerror(r), r);
+		return;
+	}
 	if (b->send)
 		BENCH_CALL(zsm_client_reg_mr(b->c, b->send, b->sbuf,
 					     b->sbuf_size, NCCL_PTR_HOST,
@@ -729,6 +837,12 @@ static void bench_setup_buffers(struct bench *b)
 
 static void bench_teardown(struct bench *b)
 {
+	if (b->raw) {
+		bench_raw_close(b->raw);
+		free(b->sbuf);
+		free(b->rbuf);
+		return;
+	}
 	if (b->smh)
 		BENCH_CALL(zsm_client_dereg_mr(b->c, b->send, b->smh));
 	if (b->rmh)
@@ -743,14 +857,53 @@ static void bench_teardown(struct bench *b)
 	free(b->rbuf);
 }
 
+static void bench_open_plugin(struct bench *b, struct zsm_client_props *props)
+{
+	int ndev = 0, r;
+
+	r = zsm_client_open(b->o.plugin, b->o.abi, &b->c);
+	if (r)
+		bench_die("cannot open plugin %s: %s", b->o.plugin,
+			  zsm_client_result_str(r));
+	b->name = zsm_client_name(b->c);
+	BENCH_CALL(zsm_client_init(b->c, 0x62656e6368ull));
+	BENCH_CALL(zsm_client_devices(b->c, &ndev));
+	if (b->o.dev >= ndev)
+		bench_die("--device %d, but the plugin has %d device(s)",
+			  b->o.dev, ndev);
+	BENCH_CALL(zsm_client_get_properties(b->c, b->o.dev, props));
+	b->max_p2p = props->max_p2p_bytes;
+	if (zsm_client_abi(b->c) == 8 && b->max_p2p > INT_MAX)
+		b->max_p2p = INT_MAX;
+}
+
+static void bench_open_raw(struct bench *b)
+{
+	const char *why = NULL;
+	int r = bench_raw_open(&b->raw, &why);
+
+	if (r)
+		bench_die("--raw: %s: %s (%d)", why ? why : "open",
+			  bench_raw_strerror(r), r);
+	b->name = "raw";
+	b->max_p2p = bench_raw_max_msg(b->raw);
+	/* Receive sizes travel as int, as in ncclNet v8. */
+	if (b->max_p2p > INT_MAX)
+		b->max_p2p = INT_MAX;
+}
+
 int main(int argc, char **argv)
 {
 	static const int order[] = { BENCH_STREAM, BENCH_PINGPONG };
 	struct zsm_client_props props;
 	struct bench b;
-	int ndev = 0, t, i, r;
+	int t, i, r;
 
+	/* --plot draws earlier runs; it starts no peer and no transport. */
+	if (argc > 1 && !strcmp(argv[1], "--plot"))
+		return bench_plot(argc - 2, argv + 2);
 	memset(&b, 0, sizeof(b));
+	memset(&props, 0, sizeof(props));
 	b.rank = -1;
 	bench_g = &b;
 	bench_parse(&b.o, argc, argv);
@@ -768,42 +921,43 @@ int main(int argc, char **argv)
 		fclose(b.csv);
 		b.csv = NULL;
 	}
+	if (b.o.raw)
+		bench_open_raw(&b);
+	else
+		bench_open_plugin(&b, &props);
 
-	r = zsm_client_open(b.o.plugin, b.o.abi, &b.c);
-	if (r)
-		bench_die("cannot open plugin %s: %s", b.o.plugin,
-			  zsm_client_result_str(r));
-	b.name = zsm_client_name(b.c);
-	BENCH_CALL(zsm_client_init(b.c, 0x62656e6368ull));
-	BENCH_CALL(zsm_client_devices(b.c, &ndev));
-	if (b.o.dev >= ndev)
-		bench_die("--device %d, but the plugin has %d device(s)",
-			  b.o.dev, ndev);
-	BENCH_CALL(zsm_client_get_properties(b.c, b.o.dev, &props));
-	b.max_p2p = props.max_p2p_bytes;
-	if (zsm_client_abi(b.c) == 8 && b.max_p2p > INT_MAX)
-		b.max_p2p = INT_MAX;
-
-	/* Sizes the plugin cannot carry are left out before allocating. */
+	/* Sizes the transport cannot carry are left out before allocating. */
 	for (i = 0, t = 0; i < b.o.nsizes; i++) {
 		if (b.o.sizes[i] <= b.max_p2p)
 			b.o.sizes[t++] = b.o.sizes[i];
 		else if (b.rank == 0)
-			printf("# skipping %zu bytes: above maxP2pBytes %zu\n",
-			       b.o.sizes[i], b.max_p2p);
+			printf("# skipping %zu bytes: above %s %zu\n",
+			       b.o.sizes[i],
+			       b.raw ? "max_msg_size" : "maxP2pBytes",
+			       b.max_p2p);
 	}
 	b.o.nsizes = t;
 	if (!b.o.nsizes)
-		bench_die("no size within maxP2pBytes %zu", b.max_p2p);
+		bench_die("no size within %zu bytes", b.max_p2p);
 
-	bench_connect(&b);
+	if (b.raw)
+		bench_raw_connect(&b);
+	else
+		bench_connect(&b);
 	bench_setup_buffers(&b);
 	if (b.rank == 0) {
-		printf("# zsm-bench: plugin '%s' (%s), ncclNet v%d, device %d "
-		       "'%s', reps %d%s\n",
-		       b.name, b.o.plugin, zsm_client_abi(b.c), b.o.dev,
-		       props.name ? props.name : "?", b.o.reps,
-		       b.o.verify ? "" : ", no verify");
+		if (b.raw)
+			printf("# zsm-bench: raw libfabric, provider '%s', "
+			       "domain '%s', reps %d%s\n",
+			       bench_raw_provider(b.raw),
+			       bench_raw_domain(b.raw), b.o.reps,
+			       b.o.verify ? "" : ", no verify");
+		else
+			printf("# zsm-bench: plugin '%s' (%s), ncclNet v%d, "
+			       "device %d '%s', reps %d%s\n",
+			       b.name, b.o.plugin, zsm_client_abi(b.c),
+			       b.o.dev, props.name ? props.name : "?",
+			       b.o.reps, b.o.verify ? "" : ", no verify");
 		printf("%-8s  %8s  %10s  %10s\n", "test", "size", "GB/s",
 		       "usec");
 		fflush(stdout);

@@ -4,19 +4,30 @@
  * .so named by ZSM_FAULTY_REAL and breaks one behaviour chosen by
  * ZSM_FAULT, so the loopback suite can show that each check fails when
  * the behaviour it checks breaks.  With ZSM_FAULT unset it only forwards.
+ *
+ * Built with -DZSM_FAULTY_ONLY_V8 it exports ncclNetPlugin_v8 alone, the
+ * real plugin's v8 table passed through unchanged (ZSM_FAULT ignored): the
+ * kit must find and use the only table a plugin has.
  */
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "abi/nccl_net.h"
 
 #define FAULTY_REQ_MAGIC 0x66726571u
 #define FAULTY_MR_MAGIC 0x66616d72u
-#define FAULTY_MAX_COMMS 64
+/* Above the 64 pairs of many_comms plus the connections of a check. */
+#define FAULTY_MAX_COMMS 256
+#define FAULTY_COMMS_CAP 32
+#define FAULTY_CORRUPT_MIN (1 << 20)
+#define FAULTY_STALL_MS 12000
 #define FAULTY_INFLIGHT_CAP 64
 
 enum faulty_fault {
@@ -38,6 +49,11 @@ enum faulty_fault {
 	FAULT_INFLIGHT_CAP,	/* inflight_256: NULL beyond 64 per comm */
 	FAULT_MR_NAIVE_CACHE,	/* mr_cache: twins share one handle */
 	FAULT_CLOSE_CRASH,	/* close_inflight: crash on busy close */
+	FAULT_CORRUPT_LARGE,	/* data_sizes: a byte of >= 1 MiB flipped */
+	FAULT_COMMS_CAP,	/* many_comms: connect fails beyond 32 */
+	FAULT_REGMR_BUSY,	/* regmr_concurrent: regMr fails mid-traffic */
+	FAULT_FD_LEAK,		/* init_cycles: init leaks an fd */
+	FAULT_CONNECT_STALL,	/* connect_retry: done only after 12 s */
 	FAULT_COUNT
 };
 
@@ -60,10 +76,20 @@ static const char *const faulty_names[FAULT_COUNT] = {
 	"inflight_cap",
 	"mr_naive_cache",
 	"close_crash",
+	"corrupt_large",
+	"comms_cap",
+	"regmr_busy",
+	"fd_leak",
+	"connect_stall",
 };
 
 static const ncclNet_v12_t *faulty_real;
+static void *faulty_dl;
 static enum faulty_fault faulty_fault;
+/* Send comms open now, for FAULT_COMMS_CAP. */
+static int faulty_live_sends;
+/* FAULT_CONNECT_STALL: when the first connect call came. */
+static struct timespec faulty_stall_t0;
 
 /* A request as the caller sees it. */
 struct faulty_req {
@@ -99,22 +125,37 @@ struct faulty_comm {
 };
 
 static struct faulty_comm faulty_comms[FAULTY_MAX_COMMS];
+/* regmr_concurrent calls regMr on a second thread: guard the slots. */
+static pthread_mutex_t faulty_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct faulty_comm *faulty_comm(void *comm)
 {
+	struct faulty_comm *fc = NULL;
 	int i, free_slot = -1;
 
-	for (i = 0; i < FAULTY_MAX_COMMS; i++) {
+	pthread_mutex_lock(&faulty_lock);
+	for (i = 0; i < FAULTY_MAX_COMMS && !fc; i++) {
 		if (faulty_comms[i].comm == comm)
-			return &faulty_comms[i];
-		if (!faulty_comms[i].comm && free_slot < 0)
+			fc = &faulty_comms[i];
+		else if (!faulty_comms[i].comm && free_slot < 0)
 			free_slot = i;
 	}
-	if (free_slot < 0)
+	if (!fc && free_slot < 0)
 		abort();
-	memset(&faulty_comms[free_slot], 0, sizeof(faulty_comms[0]));
-	faulty_comms[free_slot].comm = comm;
-	return &faulty_comms[free_slot];
+	if (!fc) {
+		fc = &faulty_comms[free_slot];
+		memset(fc, 0, sizeof(*fc));
+		fc->comm = comm;
+	}
+	pthread_mutex_unlock(&faulty_lock);
+	return fc;
+}
+
+/* Reloading the wrapper must not pile up loads of the real plugin. */
+__attribute__((destructor)) static void faulty_unload(void)
+{
+	if (faulty_dl)
+		dlclose(faulty_dl);
 }
 
 static void faulty_comm_forget(void *comm)
@@ -141,6 +182,7 @@ static ncclResult_t faulty_init(void **ctx, uint64_t comm_id,
 	}
 	if (!faulty_real) {
 		dl = dlopen(real, RTLD_NOW | RTLD_LOCAL);
+		faulty_dl = dl;
 		faulty_real = dl ? dlsym(dl, "ncclNetPlugin_v12") : NULL;
 		if (!faulty_real) {
 			fprintf(stderr, "faulty: no ncclNetPlugin_v12 in %s\n",
@@ -156,6 +198,9 @@ static ncclResult_t faulty_init(void **ctx, uint64_t comm_id,
 		fprintf(stderr, "faulty: unknown ZSM_FAULT %s\n", fault);
 		return ncclInvalidUsage;
 	}
+	/* The bug: an fd opened by every init and never closed. */
+	if (faulty_fault == FAULT_FD_LEAK && open("/dev/null", O_RDONLY) < 0)
+		return ncclSystemError;
 	return faulty_real->init(ctx, comm_id, config, logger, prof);
 }
 
@@ -190,11 +235,32 @@ static ncclResult_t faulty_connect(void *ctx, int dev, void *handle,
 
 	if (faulty_fault == FAULT_CONNECT_SLOW)
 		usleep(1500000); /* beyond the limit even when scaled x10 */
+	if (faulty_fault == FAULT_CONNECT_STALL) {
+		/* Every call quick, but "call again" for 12 s. */
+		struct timespec now;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (!faulty_stall_t0.tv_sec)
+			faulty_stall_t0 = now;
+		if ((now.tv_sec - faulty_stall_t0.tv_sec) * 1000 <
+		    FAULTY_STALL_MS) {
+			*send_comm = NULL;
+			return ncclSuccess;
+		}
+	}
+	if (faulty_fault == FAULT_COMMS_CAP &&
+	    faulty_live_sends >= FAULTY_COMMS_CAP) {
+		fprintf(stderr, "faulty: more than %d send comms\n",
+			FAULTY_COMMS_CAP);
+		return ncclSystemError;
+	}
 	r = faulty_real->connect(ctx, dev, handle, send_comm, dev_comm);
 	if (r && faulty_fault == FAULT_SWALLOW_CONNECT) {
 		*send_comm = NULL;
 		return ncclSuccess;
 	}
+	if (!r && *send_comm)
+		faulty_live_sends++;
 	return r;
 }
 
@@ -212,6 +278,9 @@ static ncclResult_t faulty_reg_mr(void *comm, void *data, size_t size, int type,
 	ncclResult_t r;
 	int i;
 
+	/* The bug: registration refused while requests are in flight. */
+	if (faulty_fault == FAULT_REGMR_BUSY && fc->inflight)
+		return ncclInternalError;
 	if (faulty_fault == FAULT_MR_NAIVE_CACHE) {
 		/* The bug: a twin gets the same handle, without a count. */
 		for (i = 0; i < 16; i++) {
@@ -458,6 +527,10 @@ static ncclResult_t faulty_test(void *request, int *done, int *sizes)
 	if (q->recv && faulty_fault == FAULT_SIZE_POSTED)
 		for (i = 0; i < q->n; i++)
 			tmp[i] = (int)q->posted[i];
+	if (q->recv && faulty_fault == FAULT_CORRUPT_LARGE)
+		for (i = 0; i < q->n; i++)
+			if (tmp[i] >= FAULTY_CORRUPT_MIN)
+				((unsigned char *)q->data[i])[tmp[i] / 2] ^= 1;
 	if (q->recv && faulty_fault == FAULT_OVERFLOW)
 		for (i = 0; i < q->n; i++)
 			((unsigned char *)q->data[i])[q->posted[i]] ^= 0xFF;
@@ -484,6 +557,7 @@ static ncclResult_t faulty_close_any(void *comm,
 
 static ncclResult_t faulty_close_send(void *comm)
 {
+	faulty_live_sends--;
 	return faulty_close_any(comm, faulty_real->closeSend);
 }
 
@@ -502,7 +576,14 @@ static ncclResult_t faulty_finalize(void *ctx)
 	return faulty_real->finalize(ctx);
 }
 
-__attribute__((visibility("default"))) const ncclNet_v12_t ncclNetPlugin_v12 = {
+#ifdef ZSM_FAULTY_ONLY_V8
+/* Kept for the build but not exported: the variant has v8 alone. */
+#define FAULTY_V12_EXPORT static __attribute__((unused))
+#else
+#define FAULTY_V12_EXPORT __attribute__((visibility("default")))
+#endif
+
+FAULTY_V12_EXPORT const ncclNet_v12_t ncclNetPlugin_v12 = {
 	.name = "faulty",
 	.init = faulty_init,
 	.devices = faulty_devices,
@@ -526,3 +607,32 @@ __attribute__((visibility("default"))) const ncclNet_v12_t ncclNetPlugin_v12 = {
 	.finalize = faulty_finalize,
 	.setNetAttr = NULL,
 };
+
+#ifdef ZSM_FAULTY_ONLY_V8
+static ncclResult_t faulty_v8_no_real(ncclDebugLogger_t logger)
+{
+	(void)logger;
+	fprintf(stderr, "faulty: ZSM_FAULTY_REAL names no .so with "
+			"ncclNetPlugin_v8\n");
+	return ncclInvalidUsage;
+}
+
+/* Filled when the library loads, before NCCL looks the symbol up. */
+__attribute__((visibility("default"))) ncclNet_v8_t ncclNetPlugin_v8 = {
+	.name = "faulty-v8",
+	.init = faulty_v8_no_real,
+};
+
+__attribute__((constructor)) static void faulty_v8_load(void)
+{
+	const char *real = getenv("ZSM_FAULTY_REAL");
+	const ncclNet_v8_t *t;
+
+	faulty_dl = real ? dlopen(real, RTLD_NOW | RTLD_LOCAL) : NULL;
+	t = faulty_dl ? dlsym(faulty_dl, "ncclNetPlugin_v8") : NULL;
+	if (!t)
+		return;
+	ncclNetPlugin_v8 = *t;
+	ncclNetPlugin_v8.name = "faulty-v8";
+}
+#endif
