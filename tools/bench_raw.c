@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -18,20 +17,12 @@
 #include <rdma/fi_tagged.h>
 
 #include "bench_raw.h"
+#include "net/net.h"
 
 #define RAW_TAG 0x2bull
 #define RAW_NREQ 64
 #define RAW_NMR 4
 #define RAW_CQ_BATCH 16
-
-/* The plugin's order of preference (plugin/net/net_dev.c), best first. */
-static const char *const raw_prov_rank[] = {
-	"efa",
-	"cxi",
-	"verbs;ofi_rxm",
-	"tcp;ofi_rxm",
-};
-#define RAW_NPROV (int)(sizeof(raw_prov_rank) / sizeof(raw_prov_rank[0]))
 
 struct raw_req {
 	/* First, so that a completion's op_context is the request. */
@@ -50,8 +41,7 @@ struct raw_mr {
 };
 
 struct bench_raw {
-	struct fi_info *all;
-	struct fi_info *fi; /* points into all */
+	struct fi_info *fi; /* the plugin's device 0 */
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
 	struct fid_ep *ep;
@@ -65,151 +55,35 @@ struct bench_raw {
 	struct raw_req *free_reqs;
 };
 
-static int raw_rank_of(const char *prov)
-{
-	for (int i = 0; i < RAW_NPROV; i++)
-		if (strcmp(prov, raw_prov_rank[i]) == 0)
-			return i;
-	return RAW_NPROV;
-}
-
-/* Same rule as the plugin: the full name, or a core name under ofi_rxm. */
-static int raw_prov_wanted(const char *want, const char *prov)
-{
-	size_t n = strlen(want);
-
-	if (strcasecmp(want, prov) == 0)
-		return 1;
-	return strncasecmp(prov, want, n) == 0 &&
-	       strcmp(prov + n, ";ofi_rxm") == 0;
-}
-
-static int raw_list_has(const char *list, const char *word)
-{
-	size_t len = strlen(word);
-
-	for (const char *p = list; *p;) {
-		const char *comma = strchr(p, ',');
-		size_t n = comma ? (size_t)(comma - p) : strlen(p);
-
-		if (n == len && strncmp(p, word, n) == 0)
-			return 1;
-		if (!comma)
-			break;
-		p = comma + 1;
-	}
-	return 0;
-}
-
-static const char *raw_env(const char *name)
-{
-	const char *v = getenv(name);
-
-	return v && v[0] ? v : NULL;
-}
-
-static int raw_acceptable(const struct fi_info *fi, const char *want,
-			  const char *domains)
-{
-	uint64_t fmt = fi->ep_attr->mem_tag_format;
-	unsigned bits = fmt ? 64 - (unsigned)__builtin_clzll(fmt) : 64;
-
-	if (want && !raw_prov_wanted(want, fi->fabric_attr->prov_name))
-		return 0;
-	if (!want && raw_rank_of(fi->fabric_attr->prov_name) == RAW_NPROV)
-		return 0;
-	if (domains && !raw_list_has(domains, fi->domain_attr->name))
-		return 0;
-	/* The plugin needs 48 tag bits; an offer it refuses is no ceiling. */
-	return bits >= 48;
-}
-
-/*
- * The plugin's device 0: the first domain offered (loopback only when
- * ZSM_DOMAIN is set or it is all there is), served by the best-ranked
- * provider, the first offer winning ties.  When a core name was asked for
- * and both it and <core>;ofi_rxm qualify, they rank alike and the first
- * offer wins, as in the plugin.
- */
-static struct fi_info *raw_pick(struct fi_info *all, const char *want,
-				const char *domains)
-{
-	struct fi_info *fi, *best = NULL;
-	const char *dom = NULL;
-	int have_real = 0;
-
-	for (fi = all; fi; fi = fi->next)
-		if (raw_acceptable(fi, want, domains) &&
-		    strcmp(fi->domain_attr->name, "lo") != 0)
-			have_real = 1;
-	for (fi = all; fi; fi = fi->next) {
-		if (!raw_acceptable(fi, want, domains))
-			continue;
-		if (have_real && !domains &&
-		    strcmp(fi->domain_attr->name, "lo") == 0)
-			continue;
-		if (!dom)
-			dom = fi->domain_attr->name;
-		if (strcmp(fi->domain_attr->name, dom) != 0)
-			continue;
-		if (!best || raw_rank_of(fi->fabric_attr->prov_name) <
-				     raw_rank_of(best->fabric_attr->prov_name))
-			best = fi;
-	}
-	return best;
-}
-
-static struct fi_info *raw_hints(void)
-{
-	struct fi_info *hints = fi_allocinfo();
-
-	if (!hints)
-		return NULL;
-	hints->caps = FI_TAGGED | FI_SEND | FI_RECV;
-	hints->mode = FI_CONTEXT | FI_CONTEXT2;
-	hints->ep_attr->type = FI_EP_RDM;
-	/* The bits the plugin honours, less HMEM: host memory only here. */
-	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
-				      FI_MR_ALLOCATED | FI_MR_PROV_KEY |
-				      FI_MR_ENDPOINT;
-	hints->domain_attr->threading = FI_THREAD_DOMAIN;
-	hints->tx_attr->msg_order = FI_ORDER_SAS;
-	hints->rx_attr->msg_order = FI_ORDER_SAS;
-	return hints;
-}
-
 int bench_raw_open(struct bench_raw **out, const char **why)
 {
 	struct fi_cq_attr cq_attr = { 0 };
 	struct fi_av_attr av_attr = { 0 };
-	struct fi_info *hints;
+	struct zsm_net_topo topo;
 	struct bench_raw *r;
-	const char *want = raw_env("ZSM_PROVIDER");
 	int ret;
 
 	*out = NULL;
-	if (want && strcasecmp(want, "auto") == 0)
-		want = NULL;
-	if (!want)
-		want = raw_env("FI_PROVIDER");
 	r = calloc(1, sizeof(*r));
-	hints = raw_hints();
-	if (!r || !hints) {
+	if (!r) {
+		*why = "out of memory";
+		return -FI_ENOMEM;
+	}
+	/* The plugin's own discovery, so both runs use the same offer. */
+	ret = zsm_net_topo_discover(&topo);
+	if (ret || topo.ndevs == 0) {
+		*why = "no offer matches ZSM_PROVIDER / FI_PROVIDER / "
+		       "ZSM_DOMAIN (zsm-info says why)";
+		if (!ret)
+			zsm_net_topo_free(&topo);
+		ret = -FI_ENODATA;
+		goto fail;
+	}
+	r->fi = fi_dupinfo(topo.devs[0].info);
+	zsm_net_topo_free(&topo);
+	if (!r->fi) {
 		*why = "out of memory";
 		ret = -FI_ENOMEM;
-		goto fail;
-	}
-	ret = fi_getinfo(FI_VERSION(1, 14), NULL, NULL, 0, hints, &r->all);
-	fi_freeinfo(hints);
-	if (ret) {
-		*why = "fi_getinfo";
-		goto fail;
-	}
-	r->fi = raw_pick(r->all, want, raw_env("ZSM_DOMAIN"));
-	if (!r->fi) {
-		*why = "no offer matches ZSM_PROVIDER / FI_PROVIDER / "
-		       "ZSM_DOMAIN";
-		ret = -FI_ENODATA;
 		goto fail;
 	}
 	r->need_desc = !!(r->fi->domain_attr->mr_mode & FI_MR_LOCAL);
@@ -277,8 +151,8 @@ void bench_raw_close(struct bench_raw *r)
 		fi_close(&r->domain->fid);
 	if (r->fabric)
 		fi_close(&r->fabric->fid);
-	if (r->all)
-		fi_freeinfo(r->all);
+	if (r->fi)
+		fi_freeinfo(r->fi);
 	free(r);
 }
 
