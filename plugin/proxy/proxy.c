@@ -138,8 +138,8 @@ int zsm_proxy_pass_locked(void)
 	 * After this walk every key with a descriptor left is blocked. */
 	for (d = zsm_proxy.pending_head; d; d = next) {
 		next = d->next;
+		/* A refusal blocks its key (zsm_proxy_try_post). */
 		if (!zsm_proxy_try_post(&blocked, d)) {
-			zsm_proxy_block(&blocked, d->key);
 			prev = d;
 			continue;
 		}
