@@ -11,6 +11,7 @@
 
 #include <rdma/fi_domain.h>
 
+#include "common/host.h"
 #include "common/log.h"
 #include "common/param.h"
 #include "core.h"
@@ -93,6 +94,10 @@ static int zsm_plugin_get(ncclDebugLogger_t logger)
 		ret = -EDOM; /* a bad ZSM_* value: the user's to fix */
 		goto out;
 	}
+	/* Before any handle or control message needs the host's hash. */
+	ret = zsm_host_init();
+	if (ret)
+		goto out;
 	ret = zsm_net_topo_discover(&zsm_net_topo);
 	if (ret)
 		goto out;

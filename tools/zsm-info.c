@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * zsm-info: what the plugin sees — its version, the libfabric offers and
- * why each was taken or passed over, the properties NCCL will read for each
- * device, and the ZSM_* settings in force.
+ * zsm-info: what the plugin sees — its version, the ZSM_* settings in
+ * force, the host identity and where it came from, the libfabric offers and
+ * why each was taken or passed over, and the properties NCCL will read for
+ * each device.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include <rdma/fabric.h>
 
+#include "common/host.h"
 #include "common/log.h"
 #include "common/param.h"
 #include "core.h"
@@ -19,7 +21,8 @@
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: zsm-info [--params-md]\n"
-		     "  (no option)   version, providers, devices, settings\n"
+		     "  (no option)   version, settings, host identity, "
+		     "providers, devices\n"
 		     "  --params-md   print docs/configuration.md\n");
 }
 
@@ -65,6 +68,7 @@ static void zsm_info_print_unfit(const struct fi_info *fit)
 int main(int argc, char **argv)
 {
 	struct zsm_net_topo topo;
+	char host[ZSM_HOST_ID_MAX];
 	char why[160];
 	int ret;
 
@@ -86,6 +90,15 @@ int main(int argc, char **argv)
 	}
 	printf("\nsettings:\n");
 	zsm_param_print_values(stdout);
+	if (zsm_host_init()) {
+		fprintf(stderr, "zsm-info: no usable host identity (see "
+				"above); the plugin would refuse to start\n");
+		return 1;
+	}
+	if (zsm_host_identity(host, sizeof(host)) == 0)
+		printf("\nhost: '%s' (from %s), hash 0x%016llx\n", host,
+		       zsm_host_source_name(zsm_host_source()),
+		       (unsigned long long)zsm_host_hash());
 
 	ret = zsm_net_topo_discover(&topo);
 	if (ret) {

@@ -51,7 +51,13 @@ enum zsm_param_type {
 	X(PEER_CHECK_MS, ZSM_PARAM_INT, "1000", 0, 600000, NULL,              \
 	  "A comm with work outstanding and no traffic for this long probes " \
 	  "its peer; a peer that takes no probe for 4 such periods has its "  \
-	  "comm failed (ncclRemoteError) instead of hanging. 0: no probes.")
+	  "comm failed (ncclRemoteError) instead of hanging. 0: no probes.")  \
+	X(HOSTID, ZSM_PARAM_STR, "", 0, 0, NULL,                              \
+	  "Overrides the host identity, which tells each comm whether its "   \
+	  "peer is on the same host (otherwise NCCL_HOSTID, else the "        \
+	  "hostname and boot id). Tests set it so that two processes of one " \
+	  "machine look like two hosts, e.g. across network namespaces. "     \
+	  "Empty: not set.")
 
 enum zsm_param_id {
 #define ZSM_PARAM_ENUM_ID(name, ...) ZSM_P_##name,

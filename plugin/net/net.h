@@ -15,16 +15,19 @@
  * buffer inside a grouped receive.
  *
  * Connection: listen() posts a control receive on a fresh listen id and
- * puts {magic, version, nonce, id, address} in the handle.  connect()
- * sends CONN_REQ {nonce, its own id, its address} there; the listener's
- * engine makes a receive comm with a fresh id and answers CONN_ACK {id}.
- * connect() completes when the ACK arrives; accept() when the comm exists.
+ * puts {magic, version, nonce, id, pid, host hash, address} in the handle.
+ * connect() sends CONN_REQ {nonce, its own id, pid, host hash, address}
+ * there; the listener's engine makes a receive comm with a fresh id and
+ * answers CONN_ACK {id, pid, host hash}.  connect() completes when the ACK
+ * arrives; accept() when the comm exists.  Each side learns from the
+ * other's message whether its peer shares its host (common/host.h).
  */
 #ifndef ZSM_NET_H
 #define ZSM_NET_H
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <rdma/fabric.h>
@@ -49,7 +52,14 @@ enum zsm_ctrl_type {
 };
 
 #define ZSM_HANDLE_MAGIC 0x314d535aU /* "ZSM1" */
-#define ZSM_HANDLE_VERSION 1
+/*
+ * Version of the wire: the handle and the control messages together, so a
+ * connector refuses a handle from another version before any message of a
+ * layout it does not know is sent.  2: control messages carry host_hash and
+ * pid, and handles carry a real host_hash (1 sent 0).  magic and version
+ * keep their offsets in every version, so either side can name the other's.
+ */
+#define ZSM_HANDLE_VERSION 2
 
 /* The 128-byte connection handle NCCL ships from listener to connector. */
 struct zsm_net_handle {
@@ -68,6 +78,14 @@ struct zsm_net_handle {
 };
 _Static_assert(sizeof(struct zsm_net_handle) == NCCL_NET_HANDLE_MAXSIZE,
 	       "handle must fill exactly NCCL's 128 bytes");
+_Static_assert(offsetof(struct zsm_net_handle, version) == 4 &&
+		       offsetof(struct zsm_net_handle, listen_id) == 8 &&
+		       offsetof(struct zsm_net_handle, nonce) == 12 &&
+		       offsetof(struct zsm_net_handle, pid) == 16 &&
+		       offsetof(struct zsm_net_handle, conn_id) == 20 &&
+		       offsetof(struct zsm_net_handle, host_hash) == 24 &&
+		       offsetof(struct zsm_net_handle, addr) == 32,
+	       "handle layout is wire format: change ZSM_HANDLE_VERSION");
 
 /* Encode/decode, unit tested.  Decode refuses foreign or damaged handles. */
 void zsm_net_handle_encode(struct zsm_net_handle *h, uint32_t listen_id,
@@ -75,17 +93,34 @@ void zsm_net_handle_encode(struct zsm_net_handle *h, uint32_t listen_id,
 			   uint64_t host_hash);
 int zsm_net_handle_check(const struct zsm_net_handle *h);
 
-/* Control message payload: CONN_REQ and CONN_ACK. */
+/* Control message payload: CONN_REQ and CONN_ACK (PING has none). */
 struct zsm_ctrl_msg {
 	uint32_t magic;
 	uint16_t version;
 	uint16_t type;
 	uint32_t nonce;
-	uint32_t id;
-	uint32_t addr_len;
+	uint32_t id;        /* the sender's comm id */
+	uint32_t addr_len;  /* CONN_REQ only */
 	int32_t status;
-	uint8_t addr[ZSM_NET_ADDR_MAX];
+	uint64_t host_hash; /* the sender's zsm_host_hash() */
+	uint32_t pid;       /* the sender's process id */
+	uint32_t reserved;  /* 0: keeps addr 8-aligned */
+	uint8_t addr[ZSM_NET_ADDR_MAX]; /* CONN_REQ only, last */
 };
+_Static_assert(offsetof(struct zsm_ctrl_msg, version) == 4 &&
+		       offsetof(struct zsm_ctrl_msg, type) == 6 &&
+		       offsetof(struct zsm_ctrl_msg, nonce) == 8 &&
+		       offsetof(struct zsm_ctrl_msg, id) == 12 &&
+		       offsetof(struct zsm_ctrl_msg, addr_len) == 16 &&
+		       offsetof(struct zsm_ctrl_msg, status) == 20 &&
+		       offsetof(struct zsm_ctrl_msg, host_hash) == 24 &&
+		       offsetof(struct zsm_ctrl_msg, pid) == 32 &&
+		       offsetof(struct zsm_ctrl_msg, addr) == 40 &&
+		       sizeof(struct zsm_ctrl_msg) == 104,
+	       "control message layout is wire format: change "
+	       "ZSM_HANDLE_VERSION");
+/* Bytes a control message must have before its address. */
+#define ZSM_CTRL_HDR_LEN offsetof(struct zsm_ctrl_msg, addr)
 
 static inline uint64_t zsm_tag_data(uint32_t id, int tag)
 {
@@ -232,6 +267,11 @@ struct zsm_net_comm {
 	uint32_t peer_id;             /* tags the peer receives on */
 	uint32_t nonce;
 	fi_addr_t peer;
+	/* The peer's host and process, from its CONN_REQ or CONN_ACK; set by
+	 * the engine before state turns CONNECTED, read-only after. */
+	uint64_t peer_host_hash;
+	uint32_t peer_pid;
+	int same_host;
 	atomic_int state;
 	atomic_int error; /* -errno once FAILED */
 	uint64_t started_ns;

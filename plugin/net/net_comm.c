@@ -15,6 +15,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "common/host.h"
 #include "common/log.h"
 #include "common/param.h"
 #include "net/net.h"
@@ -217,6 +218,8 @@ static int zsm_net_ctrl_send(struct zsm_net_comm *comm, uint32_t to_id,
 	comm->ctrl_out.magic = ZSM_HANDLE_MAGIC;
 	comm->ctrl_out.version = ZSM_HANDLE_VERSION;
 	comm->ctrl_out.type = (uint16_t)t;
+	comm->ctrl_out.host_hash = zsm_host_hash();
+	comm->ctrl_out.pid = (uint32_t)getpid();
 	ret = fi_tsend(comm->ep->ep, &comm->ctrl_out, len, NULL, comm->peer,
 		       zsm_tag_ctrl(to_id, t), &op->fi_ctx);
 	if (ret == -FI_EAGAIN)
@@ -264,15 +267,65 @@ void zsm_net_comm_retry_ctrl(struct zsm_net_ep *ep)
 	}
 }
 
+/*
+ * A CONN_REQ or CONN_ACK as received.  The version is checked before any
+ * field after it is read: another version's layout would misparse.
+ */
+static int zsm_net_ctrl_check(const struct zsm_net_comm *comm, size_t len,
+			      const char *what)
+{
+	const struct zsm_ctrl_msg *m = &comm->ctrl_in;
+
+	if (len < offsetof(struct zsm_ctrl_msg, type) ||
+	    m->magic != ZSM_HANDLE_MAGIC) {
+		ZSM_WARN("net: %s: dropping a %s that is not zsm's (%zu "
+			 "bytes)",
+			 comm->ep->dev->name, what, len);
+		return -EPROTO;
+	}
+	if (m->version != ZSM_HANDLE_VERSION) {
+		ZSM_WARN("net: %s: refusing a %s of zsm wire version %u, this "
+			 "zsm speaks %u: mixed zsm versions across ranks?",
+			 comm->ep->dev->name, what, m->version,
+			 ZSM_HANDLE_VERSION);
+		return -EPROTO;
+	}
+	if (len < ZSM_CTRL_HDR_LEN) {
+		ZSM_WARN("net: %s: dropping a %s of %zu bytes, shorter than "
+			 "its %zu-byte header",
+			 comm->ep->dev->name, what, len,
+			 (size_t)ZSM_CTRL_HDR_LEN);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* Where the peer runs, from its CONN_REQ or CONN_ACK. */
+static void zsm_net_comm_set_peer(struct zsm_net_comm *comm,
+				  const struct zsm_ctrl_msg *m)
+{
+	comm->peer_host_hash = m->host_hash;
+	comm->peer_pid = m->pid;
+	comm->same_host = m->host_hash == zsm_host_hash();
+	ZSM_INFO("net: %s: %s comm %u connected to comm %u of pid %u, %s",
+		 comm->ep->dev->name,
+		 comm->type == ZSM_COMM_SEND ? "send" : "receive",
+		 comm->local_id, comm->peer_id, comm->peer_pid,
+		 comm->same_host ? "same host" : "other host");
+}
+
 /* A CONN_REQ reached a listen comm: make the receive comm and answer. */
-static void zsm_net_listen_on_req(struct zsm_net_comm *lc)
+static void zsm_net_listen_on_req(struct zsm_net_comm *lc, size_t len)
 {
 	const struct zsm_ctrl_msg *m = &lc->ctrl_in;
 	struct zsm_net_comm *rc, **tail;
 	fi_addr_t peer;
 
-	if (m->magic != ZSM_HANDLE_MAGIC || m->nonce != lc->nonce ||
-	    m->addr_len == 0 || m->addr_len > ZSM_NET_ADDR_MAX) {
+	if (zsm_net_ctrl_check(lc, len, "connection request"))
+		return;
+	if (m->nonce != lc->nonce || m->addr_len == 0 ||
+	    m->addr_len > ZSM_NET_ADDR_MAX ||
+	    len < ZSM_CTRL_HDR_LEN + m->addr_len) {
 		ZSM_WARN("net: %s: dropping a connection request that does "
 			 "not match this listener (stale handle?)",
 			 lc->ep->dev->name);
@@ -297,6 +350,7 @@ static void zsm_net_listen_on_req(struct zsm_net_comm *lc)
 		zsm_net_comm_post_close(rc);
 		return;
 	}
+	zsm_net_comm_set_peer(rc, m);
 	/* relaxed: accept() reads it under the engine lock. */
 	atomic_store_explicit(&rc->state, ZSM_COMM_CONNECTED,
 			      memory_order_relaxed);
@@ -321,22 +375,25 @@ void zsm_net_ctrl_complete(struct zsm_net_op *op, int err, size_t len)
 		}
 	} else if (!err && !comm->closing) {
 		if (comm->type == ZSM_COMM_LISTEN) {
-			if (len >= sizeof(struct zsm_ctrl_msg) -
-					   ZSM_NET_ADDR_MAX)
-				zsm_net_listen_on_req(comm);
+			zsm_net_listen_on_req(comm, len);
 			zsm_net_ctrl_post_recv(comm, ZSM_CTRL_CONN_REQ);
 		} else if (comm->type == ZSM_COMM_SEND &&
 			   op->index == ZSM_CTRL_CONN_ACK) {
-			if (comm->ctrl_in.nonce != comm->nonce ||
-			    comm->ctrl_in.id == 0) {
+			if (zsm_net_ctrl_check(comm, len,
+					       "connection answer")) {
+				zsm_net_comm_fail(comm, -EPROTO);
+			} else if (comm->ctrl_in.nonce != comm->nonce ||
+				   comm->ctrl_in.id == 0) {
 				ZSM_WARN("net: %s: connection answer does not "
 					 "match the request",
 					 comm->ep->dev->name);
 				zsm_net_comm_fail(comm, -EPROTO);
 			} else {
 				comm->peer_id = comm->ctrl_in.id;
+				zsm_net_comm_set_peer(comm, &comm->ctrl_in);
 				/* release: pairs with the acquire in
-				 * zsm_net_comm_connect; peer_id first. */
+				 * zsm_net_comm_connect; peer_id and the
+				 * peer's host first. */
 				atomic_store_explicit(&comm->state,
 						      ZSM_COMM_CONNECTED,
 						      memory_order_release);
@@ -346,6 +403,17 @@ void zsm_net_ctrl_complete(struct zsm_net_op *op, int err, size_t len)
 			/* A peer's liveness probe: nothing to answer. */
 			zsm_net_ctrl_post_recv(comm, ZSM_CTRL_PING);
 		}
+	} else if (err == -EMSGSIZE && op->kind == ZSM_OP_CTRL_RECV &&
+		   !comm->closing) {
+		/* Larger than any message of this wire version: a connector
+		 * that skipped the handle's version check. */
+		ZSM_WARN("net: %s: dropping a control message larger than "
+			 "wire version %u's: mixed zsm versions across ranks?",
+			 comm->ep->dev->name, ZSM_HANDLE_VERSION);
+		if (comm->type == ZSM_COMM_LISTEN)
+			zsm_net_ctrl_post_recv(comm, ZSM_CTRL_CONN_REQ);
+		else
+			zsm_net_comm_fail(comm, -EPROTO);
 	} else if (err && err != -ECANCELED) {
 		zsm_net_comm_fail(comm, err);
 	}
@@ -379,7 +447,7 @@ int zsm_net_comm_listen(int dev, struct zsm_net_handle *h,
 	atomic_store_explicit(&lc->state, ZSM_COMM_CONNECTED,
 			      memory_order_relaxed);
 	zsm_net_handle_encode(h, lc->local_id, lc->nonce, ep->addr,
-			      ep->addr_len, 0);
+			      ep->addr_len, zsm_host_hash());
 	*out = lc;
 out:
 	zsm_proxy_unlock();
@@ -424,7 +492,15 @@ static int zsm_net_connect_start(int dev, struct zsm_net_handle *h,
 	sc->ctrl_out.id = sc->local_id;
 	sc->ctrl_out.addr_len = (uint32_t)ep->addr_len;
 	memcpy(sc->ctrl_out.addr, ep->addr, ep->addr_len);
-	ret = zsm_net_ctrl_send_or_defer(sc, ZSM_CTRL_CONN_REQ);
+	/* The first send to a new peer makes rxm open a connection, which
+	 * can take tens of milliseconds: leave it to the proxy thread, so
+	 * that NCCL's connect() calls stay quick. */
+	if (zsm_proxy_caller_drives()) {
+		ret = zsm_net_ctrl_send_or_defer(sc, ZSM_CTRL_CONN_REQ);
+	} else {
+		sc->ctrl_pending = ZSM_CTRL_CONN_REQ;
+		ep->nctrl_pending++;
+	}
 	if (ret)
 		goto err;
 	zsm_net_connecting[slot] = sc;
@@ -458,7 +534,10 @@ int zsm_net_comm_connect(int dev, struct zsm_net_handle *h,
 	ret = zsm_net_handle_check(h);
 	if (ret)
 		return ret;
-	zsm_proxy_lock();
+	/* The proxy thread is in a pass (a new rxm connection can hold it
+	 * for tens of ms): "not yet", NCCL calls again. */
+	if (zsm_proxy_caller_enter())
+		return 0;
 	if (h->conn_id == 0) {
 		ret = zsm_net_connect_start(dev, h, &sc);
 		if (ret == -EAGAIN)
@@ -475,7 +554,8 @@ int zsm_net_comm_connect(int dev, struct zsm_net_handle *h,
 			goto out;
 		}
 	}
-	zsm_proxy_pass_locked();
+	if (zsm_proxy_caller_drives())
+		zsm_proxy_pass_locked();
 	/* acquire: pairs with the release in zsm_net_ctrl_complete. */
 	state = atomic_load_explicit(&sc->state, memory_order_acquire);
 	if (state == ZSM_COMM_CONNECTED) {
@@ -506,7 +586,7 @@ int zsm_net_comm_connect(int dev, struct zsm_net_handle *h,
 		zsm_net_comm_post_close(sc);
 	}
 out:
-	zsm_proxy_unlock();
+	zsm_proxy_caller_leave();
 	return ret;
 }
 
@@ -515,15 +595,18 @@ int zsm_net_comm_accept(struct zsm_net_comm *lc, struct zsm_net_comm **out)
 	struct zsm_net_comm *rc;
 
 	*out = NULL;
-	zsm_proxy_lock();
-	zsm_proxy_pass_locked();
+	/* As in connect: never wait for the proxy thread's pass. */
+	if (zsm_proxy_caller_enter())
+		return 0;
+	if (zsm_proxy_caller_drives())
+		zsm_proxy_pass_locked();
 	rc = lc->accept_head;
 	if (rc) {
 		lc->accept_head = rc->accept_next;
 		rc->accept_next = NULL;
 		*out = rc;
 	}
-	zsm_proxy_unlock();
+	zsm_proxy_caller_leave();
 	return 0;
 }
 

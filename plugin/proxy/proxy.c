@@ -73,6 +73,20 @@ void zsm_proxy_unlock(void)
 	pthread_mutex_unlock(&zsm_proxy.lock);
 }
 
+int zsm_proxy_caller_drives(void)
+{
+	return zsm_proxy.inline_mode;
+}
+
+int zsm_proxy_caller_enter(void)
+{
+	if (zsm_proxy.inline_mode) {
+		pthread_mutex_lock(&zsm_proxy.lock);
+		return 0;
+	}
+	return pthread_mutex_trylock(&zsm_proxy.lock) ? -EBUSY : 0;
+}
+
 static void zsm_proxy_pending_append(struct zsm_desc *d)
 {
 	d->next = NULL;
@@ -195,6 +209,13 @@ static void zsm_proxy_wake(void)
 	    write(zsm_proxy.efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		ZSM_WARN("proxy: waking the progress thread failed: %s",
 			 strerror(errno));
+}
+
+void zsm_proxy_caller_leave(void)
+{
+	pthread_mutex_unlock(&zsm_proxy.lock);
+	if (zsm_proxy.have_thread)
+		zsm_proxy_wake();
 }
 
 int zsm_proxy_submit(struct zsm_desc *desc)

@@ -51,6 +51,17 @@ void zsm_proxy_assist(void);
 int zsm_proxy_pass(void);
 void zsm_proxy_lock(void);
 void zsm_proxy_unlock(void);
+/*
+ * For calls NCCL makes in a retry loop from its own thread (connect,
+ * accept), which must return at once: take the engine lock if it is free
+ * (-EBUSY: the proxy thread is in a pass, say "not yet").  In inline mode
+ * nobody else progresses, so the lock is waited for and the caller must
+ * run a pass itself (zsm_proxy_caller_drives() says so).
+ */
+int zsm_proxy_caller_enter(void);
+/* Unlock, and wake the proxy thread to do what the caller left to it. */
+void zsm_proxy_caller_leave(void);
+int zsm_proxy_caller_drives(void);
 /* One pass with the lock held. */
 int zsm_proxy_pass_locked(void);
 void zsm_proxy_add_transport(const struct zsm_transport_ops *ops);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Connection handles: they fit NCCL's 128 bytes and foreign ones are refused. */
 #include <string.h>
+#include <unistd.h>
 
+#include "common/host.h"
 #include "net/net.h"
 #include "zsm_test.h"
 
@@ -37,6 +39,24 @@ static void test_handle_round_trip(void **state)
 	zsm_assert_int_eq(((struct zsm_net_handle *)copy)->conn_id, 0);
 	zsm_assert_int_eq(((struct zsm_net_handle *)copy)->magic,
 			  ZSM_HANDLE_MAGIC);
+}
+
+static void test_handle_round_trip_keeps_host_and_pid(void **state)
+{
+	struct zsm_net_handle h, *back;
+	uint8_t copy[NCCL_NET_HANDLE_MAXSIZE];
+	uint8_t addr[16] = {1};
+	uint64_t hash = zsm_host_id_hash("ns-a");
+
+	(void)state;
+	/* A hash with its top bit set must not lose it on the way. */
+	hash |= 1ULL << 63;
+	zsm_net_handle_encode(&h, 42, 0x1234567, addr, sizeof(addr), hash);
+	memcpy(copy, &h, sizeof(copy));
+	back = (struct zsm_net_handle *)copy;
+	zsm_assert_int_eq(zsm_net_handle_check(back), 0);
+	assert_true(back->host_hash == hash);
+	zsm_assert_int_eq(back->pid, getpid());
 }
 
 static void test_handle_foreign_magic_is_refused(void **state)
@@ -106,6 +126,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_handle_fits_nccl_buffer),
 		cmocka_unit_test(test_handle_round_trip),
+		cmocka_unit_test(test_handle_round_trip_keeps_host_and_pid),
 		cmocka_unit_test(test_handle_foreign_magic_is_refused),
 		cmocka_unit_test(test_handle_other_version_is_refused),
 		cmocka_unit_test(test_handle_damaged_fields_are_refused),
