@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * zsm-bench --plot: read zsm-bench CSV files (plugin,test,size,gbps,usec)
- * and have gnuplot draw GB/s and usec against size on a log2 axis.  The
+ * zsm-bench --plot: read zsm-bench CSV files (plugin,test,size,gbps,usec
+ * and, since --gpu, a mem column) and have gnuplot draw GB/s and usec
+ * against size on a log2 axis.  The
  * data go inside the gnuplot script as datablocks and the PNG comes back
  * on gnuplot's stdout, so no file name ever appears in gnuplot's input
  * and nothing passes through a shell.
@@ -32,6 +33,7 @@ struct plot_series {
 	int file;
 	char plugin[PLOT_NAME_MAX];
 	char test[PLOT_NAME_MAX];
+	char mem[PLOT_NAME_MAX]; /* "host", "gpu0->gpu1" */
 	struct plot_point pt[PLOT_MAX_POINTS];
 	int n;
 };
@@ -42,14 +44,15 @@ struct plot {
 };
 
 static struct plot_series *plot_series_of(struct plot *p, int file,
-					  const char *plugin, const char *test)
+					  const char *plugin, const char *test,
+					  const char *mem)
 {
 	struct plot_series *s;
 
 	for (int i = 0; i < p->n; i++) {
 		s = &p->s[i];
 		if (s->file == file && !strcmp(s->plugin, plugin) &&
-		    !strcmp(s->test, test))
+		    !strcmp(s->test, test) && !strcmp(s->mem, mem))
 			return s;
 	}
 	if (p->n == PLOT_MAX_SERIES)
@@ -58,6 +61,7 @@ static struct plot_series *plot_series_of(struct plot *p, int file,
 	s->file = file;
 	snprintf(s->plugin, sizeof(s->plugin), "%s", plugin);
 	snprintf(s->test, sizeof(s->test), "%s", test);
+	snprintf(s->mem, sizeof(s->mem), "%s", mem);
 	return s;
 }
 
@@ -78,9 +82,21 @@ static int plot_split(char *line, char **f, int n)
 	return i == n ? 0 : -1;
 }
 
+/* Fields in a line: 5 before --gpu added the mem column, 6 since. */
+static int plot_nfields(const char *line)
+{
+	int n = 1;
+
+	for (; *line; line++)
+		n += *line == ',';
+	return n;
+}
+
 static int plot_read(struct plot *p, int file, const char *path)
 {
-	char line[512], *f[5], *end;
+	char line[512], *f[6], *end;
+	const char *mem;
+	int nf;
 	struct plot_series *s;
 	struct plot_point pt;
 	FILE *in = fopen(path, "r");
@@ -95,21 +111,27 @@ static int plot_read(struct plot *p, int file, const char *path)
 		lineno++;
 		line[strcspn(line, "\r\n")] = '\0';
 		if (!line[0] || line[0] == '#' ||
-		    !strcmp(line, "plugin,test,size,gbps,usec"))
+		    !strcmp(line, "plugin,test,size,gbps,usec") ||
+		    !strcmp(line, "plugin,test,size,gbps,usec,mem"))
 			continue;
-		if (plot_split(line, f, 5))
+		nf = plot_nfields(line);
+		if ((nf != 5 && nf != 6) || plot_split(line, f, nf))
 			goto bad;
+		mem = nf == 6 ? f[5] : "host";
 		errno = 0;
 		pt.size = strtod(f[2], &end);
-		if (errno || *end || pt.size <= 0)
+		if (errno || *end || pt.size < 0)
 			goto bad;
+		/* 0-byte rows are valid results with no place on a log axis. */
+		if (pt.size == 0)
+			continue;
 		pt.gbps = strtod(f[3], &end);
 		if (errno || *end)
 			goto bad;
 		pt.usec = strtod(f[4], &end);
 		if (errno || *end)
 			goto bad;
-		s = plot_series_of(p, file, f[0], f[1]);
+		s = plot_series_of(p, file, f[0], f[1], mem);
 		if (!s || s->n == PLOT_MAX_POINTS) {
 			fprintf(stderr,
 				"zsm-bench: --plot: %s: more than %d series "
@@ -125,7 +147,7 @@ static int plot_read(struct plot *p, int file, const char *path)
 bad:
 	fprintf(stderr,
 		"zsm-bench: --plot: %s:%d: not a zsm-bench CSV row "
-		"(plugin,test,size,gbps,usec)\n",
+		"(plugin,test,size,gbps,usec[,mem])\n",
 		path, lineno);
 	fclose(in);
 	return -1;
@@ -150,7 +172,7 @@ static void plot_clean(char *out, size_t len, const char *in)
 		unsigned char c = (unsigned char)in[i];
 
 		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || strchr(" _.:;+/-()", c))
+		    (c >= '0' && c <= '9') || strchr(" _.:;+/-()>", c))
 			out[i] = (char)c;
 		else
 			out[i] = '_';
@@ -163,27 +185,31 @@ static void plot_title(const struct plot *p, int i, char **files, char *out,
 {
 	const struct plot_series *s = &p->s[i];
 	const char *base = strrchr(files[s->file], '/');
-	char raw[3 * PLOT_NAME_MAX + 16];
+	char raw[4 * PLOT_NAME_MAX + 16], mem[PLOT_NAME_MAX + 1] = "";
 	int dup = 0;
 
 	base = base ? base + 1 : files[s->file];
 	/* The file name tells apart equal series from different runs. */
 	for (int j = 0; j < p->n; j++)
 		if (j != i && !strcmp(p->s[j].plugin, s->plugin) &&
-		    !strcmp(p->s[j].test, s->test))
+		    !strcmp(p->s[j].test, s->test) &&
+		    !strcmp(p->s[j].mem, s->mem))
 			dup = 1;
+	/* Host memory is the default and goes unsaid. */
+	if (strcmp(s->mem, "host"))
+		snprintf(mem, sizeof(mem), " %s", s->mem);
 	if (dup)
-		snprintf(raw, sizeof(raw), "%s %s (%.*s)", s->plugin, s->test,
-			 PLOT_NAME_MAX, base);
+		snprintf(raw, sizeof(raw), "%s %s%s (%.*s)", s->plugin,
+			 s->test, mem, PLOT_NAME_MAX, base);
 	else
-		snprintf(raw, sizeof(raw), "%s %s", s->plugin, s->test);
+		snprintf(raw, sizeof(raw), "%s %s%s", s->plugin, s->test, mem);
 	plot_clean(out, len, raw);
 }
 
 static void plot_panel(FILE *g, const struct plot *p, char **files,
 		       int column, const char *ylabel)
 {
-	char title[3 * PLOT_NAME_MAX + 16];
+	char title[4 * PLOT_NAME_MAX + 16];
 
 	fprintf(g, "set ylabel '%s'\n", ylabel);
 	fprintf(g, "plot ");

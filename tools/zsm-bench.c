@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * zsm-bench: point-to-point bandwidth and latency of any NCCL net plugin,
- * two processes on one host, driven only through the plugin's exported
- * ncclNet table (test/lib/zsm_client).  Rank 0 sends, rank 1 receives.
- * --raw runs the same patterns on libfabric alone (bench_raw.c), and
- * --plot draws the CSV files of earlier runs (bench_plot.c).
+ * two processes driven only through the plugin's exported ncclNet table
+ * (test/lib/zsm_client).  Rank 0 sends, rank 1 receives.  The pair is a
+ * fork on one host, or two ranks that meet at --rendezvous (started by
+ * hand or by mpirun/srun, on one host or two).  --gpu moves data between
+ * CUDA buffers (common/cuda_drv), --raw runs the same patterns on
+ * libfabric alone (bench_raw.c), and --plot draws the CSV files of
+ * earlier runs (bench_plot.c).
  */
 #include <errno.h>
 #include <limits.h>
@@ -16,6 +19,7 @@
 
 #include "bench_plot.h"
 #include "bench_raw.h"
+#include "common/cuda_drv.h"
 #include "oob.h"
 #include "pattern.h"
 #include "zsm_client.h"
@@ -34,6 +38,10 @@
 #define BENCH_RECV_REGION_MAX (256ull << 20)
 #define BENCH_VERIFY_MSGS 3
 #define BENCH_TAG 0x2b
+/* Room for the reasons a rank cannot run --gpu. */
+#define BENCH_WHY_MAX 512
+/* Largest CUDA device ordinal --gpu takes. */
+#define BENCH_GPU_MAX 1023
 
 enum bench_test {
 	BENCH_STREAM = 1,
@@ -54,6 +62,13 @@ struct bench_opts {
 	int verify;
 	int raw;
 	unsigned step_timeout_s;
+	/* --gpu: rank r uses CUDA device gpu_ord[r]. */
+	int gpu;
+	int gpu_ord[2];
+	/* --rank, --nranks (-1: not given), --rendezvous (NULL: fork). */
+	int launch_rank;
+	int launch_nranks;
+	const char *rendezvous;
 };
 
 struct bench {
@@ -73,6 +88,15 @@ struct bench {
 	void *rmh;
 	size_t max_p2p;
 	FILE *csv;
+	/* "host" or "gpuN->gpuM": the header line and the CSV say it. */
+	char mem[32];
+	/* Where the pair met (--rendezvous), for the header line. */
+	const char *launch_source;
+	/* --gpu: the driver, the buffers behind sbuf/rbuf, a host copy. */
+	struct zsm_cuda_drv cu;
+	zsm_cu_deviceptr sdev;
+	zsm_cu_deviceptr rdev;
+	unsigned char *stage;
 };
 
 static struct bench *bench_g;
@@ -171,9 +195,11 @@ static void bench_usage(FILE *out)
 		"         [--test stream|pingpong|both]\n"
 		"         [--sizes LIST | --min-size N --max-size N]\n"
 		"         [--iters N] [--warmup N] [--reps N] [--csv FILE]\n"
-		"         [--device N] [--no-verify] [--timeout S]\n"
+		"         [--device N] [--gpu [G0[,G1]]] [--no-verify]\n"
+		"         [--timeout S] [--rendezvous HOST:PORT\n"
+		"         [--rank R --nranks 2]]\n"
 		"\n"
-		"Two processes on this host; rank 0 sends, rank 1 receives.\n"
+		"Two processes; rank 0 sends, rank 1 receives.\n"
 		"  stream    rank 0 sends --iters messages, up to %d in\n"
 		"            flight; GB/s = 1e9 bytes/s at the receiver,\n"
 		"            usec per message\n"
@@ -181,12 +207,23 @@ static void bench_usage(FILE *out)
 		"            GB/s = 2 * size * iters / time\n"
 		"Sizes take K, M, G suffixes (binary); default 8 .. 64M,\n"
 		"powers of 4.  Results are medians over --reps (default 5).\n"
-		"--timeout bounds each size (default 300 s).  The plugin\n"
-		"defaults to $ZSM_BENCH_PLUGIN, else\n"
+		"--timeout bounds each size and the rendezvous (default\n"
+		"300 s).  The plugin defaults to $ZSM_BENCH_PLUGIN, else\n"
 		"  %s\n"
+		"--gpu puts the buffers in CUDA memory (cuMemAlloc): rank 0\n"
+		"on device G0, rank 1 on G1 (default 0; one number for\n"
+		"both), registered as NCCL_PTR_CUDA, with iflush after each\n"
+		"receive.  It exits 77 (skip), saying why, when the plugin\n"
+		"does not take CUDA buffers or CUDA is not available.\n"
+		"Launch: by default zsm-bench forks its pair on this host.\n"
+		"With --rendezvous this process is one of 2 ranks, which\n"
+		"may be on two hosts (rank 0 listens at HOST:PORT); the\n"
+		"rank comes from --rank/--nranks or from mpirun, srun or\n"
+		"PMI.\n"
 		"--raw runs the same patterns on libfabric alone, with\n"
 		"the provider and domain the plugin would pick\n"
-		"(ZSM_PROVIDER, FI_PROVIDER, ZSM_DOMAIN); CSV plugin 'raw'.\n"
+		"(ZSM_PROVIDER, FI_PROVIDER, ZSM_DOMAIN); CSV plugin 'raw';\n"
+		"host memory only.\n"
 		"\n"
 		"       zsm-bench --plot OUT.png CSV...\n"
 		"draws GB/s and usec against size from zsm-bench CSV\n"
@@ -209,6 +246,52 @@ static long bench_atol(const char *s, const char *what, long min, long max)
 	return v;
 }
 
+/* "G0" or "G0,G1"; one number is both ranks' device. */
+static int bench_parse_gpu(const char *s, int ord[2])
+{
+	char *end;
+	long v;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		errno = 0;
+		v = strtol(s, &end, 10);
+		if (errno || end == s || v < 0 || v > BENCH_GPU_MAX)
+			return -1;
+		ord[i] = (int)v;
+		if (!*end) {
+			if (i == 0)
+				ord[1] = ord[0];
+			return 0;
+		}
+		if (*end != ',' || i == 1)
+			return -1;
+		s = end + 1;
+	}
+	return -1;
+}
+
+/* Options that cannot go together, told before any process starts. */
+static void bench_parse_check(const struct bench_opts *o)
+{
+	if (o->raw && o->gpu) {
+		fprintf(stderr,
+			"zsm-bench: --raw cannot take --gpu: Debian's "
+			"libfabric is built without CUDA (no FI_HMEM), so raw "
+			"endpoints move host memory only\n");
+		exit(1);
+	}
+	if ((o->launch_rank >= 0 || o->launch_nranks >= 0) &&
+	    !o->rendezvous) {
+		fprintf(stderr,
+			"zsm-bench: --rank and --nranks need --rendezvous "
+			"HOST:PORT (without it zsm-bench forks its own "
+			"pair)\n");
+		bench_usage(stderr);
+		exit(1);
+	}
+}
+
 static void bench_parse(struct bench_opts *o, int argc, char **argv)
 {
 	size_t min_size = 8, max_size = 64u << 20, s;
@@ -224,6 +307,8 @@ static void bench_parse(struct bench_opts *o, int argc, char **argv)
 	o->reps = 5;
 	o->verify = 1;
 	o->step_timeout_s = 300;
+	o->launch_rank = -1;
+	o->launch_nranks = -1;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -236,6 +321,21 @@ static void bench_parse(struct bench_opts *o, int argc, char **argv)
 			continue;
 		} else if (!strcmp(a, "--raw")) {
 			o->raw = 1;
+			continue;
+		} else if (!strcmp(a, "--gpu")) {
+			/* The device list is optional: take a number only. */
+			o->gpu = 1;
+			if (v && *v >= '0' && *v <= '9') {
+				if (bench_parse_gpu(v, o->gpu_ord)) {
+					fprintf(stderr,
+						"zsm-bench: --gpu: '%s' is not "
+						"G0 or G0,G1 (device numbers "
+						"0..%d)\n",
+						v, BENCH_GPU_MAX);
+					exit(1);
+				}
+				i++;
+			}
 			continue;
 		}
 		if (!v) {
@@ -281,6 +381,14 @@ static void bench_parse(struct bench_opts *o, int argc, char **argv)
 		} else if (!strcmp(a, "--timeout")) {
 			o->step_timeout_s =
 				(unsigned)bench_atol(v, "--timeout", 1, 86400);
+		} else if (!strcmp(a, "--rank")) {
+			o->launch_rank =
+				(int)bench_atol(v, "--rank", 0, 1 << 20);
+		} else if (!strcmp(a, "--nranks")) {
+			o->launch_nranks =
+				(int)bench_atol(v, "--nranks", 1, 1 << 20);
+		} else if (!strcmp(a, "--rendezvous")) {
+			o->rendezvous = v;
 		} else {
 			fprintf(stderr, "zsm-bench: unknown option %s\n", a);
 			bench_usage(stderr);
@@ -316,6 +424,7 @@ static void bench_parse(struct bench_opts *o, int argc, char **argv)
 	}
 	if (!o->nsizes)
 		bench_die("no sizes");
+	bench_parse_check(o);
 }
 
 /* Byte i of message `iter` of this size: differs across all three. */
@@ -449,6 +558,84 @@ static int bench_wait(struct bench *b, void *req, const char *what, size_t size)
 	return sizes[0];
 }
 
+/*
+ * After a receive into GPU memory completes, NCCL calls iflush before
+ * anything reads the data, so that a plugin can make the NIC's writes
+ * visible to the GPU; we do the same, timed like NCCL's.  A NULL request
+ * means nothing to wait for.  Like NCCL, 0-byte receives are not flushed.
+ */
+static void bench_flush(struct bench *b, void *data, int got)
+{
+	void *req = NULL;
+	int r;
+
+	if (!b->o.gpu || got <= 0)
+		return;
+	BENCH_CALL(zsm_client_iflush(b->c, b->recv, 1, &data, &got, &b->rmh,
+				     &req));
+	if (!req)
+		return;
+	r = zsm_client_wait(b->c, req, NULL, BENCH_STALL_MS);
+	if (r == ZSM_CLIENT_TIMEOUT)
+		bench_die("iflush of %d bytes: test() not done after %d ms",
+			  got, BENCH_STALL_MS);
+	if (r)
+		bench_die("iflush of %d bytes: test() failed: %s (%d)", got,
+			  zsm_client_result_str(r), r);
+}
+
+/* A buffer pointer that is a device address under --gpu. */
+static zsm_cu_deviceptr bench_dptr(const unsigned char *p)
+{
+	return (zsm_cu_deviceptr)(uintptr_t)p;
+}
+
+/* Write message `seed`'s pattern at p, in host or GPU memory. */
+static void bench_fill(struct bench *b, unsigned char *p, size_t len,
+		       uint32_t seed)
+{
+	char why[BENCH_WHY_MAX];
+
+	if (!b->o.gpu) {
+		zsm_pattern_fill(p, len, seed);
+		return;
+	}
+	if (!len)
+		return;
+	zsm_pattern_fill(b->stage, len, seed);
+	if (zsm_cuda_drv_copy_htod(&b->cu, bench_dptr(p), b->stage, len, why,
+				   sizeof(why)))
+		bench_die("%s", why);
+}
+
+/* Overwrite a receive slot, so that bytes not received show. */
+static void bench_poison(struct bench *b, unsigned char *p, size_t len)
+{
+	char why[BENCH_WHY_MAX];
+
+	if (!b->o.gpu) {
+		memset(p, 0xCD, len);
+		return;
+	}
+	if (len && zsm_cuda_drv_memset(&b->cu, bench_dptr(p), 0xCD, len, why,
+				       sizeof(why)))
+		bench_die("%s", why);
+}
+
+/* The bytes at p as the host can read them: p, or a copy from the GPU. */
+static const unsigned char *bench_host_view(struct bench *b,
+					    const unsigned char *p, size_t len)
+{
+	char why[BENCH_WHY_MAX];
+
+	if (!b->o.gpu || !len)
+		return p;
+	if (zsm_cuda_drv_copy_dtoh(&b->cu, b->stage, bench_dptr(p), len, why,
+				   sizeof(why)))
+		bench_die("%s", why);
+	return b->stage;
+}
+
 /* Slot k of a buffer: distinct while BENCH_WINDOW of them fit. */
 static unsigned char *bench_slot(unsigned char *buf, size_t buf_size,
 				 size_t size, long k)
@@ -506,6 +693,11 @@ static double bench_stream_run(struct bench *b, size_t size, long count)
 				  b->rank ? "receive" : "send", completed, size,
 				  bench_test_str(r), r);
 		if (done) {
+			if (b->rank == 1)
+				bench_flush(b,
+					    bench_slot(b->rbuf, b->rbuf_size,
+						       size, completed),
+					    got);
 			completed++;
 			last = zsm_client_now_ns();
 		} else if (zsm_client_now_ns() - last >
@@ -525,6 +717,7 @@ static double bench_pingpong_run(struct bench *b, size_t size, long count)
 	uint64_t t0;
 	void *rq, *sq;
 	long i;
+	int got;
 
 	BENCH_OOB(oob_barrier());
 	t0 = zsm_client_now_ns();
@@ -533,10 +726,12 @@ static double bench_pingpong_run(struct bench *b, size_t size, long count)
 			rq = bench_irecv(b, b->rbuf, size);
 			sq = bench_isend(b, b->sbuf, size);
 			bench_wait(b, sq, "pingpong send", size);
-			bench_wait(b, rq, "pingpong receive", size);
+			got = bench_wait(b, rq, "pingpong receive", size);
+			bench_flush(b, b->rbuf, got);
 		} else {
 			rq = bench_irecv(b, b->rbuf, size);
-			bench_wait(b, rq, "pingpong receive", size);
+			got = bench_wait(b, rq, "pingpong receive", size);
+			bench_flush(b, b->rbuf, got);
 			sq = bench_isend(b, b->sbuf, size);
 			bench_wait(b, sq, "pingpong send", size);
 		}
@@ -561,6 +756,20 @@ static void bench_verify_fail(long k, size_t size, int got, long bad,
 		  k, size, bad, p[bad], zsm_pattern_byte(seed, (size_t)bad));
 }
 
+/* A completed receive of message k at p: flush, then check every byte. */
+static void bench_verify_recv(struct bench *b, long k, unsigned char *p,
+			      size_t size, int got, uint32_t seed)
+{
+	const unsigned char *h;
+	long bad;
+
+	bench_flush(b, p, got);
+	h = bench_host_view(b, p, size);
+	bad = zsm_pattern_check(h, size, seed);
+	if (got != (int)size || bad >= 0)
+		bench_verify_fail(k, size, got, bad, h, seed);
+}
+
 /*
  * Untimed.  Stream: a window of messages in flight at once, each with its
  * own pattern, so that reordering shows.  Ping-pong: a few echoes, each
@@ -568,7 +777,7 @@ static void bench_verify_fail(long k, size_t size, int got, long bad,
  */
 static void bench_verify(struct bench *b, int test, size_t size)
 {
-	long nv = bench_verify_slots(b, size), k, bad;
+	long nv = bench_verify_slots(b, size), k;
 	void *q[BENCH_WINDOW];
 	unsigned char *p;
 	int got;
@@ -577,10 +786,10 @@ static void bench_verify(struct bench *b, int test, size_t size)
 		for (k = 0; k < nv; k++) {
 			if (b->rank == 0) {
 				p = bench_slot(b->sbuf, b->sbuf_size, size, k);
-				zsm_pattern_fill(p, size, bench_seed(size, k));
+				bench_fill(b, p, size, bench_seed(size, k));
 			} else {
 				p = bench_slot(b->rbuf, b->rbuf_size, size, k);
-				memset(p, 0xCD, size);
+				bench_poison(b, p, size);
 				q[k] = bench_irecv(b, p, size);
 			}
 		}
@@ -597,10 +806,8 @@ static void bench_verify(struct bench *b, int test, size_t size)
 			if (b->rank == 0)
 				continue;
 			p = bench_slot(b->rbuf, b->rbuf_size, size, k);
-			bad = zsm_pattern_check(p, size, bench_seed(size, k));
-			if (got != (int)size || bad >= 0)
-				bench_verify_fail(k, size, got, bad, p,
-						  bench_seed(size, k));
+			bench_verify_recv(b, k, p, size, got,
+					  bench_seed(size, k));
 		}
 		BENCH_OOB(oob_barrier());
 		return;
@@ -610,27 +817,21 @@ static void bench_verify(struct bench *b, int test, size_t size)
 		uint32_t back = bench_seed(size, k + 1000);
 
 		if (b->rank == 0) {
-			zsm_pattern_fill(b->sbuf, size, there);
-			memset(b->rbuf, 0xCD, size);
+			bench_fill(b, b->sbuf, size, there);
+			bench_poison(b, b->rbuf, size);
 			q[1] = bench_irecv(b, b->rbuf, size);
 			BENCH_OOB(oob_barrier());
 			q[0] = bench_isend(b, b->sbuf, size);
 			bench_wait(b, q[0], "verify send", size);
 			got = bench_wait(b, q[1], "verify receive", size);
-			bad = zsm_pattern_check(b->rbuf, size, back);
-			if (got != (int)size || bad >= 0)
-				bench_verify_fail(k, size, got, bad, b->rbuf,
-						  back);
+			bench_verify_recv(b, k, b->rbuf, size, got, back);
 		} else {
-			memset(b->rbuf, 0xCD, size);
+			bench_poison(b, b->rbuf, size);
 			q[1] = bench_irecv(b, b->rbuf, size);
 			BENCH_OOB(oob_barrier());
 			got = bench_wait(b, q[1], "verify receive", size);
-			bad = zsm_pattern_check(b->rbuf, size, there);
-			if (got != (int)size || bad >= 0)
-				bench_verify_fail(k, size, got, bad, b->rbuf,
-						  there);
-			zsm_pattern_fill(b->sbuf, size, back);
+			bench_verify_recv(b, k, b->rbuf, size, got, there);
+			bench_fill(b, b->sbuf, size, back);
 			q[0] = bench_isend(b, b->sbuf, size);
 			bench_wait(b, q[0], "verify send", size);
 		}
@@ -712,8 +913,8 @@ static void bench_run_size(struct bench *b, int test, size_t size)
 	       bench_size_str(size, sz, sizeof(sz)), gbps, usec);
 	fflush(stdout);
 	if (b->csv) {
-		fprintf(b->csv, "%s,%s,%zu,%.6f,%.3f\n", b->name, tname, size,
-			gbps, usec);
+		fprintf(b->csv, "%s,%s,%zu,%.6f,%.3f,%s\n", b->name, tname,
+			size, gbps, usec, b->mem);
 		fflush(b->csv);
 	}
 }
@@ -799,8 +1000,28 @@ static void *bench_alloc(size_t size)
 	return p;
 }
 
+/* --gpu: both buffers on this rank's device, and a host copy for checks. */
+static void bench_setup_gpu_buffers(struct bench *b, size_t max)
+{
+	char why[BENCH_WHY_MAX];
+
+	if (zsm_cuda_drv_alloc(&b->cu, b->sbuf_size, &b->sdev, why,
+			       sizeof(why)) ||
+	    zsm_cuda_drv_alloc(&b->cu, b->rbuf_size, &b->rdev, why,
+			       sizeof(why)) ||
+	    zsm_cuda_drv_memset(&b->cu, b->sdev, 0, b->sbuf_size, why,
+				sizeof(why)) ||
+	    zsm_cuda_drv_memset(&b->cu, b->rdev, 0, b->rbuf_size, why,
+				sizeof(why)))
+		bench_die("%s", why);
+	b->sbuf = (unsigned char *)(uintptr_t)b->sdev;
+	b->rbuf = (unsigned char *)(uintptr_t)b->rdev;
+	b->stage = bench_alloc(max ? max : 1);
+}
+
 static void bench_setup_buffers(struct bench *b)
 {
+	int type = b->o.gpu ? NCCL_PTR_CUDA : NCCL_PTR_HOST;
 	size_t max = 0;
 	int i;
 
@@ -813,8 +1034,12 @@ static void bench_setup_buffers(struct bench *b)
 		b->rbuf_size = b->sbuf_size * BENCH_WINDOW;
 	/* Distinct send slots too, so verification can keep a window. */
 	b->sbuf_size = b->rbuf_size;
-	b->sbuf = bench_alloc(b->sbuf_size);
-	b->rbuf = bench_alloc(b->rbuf_size);
+	if (b->o.gpu) {
+		bench_setup_gpu_buffers(b, max);
+	} else {
+		b->sbuf = bench_alloc(b->sbuf_size);
+		b->rbuf = bench_alloc(b->rbuf_size);
+	}
 	if (b->raw) {
 		int r = bench_raw_reg(b->raw, b->sbuf, b->sbuf_size);
 
@@ -827,20 +1052,41 @@ static void bench_setup_buffers(struct bench *b)
 	}
 	if (b->send)
 		BENCH_CALL(zsm_client_reg_mr(b->c, b->send, b->sbuf,
-					     b->sbuf_size, NCCL_PTR_HOST,
-					     &b->smh));
+					     b->sbuf_size, type, &b->smh));
 	if (b->recv)
 		BENCH_CALL(zsm_client_reg_mr(b->c, b->recv, b->rbuf,
-					     b->rbuf_size, NCCL_PTR_HOST,
-					     &b->rmh));
+					     b->rbuf_size, type, &b->rmh));
 }
 
+static void bench_free_buffers(struct bench *b)
+{
+	char why[BENCH_WHY_MAX];
+
+	if (!b->o.gpu) {
+		free(b->sbuf);
+		free(b->rbuf);
+	} else {
+		if (b->sdev &&
+		    zsm_cuda_drv_free(&b->cu, b->sdev, why, sizeof(why)))
+			fprintf(stderr, "zsm-bench: rank %d: %s\n", b->rank,
+				why);
+		if (b->rdev &&
+		    zsm_cuda_drv_free(&b->cu, b->rdev, why, sizeof(why)))
+			fprintf(stderr, "zsm-bench: rank %d: %s\n", b->rank,
+				why);
+		free(b->stage);
+		zsm_cuda_drv_close(&b->cu);
+	}
+	b->sbuf = b->rbuf = b->stage = NULL;
+	b->sdev = b->rdev = 0;
+}
+
+/* Registrations go before the memory they cover. */
 static void bench_teardown(struct bench *b)
 {
 	if (b->raw) {
 		bench_raw_close(b->raw);
-		free(b->sbuf);
-		free(b->rbuf);
+		bench_free_buffers(b);
 		return;
 	}
 	if (b->smh)
@@ -853,8 +1099,7 @@ static void bench_teardown(struct bench *b)
 		BENCH_CALL(zsm_client_close_recv(b->c, b->recv));
 	BENCH_CALL(zsm_client_finalize(b->c));
 	zsm_client_close(b->c);
-	free(b->sbuf);
-	free(b->rbuf);
+	bench_free_buffers(b);
 }
 
 static void bench_open_plugin(struct bench *b, struct zsm_client_props *props)
@@ -892,6 +1137,156 @@ static void bench_open_raw(struct bench *b)
 		b->max_p2p = INT_MAX;
 }
 
+/* What one rank found out about --gpu; it crosses the socket as is. */
+struct bench_gpu_report {
+	int32_t ordinal;
+	char plugin_why[BENCH_WHY_MAX];
+	char cuda_why[BENCH_WHY_MAX];
+};
+
+/* This rank's part: the plugin's ptrSupport and its own CUDA device. */
+static void bench_gpu_probe(struct bench *b,
+			    const struct zsm_client_props *props,
+			    struct bench_gpu_report *rep)
+{
+	char why[BENCH_WHY_MAX - 64];
+	int r;
+
+	memset(rep, 0, sizeof(*rep));
+	rep->ordinal = b->o.gpu_ord[b->rank];
+	if (!(props->ptr_support & NCCL_PTR_CUDA))
+		snprintf(rep->plugin_why, sizeof(rep->plugin_why),
+			 "plugin '%s' does not take CUDA buffers (its "
+			 "ptrSupport 0x%x lacks NCCL_PTR_CUDA)",
+			 b->name, (unsigned)props->ptr_support);
+	r = zsm_cuda_drv_open(&b->cu, why, sizeof(why));
+	if (!r)
+		r = zsm_cuda_drv_use_device(&b->cu, rep->ordinal, why,
+					    sizeof(why));
+	/* Missing driver or device: skip.  Anything else is a failure. */
+	if (r == -ENOENT || r == -ENOSYS || r == -ENODEV)
+		snprintf(rep->cuda_why, sizeof(rep->cuda_why),
+			 "CUDA is not available: %s", why);
+	else if (r)
+		bench_die("CUDA device %d: %s", rep->ordinal, why);
+}
+
+/* Append "; <prefix><text>" (no "; " first) when text is not empty. */
+static void bench_why_add(char *line, size_t len, const char *prefix,
+			  const char *text)
+{
+	size_t used = strlen(line);
+
+	if (text[0] && used < len)
+		snprintf(line + used, len - used, "%s%s%s", used ? "; " : "",
+			 prefix, text);
+}
+
+/*
+ * --gpu: both ranks check, rank 0 prints the one line that says why the
+ * pair cannot run (for both ranks) and tells rank 1, and both skip
+ * together.  Returns OOB_PASS to go on or OOB_SKIP.
+ */
+static int bench_gpu_check(struct bench *b,
+			   const struct zsm_client_props *props)
+{
+	struct bench_gpu_report mine, peer;
+	int32_t verdict = OOB_PASS;
+
+	bench_gpu_probe(b, props, &mine);
+	if (b->rank == 1) {
+		BENCH_OOB(oob_send(&mine, sizeof(mine)));
+		BENCH_OOB(oob_recv(&verdict, sizeof(verdict)));
+		return verdict;
+	}
+	BENCH_OOB(oob_recv(&peer, sizeof(peer)));
+	peer.plugin_why[sizeof(peer.plugin_why) - 1] = '\0';
+	peer.cuda_why[sizeof(peer.cuda_why) - 1] = '\0';
+	snprintf(b->mem, sizeof(b->mem), "gpu%d->gpu%d", (int)mine.ordinal,
+		 (int)peer.ordinal);
+	if (mine.plugin_why[0] || mine.cuda_why[0] || peer.plugin_why[0] ||
+	    peer.cuda_why[0]) {
+		char line[4 * BENCH_WHY_MAX] = "";
+
+		verdict = OOB_SKIP;
+		/* One reason per cause; a rank is named when they differ. */
+		bench_why_add(line, sizeof(line), "",
+			      mine.plugin_why[0] ? mine.plugin_why
+						 : peer.plugin_why);
+		if (!strcmp(mine.cuda_why, peer.cuda_why)) {
+			bench_why_add(line, sizeof(line), "", mine.cuda_why);
+		} else {
+			bench_why_add(line, sizeof(line), "rank 0: ",
+				      mine.cuda_why);
+			bench_why_add(line, sizeof(line), "rank 1: ",
+				      peer.cuda_why);
+		}
+		fprintf(stderr, "zsm-bench: --gpu %s skipped: %s\n", b->mem,
+			line);
+		fflush(stderr);
+	}
+	BENCH_OOB(oob_send(&verdict, sizeof(verdict)));
+	return verdict;
+}
+
+/*
+ * --rendezvous: this process is one of the launch's ranks and meets its
+ * partner over TCP instead of forking it.  Without it, a launcher that
+ * started several copies gets one note: each runs its own forked pair.
+ */
+static void bench_launch(struct bench *b)
+{
+	struct oob_launch l = {
+		.rank = b->o.launch_rank,
+		.nranks = b->o.launch_nranks,
+		.rendezvous = b->o.rendezvous,
+		.source = NULL,
+	};
+
+	if (!b->o.rendezvous) {
+		l.rank = l.nranks = -1;
+		if (oob_launch_from_env(&l) == 1 && l.nranks > 1)
+			fprintf(stderr,
+				"zsm-bench: note: %s started %d ranks without "
+				"--rendezvous: each rank runs its own one-host "
+				"pair\n",
+				l.source ? l.source : "the launcher", l.nranks);
+		return;
+	}
+	if (l.rank >= 0 || l.nranks >= 0)
+		l.source = "--rank/--nranks";
+	if (oob_launch_from_env(&l) < 0)
+		exit(1);
+	if (l.rank < 0 || l.nranks < 0) {
+		fprintf(stderr,
+			"zsm-bench: --rendezvous needs --rank R --nranks 2, or "
+			"the environment of mpirun, srun or PMI\n");
+		exit(1);
+	}
+	if (!l.source)
+		l.source = "the launcher";
+	if (l.nranks != 2) {
+		fprintf(stderr,
+			"zsm-bench measures one pair: run it with 2 ranks (%s "
+			"gave %d)\n",
+			l.source, l.nranks);
+		exit(1);
+	}
+	if (l.rank > 1) {
+		fprintf(stderr, "zsm-bench: rank %d (from %s) is not 0 or 1\n",
+			l.rank, l.source);
+		exit(1);
+	}
+	if (oob_join(&l, b->o.step_timeout_s)) {
+		fprintf(stderr,
+			"zsm-bench: rank %d: could not meet the other rank at "
+			"%s\n",
+			l.rank, l.rendezvous);
+		exit(1);
+	}
+	b->launch_source = l.source;
+}
+
 int main(int argc, char **argv)
 {
 	static const int order[] = { BENCH_STREAM, BENCH_PINGPONG };
@@ -905,26 +1300,35 @@ int main(int argc, char **argv)
 	memset(&b, 0, sizeof(b));
 	memset(&props, 0, sizeof(props));
 	b.rank = -1;
+	snprintf(b.mem, sizeof(b.mem), "host");
 	bench_g = &b;
 	bench_parse(&b.o, argc, argv);
-	if (b.o.csv) {
+	/* Nothing here may touch CUDA: oob_start forks. */
+	bench_launch(&b);
+	r = oob_start(b.o.step_timeout_s);
+	if (r < 0)
+		bench_die("cannot start the pair");
+	b.rank = r;
+	if (b.o.raw)
+		bench_open_raw(&b);
+	else
+		bench_open_plugin(&b, &props);
+	if (b.o.gpu && bench_gpu_check(&b, &props) == OOB_SKIP) {
+		bench_teardown(&b);
+		r = oob_finish(OOB_SKIP);
+		return r == OOB_FAIL ? 1 : OOB_SKIP;
+	}
+	/*
+	 * Rank 0 alone writes the CSV, and only once the run can start: a
+	 * skip leaves no empty file, and rank 1 on a shared file system
+	 * does not truncate rank 0's.
+	 */
+	if (b.rank == 0 && b.o.csv) {
 		b.csv = fopen(b.o.csv, "w");
 		if (!b.csv)
 			bench_die("cannot write %s: %s", b.o.csv,
 				  strerror(errno));
 	}
-	r = oob_start(b.o.step_timeout_s);
-	if (r < 0)
-		bench_die("cannot fork the peer");
-	b.rank = r;
-	if (b.rank == 1 && b.csv) {
-		fclose(b.csv);
-		b.csv = NULL;
-	}
-	if (b.o.raw)
-		bench_open_raw(&b);
-	else
-		bench_open_plugin(&b, &props);
 
 	/* Sizes the transport cannot carry are left out before allocating. */
 	for (i = 0, t = 0; i < b.o.nsizes; i++) {
@@ -946,23 +1350,30 @@ int main(int argc, char **argv)
 		bench_connect(&b);
 	bench_setup_buffers(&b);
 	if (b.rank == 0) {
+		char launch[256] = "";
+
+		if (b.launch_source)
+			snprintf(launch, sizeof(launch),
+				 ", pair met at %s (ranks from %s)",
+				 b.o.rendezvous, b.launch_source);
 		if (b.raw)
 			printf("# zsm-bench: raw libfabric, provider '%s', "
-			       "domain '%s', reps %d%s\n",
+			       "domain '%s', memory %s, reps %d%s%s\n",
 			       bench_raw_provider(b.raw),
-			       bench_raw_domain(b.raw), b.o.reps,
-			       b.o.verify ? "" : ", no verify");
+			       bench_raw_domain(b.raw), b.mem, b.o.reps,
+			       b.o.verify ? "" : ", no verify", launch);
 		else
 			printf("# zsm-bench: plugin '%s' (%s), ncclNet v%d, "
-			       "device %d '%s', reps %d%s\n",
+			       "device %d '%s', memory %s, reps %d%s%s\n",
 			       b.name, b.o.plugin, zsm_client_abi(b.c),
-			       b.o.dev, props.name ? props.name : "?",
-			       b.o.reps, b.o.verify ? "" : ", no verify");
+			       b.o.dev, props.name ? props.name : "?", b.mem,
+			       b.o.reps, b.o.verify ? "" : ", no verify",
+			       launch);
 		printf("%-8s  %8s  %10s  %10s\n", "test", "size", "GB/s",
 		       "usec");
 		fflush(stdout);
 		if (b.csv) {
-			fprintf(b.csv, "plugin,test,size,gbps,usec\n");
+			fprintf(b.csv, "plugin,test,size,gbps,usec,mem\n");
 			fflush(b.csv);
 		}
 	}
@@ -977,5 +1388,5 @@ int main(int argc, char **argv)
 	if (b.csv)
 		fclose(b.csv);
 	r = oob_finish(OOB_PASS);
-	return r == OOB_PASS ? 0 : 1;
+	return r == OOB_PASS ? 0 : r == OOB_SKIP ? OOB_SKIP : 1;
 }

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cuda_drv.h"
 #include "oob.h"
 #include "pattern.h"
 #include "zsm_client.h"
@@ -44,9 +45,10 @@ struct lb_opts {
 	const char *plugin;
 	int abi;
 	int dev;
+	int gpu[2]; /* CUDA device of each rank for gpu_buffers */
 };
 
-static struct lb_opts lb_opts = { NULL, 0, 0 };
+static struct lb_opts lb_opts = { NULL, 0, 0, { 0, 0 } };
 static int lb_scale = 1;
 
 /* One rank's plugin and the comms of its connection. */
@@ -2226,7 +2228,9 @@ static int check_init(int rank, void *arg)
 	struct lb_ctx x;
 	int ndev = 0, r;
 
-	if (rank == 1)
+	/* Forked, rank 1 shares rank 0's plugin; across hosts it has its
+	 * own, which must load there too. */
+	if (rank == 1 && !oob_joined())
 		return OOB_PASS;
 	r = zsm_client_open(lb_opts.plugin, lb_opts.abi, &x.c);
 	if (lb_opts.abi)
@@ -2257,8 +2261,9 @@ static int check_init(int rank, void *arg)
 	LB_EXPECT(lb_opts.dev < ndev, "device %d requested, plugin has %d",
 		  lb_opts.dev, ndev);
 	found->ndev = ndev;
-	printf("# abi %d: plugin '%s', %d device(s)\n", zsm_client_abi(x.c),
-	       zsm_client_name(x.c), ndev);
+	if (rank == 0)
+		printf("# abi %d: plugin '%s', %d device(s)\n",
+		       zsm_client_abi(x.c), zsm_client_name(x.c), ndev);
 	LB_CALL(&x, zsm_client_finalize(x.c));
 	zsm_client_close(x.c);
 	return OOB_PASS;
@@ -2269,6 +2274,158 @@ static int check_init(int rank, void *arg)
  * gives one for all; what is the pass line's few words, and the --list
  * line.  docs/conformance.md describes each check and its NCCL rule.
  */
+/* ---------------------------------------------------------------------- */
+/* GPU buffers (NCCL_PTR_CUDA) */
+
+#define GB_TAIL 4096
+
+static const size_t gb_sizes[] = { 1, 4097, (1u << 20) + 3, 64u << 20 };
+#define GB_NSIZES (sizeof(gb_sizes) / sizeof(gb_sizes[0]))
+
+/*
+ * Whether this rank can run the check: the plugin advertises CUDA on the
+ * device and this rank's GPU is there.  0, or OOB_SKIP with why filled.
+ */
+static int gb_ready(struct lb_ctx *x, struct zsm_cuda_drv *cu, int rank,
+		    char *why, size_t len)
+{
+	struct zsm_client_props p;
+	int r;
+
+	r = zsm_client_get_properties(x->c, x->dev, &p);
+	if (r) {
+		snprintf(why, len, "getProperties returned %s",
+			 zsm_client_result_str(r));
+		return OOB_FAIL;
+	}
+	if (!(p.ptr_support & NCCL_PTR_CUDA)) {
+		snprintf(why, len, "device %d does not advertise NCCL_PTR_CUDA "
+				   "(ptrSupport 0x%x)",
+			 x->dev, (unsigned)p.ptr_support);
+		return OOB_SKIP;
+	}
+	if (zsm_cuda_drv_open(cu, why, len))
+		return OOB_SKIP;
+	if (zsm_cuda_drv_use_device(cu, lb_opts.gpu[rank], why, len))
+		return OOB_SKIP;
+	return OOB_PASS;
+}
+
+/*
+ * One message of each size from rank 0's GPU to rank 1's.  The receiver's
+ * buffer is poisoned past the message; after test() it calls iflush as
+ * NCCL does before a kernel reads GPU data, then checks every byte and
+ * that nothing past the message was written.
+ */
+static int gb_transfer(struct lb_ctx *x, struct zsm_cuda_drv *cu, size_t size,
+		       int seed, zsm_cu_deviceptr dp, unsigned char *host)
+{
+	char why[256];
+	void *mh = NULL, *req, *data = (void *)(uintptr_t)dp;
+	void *comm = x->rank ? x->recv : x->send;
+	int sizes[64], tag = seed, r;
+	long bad;
+
+	if (x->rank == 0) {
+		zsm_pattern_fill(host, size, (unsigned)seed);
+		LB_EXPECT(!zsm_cuda_drv_copy_htod(cu, dp, host, size, why,
+						  sizeof(why)),
+			  "%s", why);
+	} else {
+		LB_EXPECT(!zsm_cuda_drv_memset(cu, dp, LB_GUARD, size + GB_TAIL,
+					       why, sizeof(why)),
+			  "%s", why);
+	}
+	LB_CALL(x, zsm_client_reg_mr(x->c, comm, data, size + GB_TAIL,
+				     NCCL_PTR_CUDA, &mh));
+	LB_EXPECT(mh, "regMr(NCCL_PTR_CUDA) gave success and a NULL mhandle");
+	if (x->rank == 0) {
+		LB_TRY(lb_post_send(x, x->send, data, size, tag, mh, &req));
+		LB_TRY(lb_wait(x, req, sizes, "GPU send"));
+	} else {
+		LB_TRY(lb_post_recv(x, x->recv, 1, &data, &size, &tag, &mh,
+				    &req));
+		LB_TRY(lb_wait(x, req, sizes, "GPU receive"));
+		LB_EXPECT((size_t)sizes[0] == size,
+			  "GPU receive of %zu bytes reported %d", size,
+			  sizes[0]);
+		req = (void *)0x1;
+		r = zsm_client_iflush(x->c, x->recv, 1, &data, sizes, &mh,
+				      &req);
+		LB_EXPECT(r == ncclSuccess, "iflush returned %s",
+			  zsm_client_result_str(r));
+		if (req)
+			LB_TRY(lb_wait(x, req, NULL, "iflush"));
+		LB_EXPECT(!zsm_cuda_drv_copy_dtoh(cu, host, dp, size + GB_TAIL,
+						  why, sizeof(why)),
+			  "%s", why);
+		bad = zsm_pattern_check(host, size, (unsigned)seed);
+		LB_EXPECT(bad < 0, "%zu bytes GPU to GPU: byte %ld differs",
+			  size, bad);
+		bad = lb_verify_byte(host + size, GB_TAIL, LB_GUARD);
+		LB_EXPECT(bad < 0,
+			  "%zu bytes GPU to GPU: byte %zu past the message "
+			  "was written",
+			  size, size + (size_t)bad);
+	}
+	LB_OOB(oob_barrier());
+	LB_CALL(x, zsm_client_dereg_mr(x->c, comm, mh));
+	return OOB_PASS;
+}
+
+static int check_gpu_buffers(int rank, void *arg)
+{
+	struct zsm_cuda_drv cu;
+	struct lb_ctx x;
+	zsm_cu_deviceptr dp = 0;
+	unsigned char *host = NULL;
+	char why[256] = "", peer_why[256];
+	size_t i, max = gb_sizes[GB_NSIZES - 1] + GB_TAIL;
+	int ready, peer, ret = OOB_PASS;
+
+	(void)arg;
+	memset(&cu, 0, sizeof(cu));
+	LB_TRY(lb_open(&x, rank));
+	/* Both ranks must be able to run it, or neither starts. */
+	ready = gb_ready(&x, &cu, rank, why, sizeof(why));
+	LB_OOB(oob_send(&ready, sizeof(ready)));
+	LB_OOB(oob_send(why, sizeof(why)));
+	LB_OOB(oob_recv(&peer, sizeof(peer)));
+	LB_OOB(oob_recv(peer_why, sizeof(peer_why)));
+	if (ready != OOB_PASS || peer != OOB_PASS) {
+		zsm_cuda_drv_close(&cu);
+		lb_teardown(&x);
+		if (ready == OOB_FAIL)
+			return oob_fail("%s", why);
+		if (ready == OOB_SKIP)
+			return oob_skip("%s", why);
+		/* The partner's reason is the one printed. */
+		return peer == OOB_FAIL ? OOB_PASS : OOB_SKIP;
+	}
+	LB_TRY(lb_connect_pair(&x, &x.send, &x.recv));
+	host = malloc(max);
+	LB_EXPECT(host, "out of memory for %zu bytes", max);
+	if (zsm_cuda_drv_alloc(&cu, max, &dp, why, sizeof(why))) {
+		free(host);
+		return oob_fail("%s", why);
+	}
+	for (i = 0; i < GB_NSIZES && ret == OOB_PASS; i++)
+		ret = gb_transfer(&x, &cu, gb_sizes[i], 50 + (int)i, dp,
+				  host);
+	zsm_cuda_drv_free(&cu, dp, why, sizeof(why));
+	free(host);
+	if (ret != OOB_PASS)
+		return ret;
+	if (rank == 1)
+		printf("# abi %d: GPU %d to GPU %d: %zu sizes up to %zu bytes "
+		       "byte-exact, nothing written past them\n",
+		       lb_opts.abi, lb_opts.gpu[0], lb_opts.gpu[1], GB_NSIZES,
+		       gb_sizes[GB_NSIZES - 1]);
+	ret = lb_teardown(&x);
+	zsm_cuda_drv_close(&cu);
+	return ret;
+}
+
 struct lb_check {
 	const char *name;
 	oob_check_fn fn;
@@ -2321,6 +2478,8 @@ static const struct lb_check lb_checks[] = {
 	  "regMr/deregMr on another thread during traffic" },
 	{ "init_cycles", check_init_cycles, 60,
 	  "init/finalize and dlopen cycles leak no fds or threads" },
+	{ "gpu_buffers", check_gpu_buffers, 60,
+	  "NCCL_PTR_CUDA buffers GPU to GPU, byte-exact, iflush" },
 };
 
 #define LB_NCHECKS (sizeof(lb_checks) / sizeof(lb_checks[0]))
@@ -2335,13 +2494,24 @@ static void lb_usage(FILE *out)
 		"[--timeout SECONDS]\n"
 		"                       [--only NAME[,NAME...]] [--list] "
 		"PLUGIN.so\n"
+		"                       [--gpu G0[,G1]]\n"
+		"       zsm-conformance --rendezvous HOST:PORT [--rank R "
+		"--nranks N]\n"
+		"                       [--join-timeout SECONDS] [options] "
+		"PLUGIN.so\n"
 		"Loads PLUGIN.so as NCCL does and runs two-process checks of "
 		"its ncclNet\n"
-		"table on this host (--plugin PLUGIN.so works too).  --list "
-		"prints the\n"
-		"checks.  Exit status: 0 all passed, 1 a check failed, 2 bad "
-		"usage,\n"
-		"77 nothing could run (no usable device).  See "
+		"table (--plugin PLUGIN.so works too).  By default both "
+		"processes run\n"
+		"on this host.  With --rendezvous, this process is rank R of "
+		"N started\n"
+		"on any hosts (R and N from --rank/--nranks, or from mpirun, "
+		"srun or PMI);\n"
+		"rank 0 listens at HOST:PORT, ranks 2k and 2k+1 run the "
+		"checks as a pair.\n"
+		"--list prints the checks.  Exit status: 0 all passed, 1 a "
+		"check failed,\n"
+		"2 bad usage, 77 nothing could run (no usable device).  See "
 		"docs/conformance.md.\n");
 }
 
@@ -2418,8 +2588,100 @@ static long lb_parse_num(const char *s, long lo, long hi)
 	return v;
 }
 
+/* "G0" or "G0,G1": the CUDA device of rank 0 and of rank 1. */
+static int lb_parse_gpus(const char *s)
+{
+	char buf[32], *comma;
+	long a, b;
+
+	if (strlen(s) >= sizeof(buf))
+		return -1;
+	strcpy(buf, s);
+	comma = strchr(buf, ',');
+	if (comma)
+		*comma = '\0';
+	a = lb_parse_num(buf, 0, 63);
+	b = comma ? lb_parse_num(comma + 1, 0, 63) : a;
+	if (a < 0 || b < 0)
+		return -1;
+	lb_opts.gpu[0] = (int)a;
+	lb_opts.gpu[1] = (int)b;
+	return 0;
+}
+
+/*
+ * --rendezvous joins a run across hosts; rank and size come from the
+ * options or a launcher.  Launcher variables alone change nothing: a
+ * job's environment leaks into every process it starts.
+ */
+static int lb_launch(struct oob_launch *l)
+{
+	struct oob_launch env = { .rank = -1, .nranks = -1 };
+	int found = oob_launch_from_env(l->rendezvous ? l : &env);
+
+	if (found < 0)
+		return -1;
+	if (!l->rendezvous) {
+		if (l->rank >= 0 || l->nranks >= 0) {
+			fprintf(stderr, "zsm-conformance: --rank and --nranks "
+					"need --rendezvous HOST:PORT\n");
+			return -1;
+		}
+		if (found && env.nranks > 1)
+			fprintf(stderr, "zsm-conformance: started by %s as "
+					"rank %d of %d without --rendezvous: "
+					"this rank runs its own one-host "
+					"pair\n",
+				env.source, env.rank, env.nranks);
+		return 0;
+	}
+	if (l->rank < 0 || l->nranks < 0) {
+		fprintf(stderr, "zsm-conformance: --rendezvous needs --rank "
+				"and --nranks, or a launcher (mpirun, srun) "
+				"that sets them\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* Whether this process prints the run's lines: one per pair. */
+static int lb_leader(void)
+{
+	return !oob_joined() || oob_global_rank() % 2 == 0;
+}
+
+/*
+ * The last line.  Across hosts rank 0 prints the whole run's counts and
+ * the other pairs' even ranks their own; each process's exit status is
+ * its pair's (rank 0's: the run's).
+ */
+static int lb_summary(int passed, int failed, int skipped)
+{
+	int counts[3] = { passed, failed, skipped };
+
+	if (oob_joined() && oob_totals(counts))
+		counts[1]++;
+	if (lb_leader()) {
+		if (oob_joined() && oob_global_rank() == 0 &&
+		    oob_global_size() > 2)
+			printf("# %d ranks, %d pairs\n", oob_global_size(),
+			       oob_global_size() / 2);
+		printf("%d passed, %d failed, %d skipped\n", counts[0],
+		       counts[1], counts[2]);
+	}
+	fflush(stdout);
+	if (oob_global_rank() != 0 || !oob_joined()) {
+		counts[0] = passed;
+		counts[1] = failed;
+		counts[2] = skipped;
+	}
+	return counts[1] ? OOB_FAIL : OOB_PASS;
+}
+
 int main(int argc, char **argv)
 {
+	struct oob_launch launch = { .rank = -1, .nranks = -1 };
+	long join_s = 300;
 	const char *only = NULL;
 	int passed = 0, failed = 0, skipped = 0, list = 0, i, r;
 	struct lb_found *found;
@@ -2459,6 +2721,41 @@ int main(int argc, char **argv)
 			}
 		} else if (!strcmp(a, "--only") && has_val) {
 			only = argv[++i];
+		} else if (!strcmp(a, "--rank") && has_val) {
+			v = lb_parse_num(argv[++i], 0, 1 << 20);
+			if (v < 0) {
+				fprintf(stderr, "zsm-conformance: --rank must "
+						"be a whole number\n");
+				return LB_USAGE;
+			}
+			launch.rank = (int)v;
+			launch.source = "--rank";
+		} else if (!strcmp(a, "--nranks") && has_val) {
+			v = lb_parse_num(argv[++i], 2, 1 << 20);
+			if (v < 0 || v % 2) {
+				fprintf(stderr, "zsm-conformance: --nranks "
+						"must be even and at least 2 "
+						"(ranks run in pairs)\n");
+				return LB_USAGE;
+			}
+			launch.nranks = (int)v;
+		} else if (!strcmp(a, "--gpu") && has_val) {
+			if (lb_parse_gpus(argv[++i])) {
+				fprintf(stderr, "zsm-conformance: --gpu takes "
+						"G0[,G1], CUDA device numbers "
+						"0..63\n");
+				return LB_USAGE;
+			}
+		} else if (!strcmp(a, "--rendezvous") && has_val) {
+			launch.rendezvous = argv[++i];
+		} else if (!strcmp(a, "--join-timeout") && has_val) {
+			join_s = lb_parse_num(argv[++i], 1, 86400);
+			if (join_s < 0) {
+				fprintf(stderr, "zsm-conformance: "
+						"--join-timeout must be "
+						"1..86400 seconds\n");
+				return LB_USAGE;
+			}
 		} else if (!strcmp(a, "--list")) {
 			list = 1;
 
@@ -2484,6 +2781,14 @@ int main(int argc, char **argv)
 	}
 	if (only && lb_only_valid(only))
 		return LB_USAGE;
+	if (lb_launch(&launch))
+		return LB_USAGE;
+	if (launch.rendezvous && oob_join(&launch, (unsigned)join_s)) {
+		fprintf(stderr, "zsm-conformance: rank %d could not join the "
+				"run at %s\n",
+			launch.rank, launch.rendezvous);
+		return OOB_FAIL;
+	}
 	lb_scale = lb_time_scale();
 	if (access(lb_opts.plugin, R_OK)) {
 		printf("FAIL init: %s: %s\n", lb_opts.plugin, strerror(errno));
@@ -2506,13 +2811,11 @@ int main(int argc, char **argv)
 	if (r == OOB_SKIP) {
 		for (k = 0; k < LB_NCHECKS; k++)
 			skipped += lb_selected(only, lb_checks[k].name);
-		printf("0 passed, 0 failed, %d skipped\n", skipped);
+		lb_summary(0, 0, skipped);
 		return OOB_SKIP;
 	}
-	if (r != OOB_PASS) {
-		printf("0 passed, 1 failed, 0 skipped\n");
-		return OOB_FAIL;
-	}
+	if (r != OOB_PASS)
+		return lb_summary(0, 1, 0);
 	/* Every check uses the table init found: the highest by default. */
 	lb_opts.abi = found->abi;
 	for (k = 0; k < LB_NCHECKS; k++) {
@@ -2530,8 +2833,8 @@ int main(int argc, char **argv)
 		else
 			failed++;
 	}
-	printf("# plugin %s, abi %d, device %d\n", lb_opts.plugin,
-	       lb_opts.abi, lb_opts.dev);
-	printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
-	return failed ? OOB_FAIL : OOB_PASS;
+	if (lb_leader())
+		printf("# plugin %s, abi %d, device %d\n", lb_opts.plugin,
+		       lb_opts.abi, lb_opts.dev);
+	return lb_summary(passed, failed, skipped);
 }

@@ -1,6 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# zsm-bench --plot on a small CSV of two series must write a PNG.
+# zsm-bench --plot on small CSV files must write a PNG: one file in the
+# format before --gpu (five columns), one with the mem column.
 # Usage: plot-smoke.sh ZSM-BENCH.  Exit 77 (skip) when gnuplot is absent.
 set -eu
 
@@ -21,8 +22,25 @@ zsm,stream,65536,0.5,131.0
 zsm,pingpong,8,0.001,9.0
 zsm,pingpong,65536,0.45,145.0
 CSV
+gpu_csv="$work/gpu.csv"
+cat >"$gpu_csv" <<'CSV'
+plugin,test,size,gbps,usec,mem
+zsm,stream,8,0.001,8.5,host
+zsm,stream,65536,0.6,110.0,host
+zsm,stream,8,0.001,9.5,gpu0->gpu1
+zsm,stream,65536,0.4,160.0,gpu0->gpu1
+CSV
 png="$work/out 'x'.png"
-"$bench" --plot "$png" "$csv"
+out=$("$bench" --plot "$png" "$csv" "$gpu_csv") || exit 1
+echo "$out"
+# Two series from the first file, two (host and GPU) from the second.
+case $out in
+*"(4 series)"*) ;;
+*)
+	echo "FAIL: expected 4 series"
+	exit 1
+	;;
+esac
 if [ ! -s "$png" ]; then
 	echo "FAIL: $png is missing or empty"
 	exit 1

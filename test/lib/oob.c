@@ -4,9 +4,12 @@
  * status combination and the per-check runner.
  */
 #include "oob.h"
+#include "oob_net.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +41,8 @@ static volatile sig_atomic_t oob_child_reaped;
 /* Set by oob_finish: from then on it reaps rank 1 itself. */
 static volatile sig_atomic_t oob_finishing;
 static volatile int oob_child_status;
+/* Across hosts: the stream of the check this process runs, or -1. */
+static int oob_pair_fd = -1;
 
 static void oob_write_str(const char *s)
 {
@@ -160,22 +165,34 @@ void oob_doing(const char *what)
 	oob_what = what;
 }
 
+/* Across hosts: no fork; the partner is already at the other end. */
+static int oob_start_joined(unsigned timeout_s)
+{
+	oob_fd = oob_pair_fd >= 0 ? oob_pair_fd : oob_net_ctl_fd();
+	oob_my_rank = oob_net_pair_rank();
+	oob_child = 0;
+	oob_set_timeout(timeout_s);
+	return oob_my_rank;
+}
+
 int oob_start(unsigned timeout_s)
 {
 	struct sigaction sa;
 	pid_t parent = getpid(), pid;
 	int sv[2];
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
-		perror("oob: socketpair");
-		return -1;
-	}
 	memset(&sa, 0, sizeof(sa));
 	sigemptyset(&sa.sa_mask);
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, NULL);
 	sa.sa_handler = oob_on_alarm;
 	sigaction(SIGALRM, &sa, NULL);
+	if (oob_net_joined())
+		return oob_start_joined(timeout_s);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+		perror("oob: socketpair");
+		return -1;
+	}
 
 	fflush(NULL);
 	pid = fork();
@@ -218,7 +235,7 @@ static void oob_peer_gone(void)
 	struct timespec ts = { 0, 10 * 1000000L };
 	int i;
 
-	if (oob_my_rank != 0)
+	if (oob_my_rank != 0 || oob_child <= 0)
 		return;
 	for (i = 0; i < 200 && !oob_child_reaped; i++)
 		nanosleep(&ts, NULL);
@@ -304,6 +321,32 @@ static int oob_combine(int a, int b)
 	return OOB_FAIL;
 }
 
+/*
+ * Across hosts.  Inside a check the driver compares results.  Otherwise
+ * (zsm-bench) both sides swap statuses; a failing side just hangs up, as
+ * a byte it sent could be read as part of whatever the partner awaits.
+ */
+static int oob_finish_joined(int status)
+{
+	int32_t mine = status, theirs = OOB_FAIL;
+
+	if (oob_pair_fd >= 0)
+		return status;
+	if (status != OOB_PASS) {
+		shutdown(oob_fd, SHUT_RDWR);
+		return oob_combine(status, OOB_PASS);
+	}
+	if (oob_net_send_all(oob_fd, &mine, sizeof(mine)) ||
+	    oob_net_recv_all(oob_fd, &theirs, sizeof(theirs),
+			     (int)(oob_timeout_s ? oob_timeout_s : 60) * 1000)) {
+		fprintf(stderr, "oob: rank %d: partner rank %d gone before "
+				"the end\n",
+			oob_global_rank(), oob_net_partner());
+		return OOB_FAIL;
+	}
+	return oob_combine(status, theirs);
+}
+
 int oob_finish(int status)
 {
 	sigset_t set, old;
@@ -311,6 +354,8 @@ int oob_finish(int status)
 	pid_t r;
 
 	alarm(0);
+	if (oob_net_joined())
+		return oob_finish_joined(status);
 	if (oob_my_rank == 1) {
 		fflush(NULL);
 		_exit(status);
@@ -402,24 +447,142 @@ static void oob_sleep_ms(unsigned ms)
 		;
 }
 
-int oob_check(const char *name, const char *what, oob_check_fn fn, void *arg,
-	      unsigned timeout_s)
+/* The exit status of a runner as a check result. */
+static int oob_runner_result(int st, int rank)
+{
+	char sig[48];
+
+	if (WIFEXITED(st)) {
+		st = WEXITSTATUS(st);
+		return st == OOB_PASS || st == OOB_SKIP ? st : OOB_FAIL;
+	}
+	/* Across hosts the runner is rank 1 itself, and may die on purpose. */
+	if (rank == 1 && oob_died_on_purpose(st))
+		return OOB_PASS;
+	if (WIFSIGNALED(st)) {
+		snprintf(sig, sizeof(sig), "killed by signal %d", WTERMSIG(st));
+		oob_note_raw(rank, sig, NULL, NULL);
+	}
+	return OOB_FAIL;
+}
+
+/* One side's outcome of a check, as the pair's drivers swap it. */
+struct oob_outcome {
+	int32_t result;
+	char why[OOB_WHY_LEN];
+};
+
+/*
+ * Across hosts: agree with the partner on the check, open a stream for it,
+ * run this rank in a fresh process, and swap outcomes.  A partner that
+ * fails or skips first stops our side at once, as the fork mode does.
+ */
+static int oob_check_pair(const char *name, oob_check_fn fn, void *arg,
+			  unsigned timeout_s)
+{
+	int ctl = oob_net_ctl_fd(), me = oob_net_pair_rank(), other = 1 - me;
+	int wait_ms = (int)(2 * timeout_s + 60) * 1000, st = 0, data, r;
+	int mine = OOB_FAIL, got = 0, killed = 0, gone = 0, waited_ms = 0;
+	struct pollfd pfd = { .fd = ctl, .events = POLLIN };
+	struct oob_outcome out, in;
+	char names[2][64];
+	pid_t runner = -1;
+
+	memset(names, 0, sizeof(names));
+	snprintf(names[0], sizeof(names[0]), "%s", name);
+	if (oob_net_send_all(ctl, names[0], sizeof(names[0])) ||
+	    oob_net_recv_all(ctl, names[1], sizeof(names[1]), wait_ms)) {
+		oob_note_raw(other, "partner gone before the check started",
+			     NULL, NULL);
+		return OOB_FAIL;
+	}
+	names[1][sizeof(names[1]) - 1] = '\0';
+	if (strcmp(names[0], names[1])) {
+		oob_note_parts(me, "the partner runs check '", names[1],
+			       "': every rank must be given the same checks",
+			       NULL);
+		return OOB_FAIL;
+	}
+	data = oob_net_data_open(timeout_s);
+	if (data < 0) {
+		oob_note_raw(me, "no stream to the partner for this check",
+			     NULL, NULL);
+	} else {
+		fflush(NULL);
+		runner = fork();
+		if (runner < 0)
+			perror("oob: fork");
+	}
+	if (runner == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		oob_net_close_in_child(data);
+		oob_pair_fd = data;
+		r = oob_start(timeout_s);
+		r = oob_finish(fn(r, arg));
+		fflush(NULL);
+		_exit(r);
+	}
+	if (data >= 0)
+		close(data);
+	/* The runner is bounded by its alarm; the limit is a backstop. */
+	while (runner > 0) {
+		r = waitpid(runner, &st, WNOHANG);
+		if (r == runner) {
+			mine = killed ? OOB_PASS : oob_runner_result(st, me);
+			break;
+		}
+		if (r < 0 && errno != EINTR) {
+			oob_note_raw(me, "lost the runner", NULL, NULL);
+			break;
+		}
+		if (!got && !gone && poll(&pfd, 1, 5) > 0) {
+			if (oob_net_recv_all(ctl, &in, sizeof(in), wait_ms)) {
+				gone = 1;
+				oob_note_raw(other, "partner's process gone",
+					     NULL, NULL);
+			} else {
+				got = 1;
+			}
+			/* Our side's verdict no longer matters. */
+			if (gone || in.result != OOB_PASS) {
+				kill(runner, SIGKILL);
+				killed = 1;
+			}
+		} else if (got || gone) {
+			oob_sleep_ms(5);
+		}
+		waited_ms += 5;
+		if (waited_ms >= (int)(timeout_s + 10) * 1000 && !killed) {
+			kill(runner, SIGKILL);
+			waitpid(runner, &st, 0);
+			oob_note_raw(me, "runner did not end", NULL, NULL);
+			break;
+		}
+	}
+	memset(&out, 0, sizeof(out));
+	out.result = mine;
+	memcpy(out.why, oob_shm->why[me], sizeof(out.why));
+	if (gone || oob_net_send_all(ctl, &out, sizeof(out)))
+		return OOB_FAIL;
+	if (!got && oob_net_recv_all(ctl, &in, sizeof(in), wait_ms)) {
+		oob_note_raw(other, "partner sent no result", NULL, NULL);
+		return OOB_FAIL;
+	}
+	in.why[sizeof(in.why) - 1] = '\0';
+	if (!oob_shm->why[other][0])
+		memcpy(oob_shm->why[other], in.why, sizeof(in.why));
+	return oob_combine(mine, in.result == OOB_PASS || in.result == OOB_SKIP
+				       ? in.result
+				       : OOB_FAIL);
+}
+
+/* One host: a runner process forks the pair. */
+static int oob_check_fork(oob_check_fn fn, void *arg, unsigned timeout_s)
 {
 	unsigned waited_ms = 0, limit_ms = (timeout_s + 10) * 1000;
 	int st = 0, result, rank;
-	char why[2 * OOB_WHY_LEN + 32];
 	pid_t runner, r;
 
-	if (!oob_shm) {
-		oob_shm = mmap(NULL, sizeof(*oob_shm), PROT_READ | PROT_WRITE,
-			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-		if (oob_shm == MAP_FAILED) {
-			oob_shm = NULL;
-			perror("oob: mmap");
-			return OOB_FAIL;
-		}
-	}
-	memset(oob_shm, 0, sizeof(*oob_shm));
 	fflush(NULL);
 	runner = fork();
 	if (runner < 0) {
@@ -454,19 +617,36 @@ int oob_check(const char *name, const char *what, oob_check_fn fn, void *arg,
 		oob_sleep_ms(5);
 		waited_ms += 5;
 	}
-	if (WIFEXITED(st))
-		result = WEXITSTATUS(st);
-	else
-		result = OOB_FAIL;
-	if (WIFSIGNALED(st)) {
-		char sig[48];
+	return oob_runner_result(st, 0);
+}
 
-		snprintf(sig, sizeof(sig), "killed by signal %d", WTERMSIG(st));
-		oob_note_raw(0, sig, NULL, NULL);
+int oob_check(const char *name, const char *what, oob_check_fn fn, void *arg,
+	      unsigned timeout_s)
+{
+	char why[2 * OOB_WHY_LEN + 32], pair[48] = "";
+	int result, rank, joined = oob_net_joined();
+
+	if (!oob_shm) {
+		oob_shm = mmap(NULL, sizeof(*oob_shm), PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (oob_shm == MAP_FAILED) {
+			oob_shm = NULL;
+			perror("oob: mmap");
+			return OOB_FAIL;
+		}
 	}
-	if (result != OOB_PASS && result != OOB_SKIP)
-		result = OOB_FAIL;
+	memset(oob_shm, 0, sizeof(*oob_shm));
+	if (joined)
+		result = oob_check_pair(name, fn, arg, timeout_s);
+	else
+		result = oob_check_fork(fn, arg, timeout_s);
 
+	/* One line per pair: the even rank prints it. */
+	if (joined && oob_net_pair_rank())
+		return result;
+	if (joined && oob_global_size() > 2)
+		snprintf(pair, sizeof(pair), "[ranks %d-%d] ",
+			 oob_global_rank(), oob_global_rank() + 1);
 	why[0] = '\0';
 	for (rank = 0; rank < 2; rank++) {
 		size_t used = strlen(why);
@@ -474,16 +654,18 @@ int oob_check(const char *name, const char *what, oob_check_fn fn, void *arg,
 		if (!oob_shm->why[rank][0])
 			continue;
 		snprintf(why + used, sizeof(why) - used, "%srank %d: %s",
-			 used ? "; " : "", rank, oob_shm->why[rank]);
+			 used ? "; " : "", joined ? oob_global_rank() + rank
+						  : rank,
+			 oob_shm->why[rank]);
 	}
 	if (result == OOB_PASS && what)
-		printf("PASS %s: %s\n", name, what);
+		printf("%sPASS %s: %s\n", pair, name, what);
 	else if (result == OOB_PASS)
-		printf("PASS %s\n", name);
+		printf("%sPASS %s\n", pair, name);
 	else if (result == OOB_SKIP)
-		printf("SKIP %s: %s\n", name, why[0] ? why : "skipped");
+		printf("%sSKIP %s: %s\n", pair, name, why[0] ? why : "skipped");
 	else
-		printf("FAIL %s: %s\n", name,
+		printf("%sFAIL %s: %s\n", pair, name,
 		       why[0] ? why
 			      : "a rank ended with a failure status but no "
 				"reason (a crash? see stderr)");

@@ -15,7 +15,49 @@
 #define OOB_SKIP 77
 
 /*
- * Fork.  Returns the rank (0 in the parent, 1 in the child) or -1.  Both
+ * Across hosts.  By default the two ranks are a fork on one host.  After
+ * oob_join, this process is one rank of nranks started by the user or a
+ * launcher on any hosts: ranks 2k and 2k+1 form a pair, each pair talks
+ * over TCP, and oob_start/oob_check/oob_finish work on the pair with the
+ * pair rank (0 for the even rank, 1 for the odd) in place of a fork.
+ */
+struct oob_launch {
+	int rank;		/* -1: not given */
+	int nranks;		/* -1: not given */
+	const char *rendezvous; /* "HOST:PORT" where rank 0 listens */
+	const char *source;	/* what set rank and nranks, for messages */
+};
+
+/*
+ * Fill rank and nranks from the environment a launcher sets, where they
+ * are still -1: Open MPI (OMPI_COMM_WORLD_RANK/SIZE), Slurm
+ * (SLURM_PROCID/NTASKS) or PMI (PMI_RANK/SIZE).  Returns 1 when one was
+ * found, 0 when none, -1 (message on stderr) when a value is garbage.
+ */
+int oob_launch_from_env(struct oob_launch *l);
+
+/*
+ * Meet the other ranks at l->rendezvous (rank 0 listens there, the others
+ * connect, retrying until timeout_s) and connect to this rank's partner.
+ * nranks must be even and at least 2.  0 or -1 with the reason on stderr.
+ */
+int oob_join(const struct oob_launch *l, unsigned timeout_s);
+/* Whether oob_join succeeded in this process. */
+int oob_joined(void);
+/* This process's global rank and the run's size (0 and 2 when forked). */
+int oob_global_rank(void);
+int oob_global_size(void);
+
+/*
+ * After the last check: every pair's rank 0 sends its counts to global
+ * rank 0, which returns the run's totals in counts[3] (passed, failed,
+ * skipped); the other ranks get their pair's.  0 or -1.
+ */
+int oob_totals(int counts[3]);
+
+/*
+ * Fork.  Returns the rank (0 in the parent, 1 in the child) or -1.  (After
+ * oob_join: no fork; the pair rank, over the stream to the partner.)  Both
  * sides get alarm(timeout_s): when it rings the side prints why and exits
  * OOB_FAIL, and rank 0 kills rank 1 first.  Rank 1 dies with rank 0; rank
  * 0 exits as soon as rank 1 exits with a non-zero status.

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CUDA driver API, reached at run time through dlopen("libcuda.so.1")
+ * and dlsym: nothing links libcuda and nothing includes cuda.h, so code
+ * using this builds and runs on machines without a GPU, a driver or the
+ * CUDA toolkit, and finds out at run time whether CUDA is there.
+ *
+ * Never call zsm_cuda_drv_open (or anything else here) in a process that
+ * will later fork children that use CUDA: a CUDA context does not survive
+ * fork, and the driver's state in the child is undefined.  Fork first,
+ * then open the driver in each process that needs it.
+ *
+ * Functions return 0 or -errno, and write what went wrong, for a person,
+ * into why[why_len] (which may be NULL): -ENOENT no libcuda.so.1,
+ * -ENOSYS a symbol missing from it, -ENODEV no usable device, -ENOMEM out
+ * of device memory, -EINVAL a bad argument, -EIO any other CUDA failure.
+ */
+#ifndef ZSM_COMMON_CUDA_DRV_H
+#define ZSM_COMMON_CUDA_DRV_H
+
+#include <stddef.h>
+
+/* Our own names for the driver's types, with the same sizes as cuda.h's. */
+typedef int zsm_cu_result;
+typedef int zsm_cu_device;
+typedef void *zsm_cu_context;
+typedef unsigned long long zsm_cu_deviceptr;
+typedef void *zsm_cu_stream;
+typedef void *zsm_cu_event;
+
+/* The few values of the driver's enums that callers use (cuda.h's). */
+#define ZSM_CU_SUCCESS 0
+#define ZSM_CU_ERROR_INVALID_VALUE 1
+#define ZSM_CU_ERROR_OUT_OF_MEMORY 2
+#define ZSM_CU_ERROR_NOT_INITIALIZED 3
+#define ZSM_CU_ERROR_NO_DEVICE 100
+#define ZSM_CU_ERROR_INVALID_DEVICE 101
+#define ZSM_CU_ERROR_NOT_READY 600
+
+#define ZSM_CU_DEVICE_ATTRIBUTE_PCI_BUS_ID 33
+#define ZSM_CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID 34
+#define ZSM_CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING 41
+#define ZSM_CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID 50
+#define ZSM_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define ZSM_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+
+#define ZSM_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
+#define ZSM_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
+#define ZSM_CU_MEMORYTYPE_HOST 1
+#define ZSM_CU_MEMORYTYPE_DEVICE 2
+
+/*
+ * Every entry point the table holds: X(field, "exported symbol", (params)).
+ * All return zsm_cu_result.  The symbol is the versioned name the driver
+ * exports (cuda.h maps cuMemAlloc to cuMemAlloc_v2 and so on); the
+ * unversioned ones are the old 32-bit-size ABI and must not be used.
+ * Extending the table is one line here; enum parameters are int, as the
+ * C ABI passes them.
+ */
+#define ZSM_CUDA_DRV_FUNCS(X)                                                 \
+	X(init, "cuInit", (unsigned int flags))                               \
+	X(driver_get_version, "cuDriverGetVersion", (int *version))           \
+	X(get_error_string, "cuGetErrorString",                               \
+	  (zsm_cu_result error, const char **str))                            \
+	X(get_error_name, "cuGetErrorName",                                   \
+	  (zsm_cu_result error, const char **str))                            \
+	X(device_get_count, "cuDeviceGetCount", (int *count))                 \
+	X(device_get, "cuDeviceGet", (zsm_cu_device * dev, int ordinal))      \
+	X(device_get_attribute, "cuDeviceGetAttribute",                       \
+	  (int *value, int attribute, zsm_cu_device dev))                     \
+	X(device_get_pci_bus_id, "cuDeviceGetPCIBusId",                       \
+	  (char *bus_id, int len, zsm_cu_device dev))                         \
+	X(device_primary_ctx_retain, "cuDevicePrimaryCtxRetain",              \
+	  (zsm_cu_context * ctx, zsm_cu_device dev))                          \
+	X(device_primary_ctx_release, "cuDevicePrimaryCtxRelease_v2",         \
+	  (zsm_cu_device dev))                                                \
+	X(ctx_set_current, "cuCtxSetCurrent", (zsm_cu_context ctx))           \
+	X(ctx_synchronize, "cuCtxSynchronize", (void))                        \
+	X(mem_alloc, "cuMemAlloc_v2", (zsm_cu_deviceptr * dptr, size_t size)) \
+	X(mem_free, "cuMemFree_v2", (zsm_cu_deviceptr dptr))                  \
+	X(memcpy_htod, "cuMemcpyHtoD_v2",                                     \
+	  (zsm_cu_deviceptr dst, const void *src, size_t size))               \
+	X(memcpy_dtoh, "cuMemcpyDtoH_v2",                                     \
+	  (void *dst, zsm_cu_deviceptr src, size_t size))                     \
+	X(memset_d8, "cuMemsetD8_v2",                                         \
+	  (zsm_cu_deviceptr dst, unsigned char value, size_t count))          \
+	X(pointer_get_attribute, "cuPointerGetAttribute",                     \
+	  (void *data, int attribute, zsm_cu_deviceptr ptr))
+
+#define ZSM_CUDA_DRV_FIELD(field, symbol, params) \
+	zsm_cu_result (*field) params;
+
+struct zsm_cuda_drv {
+	void *lib;
+	ZSM_CUDA_DRV_FUNCS(ZSM_CUDA_DRV_FIELD)
+	/* Filled by zsm_cuda_drv_open. */
+	int driver_version; /* 1000 * major + 10 * minor, e.g. 13000 */
+	int ndev;
+	/* The device zsm_cuda_drv_use_device made current; -1 for none. */
+	int ordinal;
+	zsm_cu_device dev;
+	zsm_cu_context ctx;
+	char pci_bus_id[32]; /* "0000:1b:00.0" */
+};
+
+#undef ZSM_CUDA_DRV_FIELD
+
+/*
+ * Load libcuda.so.1, resolve every entry point, cuInit(0) and count the
+ * devices.  On any failure *d is left closed (zsm_cuda_drv_close is
+ * harmless on it).
+ */
+int zsm_cuda_drv_open(struct zsm_cuda_drv *d, char *why, size_t why_len);
+/*
+ * Release the primary context taken by zsm_cuda_drv_use_device and clear
+ * the table.  Once cuInit has run, libcuda stays loaded (see cuda_drv.c).
+ */
+void zsm_cuda_drv_close(struct zsm_cuda_drv *d);
+
+/*
+ * Retain the primary context of device `ordinal` and make it current on
+ * the calling thread; -ENODEV when there is no such device.  A second
+ * call for another device releases the first one's context.
+ */
+int zsm_cuda_drv_use_device(struct zsm_cuda_drv *d, int ordinal, char *why,
+			    size_t why_len);
+
+/* Device memory on the current device; these calls are synchronous. */
+int zsm_cuda_drv_alloc(struct zsm_cuda_drv *d, size_t size,
+		       zsm_cu_deviceptr *dptr, char *why, size_t why_len);
+int zsm_cuda_drv_free(struct zsm_cuda_drv *d, zsm_cu_deviceptr dptr, char *why,
+		      size_t why_len);
+int zsm_cuda_drv_copy_htod(struct zsm_cuda_drv *d, zsm_cu_deviceptr dst,
+			   const void *src, size_t size, char *why,
+			   size_t why_len);
+int zsm_cuda_drv_copy_dtoh(struct zsm_cuda_drv *d, void *dst,
+			   zsm_cu_deviceptr src, size_t size, char *why,
+			   size_t why_len);
+int zsm_cuda_drv_memset(struct zsm_cuda_drv *d, zsm_cu_deviceptr dst,
+			unsigned char value, size_t size, char *why,
+			size_t why_len);
+
+/*
+ * For callers of the table's entries: turn a failed call's result into
+ * -errno, and write "<fmt...>: <text> (<NAME>, <number>)" into why.
+ */
+int zsm_cuda_drv_fail(const struct zsm_cuda_drv *d, zsm_cu_result res,
+		      char *why, size_t why_len, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+#endif

@@ -1,0 +1,123 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Two hosts on one machine: two network namespaces joined by a veth pair,
+# each side its own ZSM_HOSTID.  The conformance kit runs as rank 0 in one
+# (given --rank/--nranks) and rank 1 in the other (given Open MPI's
+# variables, as mpirun would), then zsm-bench runs one pair the same way
+# with Slurm's variables.  Needs root and ip(8); skips (77) without them.
+#
+# usage: netns.sh ZSM-CONFORMANCE ZSM-BENCH PLUGIN.so
+set -u
+kit=$1 bench=$2 plugin=$3
+
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+fail() {
+	echo "FAIL: $*"
+	status=1
+}
+
+[ "$(id -u)" = 0 ] || skip "needs root to create network namespaces"
+command -v ip >/dev/null 2>&1 || skip "needs ip(8) (iproute2)"
+
+# Short unique names: interface names stop at 15 characters.
+id=$$
+nsa=zsm-a-$id nsb=zsm-b-$id
+va=zsa$id vb=zsb$id
+net=10.$((200 + id % 50)).$((id / 50 % 250)).
+addr_a=${net}1 addr_b=${net}2
+out=$(mktemp -d)
+status=0
+
+cleanup() {
+	ip netns del "$nsa" 2>/dev/null
+	ip netns del "$nsb" 2>/dev/null
+	rm -rf "$out"
+}
+trap cleanup EXIT INT TERM
+
+ip netns add "$nsa" 2>"$out/err" ||
+	skip "cannot create a network namespace: $(cat "$out/err")"
+ip netns add "$nsb" &&
+	ip link add "$va" type veth peer name "$vb" &&
+	ip link set "$va" netns "$nsa" &&
+	ip link set "$vb" netns "$nsb" &&
+	ip -n "$nsa" addr add "$addr_a/24" dev "$va" &&
+	ip -n "$nsb" addr add "$addr_b/24" dev "$vb" &&
+	ip -n "$nsa" link set lo up && ip -n "$nsb" link set lo up &&
+	ip -n "$nsa" link set "$va" up && ip -n "$nsb" link set "$vb" up ||
+	skip "cannot build the veth pair between the namespaces"
+
+# Each side sees lo and its veth end: the plugin must take the veth by
+# itself (no ZSM_DOMAIN), as on a host with one NIC.
+in_ns() {
+	ns=$1
+	shift
+	ip netns exec "$ns" env -u ZSM_DOMAIN ZSM_PROVIDER=tcp ZSM_CLIENT_LOG=info "$@"
+}
+tx_bytes() {
+	ip -n "$1" -s -j link show "$2" 2>/dev/null |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["stats64"]["tx"]["bytes"])' 2>/dev/null ||
+		echo 0
+}
+
+rdv=$addr_a:29400
+tx0=$(tx_bytes "$nsa" "$va")
+in_ns "$nsa" ZSM_HOSTID=netns-a "$kit" --rendezvous "$rdv" --rank 0 \
+	--nranks 2 --join-timeout 60 "$plugin" >"$out/k0" 2>"$out/k0.err" &
+pid=$!
+in_ns "$nsb" ZSM_HOSTID=netns-b OMPI_COMM_WORLD_RANK=1 \
+	OMPI_COMM_WORLD_SIZE=2 "$kit" --rendezvous "$rdv" --join-timeout 60 \
+	"$plugin" >"$out/k1" 2>"$out/k1.err"
+rc1=$?
+wait $pid
+rc0=$?
+tx1=$(tx_bytes "$nsa" "$va")
+echo "== zsm-conformance, rank 0 in $nsa ($addr_a), rank 1 in $nsb ($addr_b)"
+cat "$out/k0"
+[ $rc0 = 0 ] || fail "rank 0 of the kit exited $rc0"
+[ $rc1 = 0 ] || fail "rank 1 of the kit exited $rc1"
+grep -q '^[0-9]* passed, 0 failed, [0-9]* skipped$' "$out/k0" ||
+	fail "the kit's summary has failures (or none)"
+# Only the GPU check may skip, and only for want of a GPU.
+if grep '^SKIP' "$out/k0" | grep -v '^SKIP gpu_buffers' | grep -q .; then
+	fail "a check other than gpu_buffers skipped"
+fi
+grep -q '^PASS data_sizes' "$out/k0" || fail "data_sizes did not pass"
+# data_sizes alone sends 1 GiB from rank 0: it must have crossed the veth.
+moved=$((tx1 - tx0))
+echo "veth $va (rank 0's side) sent $moved bytes during the run"
+[ "$moved" -gt 1073741824 ] ||
+	fail "only $moved bytes crossed the veth: the ranks did not talk over it"
+# Each plugin must have seen the other as a different host.
+for side in 0 1; do
+	if grep -q 'same host' "$out/k$side.err"; then
+		fail "rank $side's plugin took its peer for the same host"
+	elif ! grep -q 'other host' "$out/k$side.err"; then
+		fail "rank $side's plugin logged no 'other host' comm"
+	fi
+done
+
+echo "== zsm-bench, Slurm's variables"
+in_ns "$nsa" ZSM_HOSTID=netns-a SLURM_PROCID=0 SLURM_NTASKS=2 "$bench" \
+	--plugin "$plugin" --rendezvous "$rdv" --sizes 4096,1048576 --reps 3 \
+	>"$out/b0" 2>"$out/b0.err" &
+pid=$!
+in_ns "$nsb" ZSM_HOSTID=netns-b SLURM_PROCID=1 SLURM_NTASKS=2 "$bench" \
+	--plugin "$plugin" --rendezvous "$rdv" --sizes 4096,1048576 --reps 3 \
+	>"$out/b1" 2>"$out/b1.err"
+rc1=$?
+wait $pid
+rc0=$?
+cat "$out/b0"
+[ $rc0 = 0 ] && [ $rc1 = 0 ] ||
+	{ fail "zsm-bench exited $rc0 (rank 0) and $rc1 (rank 1)"; tail -n 20 "$out/b0.err" "$out/b1.err"; }
+grep -q '^stream  *1M ' "$out/b0" || fail "zsm-bench printed no 1 MiB stream row"
+
+if [ $status != 0 ]; then
+	echo "-- stderr of the kit's ranks (last lines)"
+	tail -n 20 "$out/k0.err" "$out/k1.err"
+fi
+exit $status
