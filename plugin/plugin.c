@@ -11,6 +11,7 @@
 
 #include <rdma/fi_domain.h>
 
+#include "ce/ce.h"
 #include "common/host.h"
 #include "common/log.h"
 #include "common/param.h"
@@ -114,6 +115,8 @@ static int zsm_plugin_get(ncclDebugLogger_t logger)
 	if (ret)
 		goto out;
 	zsm_proxy_add_transport(&zsm_net_ops);
+	if (zsm_ce_enabled())
+		zsm_proxy_add_transport(&zsm_ce_ops);
 	ret = zsm_proxy_start();
 	if (ret) {
 		zsm_net_topo_free(&zsm_net_topo);
@@ -387,6 +390,13 @@ static int zsm_tag_check(int tag)
 	return 0;
 }
 
+/* A comm on a same-host channel moves its data through ce, not net. */
+static void zsm_req_route(struct zsm_net_comm *c, struct zsm_net_req *req)
+{
+	if (c->ce)
+		req->desc.ops = &zsm_ce_ops;
+}
+
 int zsm_isend(void *send_comm, void *data, size_t size, int tag, void *mh,
 	      void **request)
 {
@@ -417,6 +427,7 @@ int zsm_isend(void *send_comm, void *data, size_t size, int tag, void *mh,
 	req = zsm_net_req_alloc(c);
 	if (!req)
 		return 0;
+	zsm_req_route(c, req);
 	req->type = ZSM_REQ_SEND;
 	req->n = 1;
 	req->remaining = 1;
@@ -468,6 +479,7 @@ int zsm_irecv(void *recv_comm, int n, void **data, const size_t *sizes,
 	req = zsm_net_req_alloc(c);
 	if (!req)
 		return 0;
+	zsm_req_route(c, req);
 	req->type = ZSM_REQ_RECV;
 	req->n = (uint8_t)n;
 	req->remaining = (uint8_t)n;

@@ -11,6 +11,7 @@
 
 #include <rdma/fabric.h>
 
+#include "ce/ce.h"
 #include "common/host.h"
 #include "common/log.h"
 #include "common/param.h"
@@ -99,6 +100,11 @@ int main(int argc, char **argv)
 		printf("\nhost: '%s' (from %s), hash 0x%016llx\n", host,
 		       zsm_host_source_name(zsm_host_source()),
 		       (unsigned long long)zsm_host_hash());
+	printf("same-host peers: %s\n",
+	       zsm_ce_enabled()
+		       ? "ce, host buffers by cross-memory attach where the "
+			 "kernel allows it (ZSM_CE=1)"
+		       : "the network provider (ZSM_CE=0)");
 
 	ret = zsm_net_topo_discover(&topo);
 	if (ret) {

@@ -48,6 +48,10 @@ enum zsm_param_type {
 	X(MR_CACHE, ZSM_PARAM_BOOL, "1", 0, 1, NULL,                          \
 	  "Share one provider registration among overlapping live "          \
 	  "registrations of the same domain.")                                \
+	X(CE, ZSM_PARAM_BOOL, "1", 0, 1, NULL,                                \
+	  "Move the data of comms whose peer runs on this host through the "  \
+	  "same-host transport (one copy by cross-memory attach) instead "    \
+	  "of the network provider. 0: always the network.")                  \
 	X(PEER_CHECK_MS, ZSM_PARAM_INT, "1000", 0, 600000, NULL,              \
 	  "A comm with work outstanding and no traffic for this long probes " \
 	  "its peer; a peer that takes no probe for 4 such periods has its "  \

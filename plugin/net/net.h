@@ -59,7 +59,7 @@ enum zsm_ctrl_type {
  * pid, and handles carry a real host_hash (1 sent 0).  magic and version
  * keep their offsets in every version, so either side can name the other's.
  */
-#define ZSM_HANDLE_VERSION 2
+#define ZSM_HANDLE_VERSION 3
 
 /* The 128-byte connection handle NCCL ships from listener to connector. */
 struct zsm_net_handle {
@@ -104,9 +104,13 @@ struct zsm_ctrl_msg {
 	int32_t status;
 	uint64_t host_hash; /* the sender's zsm_host_hash() */
 	uint32_t pid;       /* the sender's process id */
+	int32_t ce_fd;      /* CONN_REQ: the ce window's fd in the sender, or -1 */
+	uint64_t ce_addr;   /* CONN_REQ: the window's address in the sender */
+	uint32_t ce_flags;  /* CONN_ACK: ZSM_CTRL_CE_ON when ce is used */
 	uint32_t reserved;  /* 0: keeps addr 8-aligned */
 	uint8_t addr[ZSM_NET_ADDR_MAX]; /* CONN_REQ only, last */
 };
+#define ZSM_CTRL_CE_ON 1u
 _Static_assert(offsetof(struct zsm_ctrl_msg, version) == 4 &&
 		       offsetof(struct zsm_ctrl_msg, type) == 6 &&
 		       offsetof(struct zsm_ctrl_msg, nonce) == 8 &&
@@ -115,8 +119,11 @@ _Static_assert(offsetof(struct zsm_ctrl_msg, version) == 4 &&
 		       offsetof(struct zsm_ctrl_msg, status) == 20 &&
 		       offsetof(struct zsm_ctrl_msg, host_hash) == 24 &&
 		       offsetof(struct zsm_ctrl_msg, pid) == 32 &&
-		       offsetof(struct zsm_ctrl_msg, addr) == 40 &&
-		       sizeof(struct zsm_ctrl_msg) == 104,
+		       offsetof(struct zsm_ctrl_msg, ce_fd) == 36 &&
+		       offsetof(struct zsm_ctrl_msg, ce_addr) == 40 &&
+		       offsetof(struct zsm_ctrl_msg, ce_flags) == 48 &&
+		       offsetof(struct zsm_ctrl_msg, addr) == 56 &&
+		       sizeof(struct zsm_ctrl_msg) == 120,
 	       "control message layout is wire format: change "
 	       "ZSM_HANDLE_VERSION");
 /* Bytes a control message must have before its address. */
@@ -165,6 +172,7 @@ enum zsm_net_op_kind {
 };
 
 struct zsm_net_comm;
+struct zsm_ce_chan;
 struct zsm_net_req;
 
 struct zsm_net_op {
@@ -234,6 +242,9 @@ struct zsm_net_req {
 	void *mr_desc[ZSM_MAX_RECVS];
 	struct zsm_net_op ops[ZSM_MAX_RECVS];
 	struct zsm_net_req *next_free;
+	/* ce comms, engine only: the channel's list, and a send's number. */
+	struct zsm_net_req *ce_next;
+	uint64_t ce_seq;
 };
 
 #define ZSM_REQ_MAGIC 0x52514d5aU
@@ -272,6 +283,9 @@ struct zsm_net_comm {
 	uint64_t peer_host_hash;
 	uint32_t peer_pid;
 	int same_host;
+	/* The same-host channel (plugin/ce) data requests use, or NULL for
+	 * net; set by the engine before state turns CONNECTED. */
+	struct zsm_ce_chan *ce;
 	atomic_int state;
 	atomic_int error; /* -errno once FAILED */
 	uint64_t started_ns;

@@ -15,6 +15,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "ce/ce.h"
 #include "common/host.h"
 #include "common/log.h"
 #include "common/param.h"
@@ -105,6 +106,8 @@ void zsm_net_comm_free(struct zsm_net_comm *comm)
 
 	if (comm->ctrl_pending)
 		comm->ep->nctrl_pending--;
+	if (comm->ce)
+		zsm_ce_chan_close(comm->ce, -ECANCELED);
 	for (pp = &comm->ep->comms; *pp; pp = &(*pp)->ep_next) {
 		if (*pp == comm) {
 			*pp = comm->ep_next;
@@ -314,6 +317,34 @@ static void zsm_net_comm_set_peer(struct zsm_net_comm *comm,
 		 comm->same_host ? "same host" : "other host");
 }
 
+/*
+ * A connector on this host offered a ce window: map it.  A refusal (a
+ * container, ptrace rules) keeps the comm on net, said once at INFO.
+ */
+static int zsm_net_listen_try_ce(struct zsm_net_comm *rc,
+				 const struct zsm_ctrl_msg *m)
+{
+	static int told;
+	char why[256] = "";
+
+	if (m->ce_fd < 0 || m->host_hash != zsm_host_hash() ||
+	    !zsm_ce_enabled())
+		return 0;
+	if (zsm_ce_chan_attach(&rc->ce, (pid_t)m->pid, m->ce_fd, m->ce_addr,
+			       why, sizeof(why))) {
+		if (!told++)
+			ZSM_INFO("ce: pid %u is on this host, but %s: its "
+				 "comms (and any like it) use the network",
+				 m->pid, why);
+		return 0;
+	}
+	zsm_ce_chan_start(rc->ce, rc, (pid_t)m->pid);
+	ZSM_INFO("ce: receive comm %u takes pid %u's data by "
+		 "cross-memory attach",
+		 rc->local_id, m->pid);
+	return 1;
+}
+
 /* A CONN_REQ reached a listen comm: make the receive comm and answer. */
 static void zsm_net_listen_on_req(struct zsm_net_comm *lc, size_t len)
 {
@@ -344,6 +375,9 @@ static void zsm_net_listen_on_req(struct zsm_net_comm *lc, size_t len)
 	rc->nonce = m->nonce;
 	rc->ctrl_out.nonce = m->nonce;
 	rc->ctrl_out.id = rc->local_id;
+	rc->ctrl_out.ce_fd = -1;
+	rc->ctrl_out.ce_flags = zsm_net_listen_try_ce(rc, m) ? ZSM_CTRL_CE_ON
+							     : 0;
 	/* The sender probes us too: take its probes as they come. */
 	if (zsm_net_ctrl_post_recv(rc, ZSM_CTRL_PING) ||
 	    zsm_net_ctrl_send_or_defer(rc, ZSM_CTRL_CONN_ACK)) {
@@ -357,6 +391,19 @@ static void zsm_net_listen_on_req(struct zsm_net_comm *lc, size_t len)
 	for (tail = &lc->accept_head; *tail; tail = &(*tail)->accept_next)
 		;
 	*tail = rc;
+}
+
+/* Connector: the listener's answer says whether it took our window. */
+static void zsm_net_connect_ce(struct zsm_net_comm *comm)
+{
+	if (!comm->ce)
+		return;
+	if (comm->ctrl_in.ce_flags & ZSM_CTRL_CE_ON) {
+		zsm_ce_chan_start(comm->ce, comm, (pid_t)comm->peer_pid);
+		return;
+	}
+	zsm_ce_chan_close(comm->ce, -ECANCELED);
+	comm->ce = NULL;
 }
 
 void zsm_net_ctrl_complete(struct zsm_net_op *op, int err, size_t len)
@@ -391,6 +438,7 @@ void zsm_net_ctrl_complete(struct zsm_net_op *op, int err, size_t len)
 			} else {
 				comm->peer_id = comm->ctrl_in.id;
 				zsm_net_comm_set_peer(comm, &comm->ctrl_in);
+				zsm_net_connect_ce(comm);
 				/* release: pairs with the acquire in
 				 * zsm_net_comm_connect; peer_id and the
 				 * peer's host first. */
@@ -492,6 +540,18 @@ static int zsm_net_connect_start(int dev, struct zsm_net_handle *h,
 	sc->ctrl_out.id = sc->local_id;
 	sc->ctrl_out.addr_len = (uint32_t)ep->addr_len;
 	memcpy(sc->ctrl_out.addr, ep->addr, ep->addr_len);
+	sc->ctrl_out.ce_fd = -1;
+	/* A listener on this host may take the data over ce: offer it a
+	 * window; its answer says whether it could use it. */
+	if (h->host_hash == zsm_host_hash() && zsm_ce_enabled()) {
+		int fd;
+		uint64_t addr;
+
+		if (!zsm_ce_chan_create(&sc->ce, &fd, &addr)) {
+			sc->ctrl_out.ce_fd = fd;
+			sc->ctrl_out.ce_addr = addr;
+		}
+	}
 	/* The first send to a new peer makes rxm open a connection, which
 	 * can take tens of milliseconds: leave it to the proxy thread, so
 	 * that NCCL's connect() calls stay quick. */
@@ -622,6 +682,10 @@ int zsm_net_comm_post_close(struct zsm_net_comm *comm)
 	struct zsm_net_comm *rc, *next;
 
 	comm->closing = 1;
+	if (comm->ce) {
+		zsm_ce_chan_close(comm->ce, -ECANCELED);
+		comm->ce = NULL;
+	}
 	/* Receive comms nobody accepted go with their listener. */
 	for (rc = comm->accept_head; rc; rc = next) {
 		next = rc->accept_next;

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The same-host transport.  A comm whose peer runs on this host (same host
+ * identity, see common/host.h) moves host buffers with one copy by the
+ * kernel (cross-memory attach) instead of a trip through the network
+ * stack.  The handshake still runs over net; it also sets up a channel:
+ *
+ *   sender (connect)                          receiver (accept)
+ *   memfd window of send slots  --CONN_REQ(fd, addr, pid)-->
+ *                                             pidfd_getfd + mmap the window,
+ *                                             probe process_vm_readv
+ *                               <--CONN_ACK(ce on/off)--
+ *
+ * Data: isend publishes a Ready slot {tag, address, size} in the shared
+ * window; the receiver's engine matches it to the oldest posted receive
+ * of that tag, reads the bytes straight out of the sender's buffer with
+ * process_vm_readv, and marks the slot Complete, which finishes the send.
+ * Both engines poll the window; no message crosses the network.
+ */
+#ifndef ZSM_CE_H
+#define ZSM_CE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct zsm_net_comm;
+struct zsm_net_req;
+struct zsm_ce_chan;
+
+/* Whether comms to same-host peers may use ce (ZSM_CE). */
+int zsm_ce_enabled(void);
+
+/*
+ * Sender, at connect: a new channel and its window.  *fd and *addr name
+ * the window in this process, for the CONN_REQ.  0 or -errno.
+ */
+int zsm_ce_chan_create(struct zsm_ce_chan **out, int *fd, uint64_t *addr);
+/*
+ * Receiver, on a CONN_REQ from pid: map the sender's window (its fd in
+ * the sender) and check that its memory can be read.  0, or -errno with
+ * why filled (the comm then stays on net).
+ */
+int zsm_ce_chan_attach(struct zsm_ce_chan **out, pid_t pid, int fd,
+		       uint64_t addr, char *why, size_t why_len);
+/* Engine: the handshake is done; data requests of comm go through ce. */
+void zsm_ce_chan_start(struct zsm_ce_chan *ch, struct zsm_net_comm *comm,
+		       pid_t peer);
+/*
+ * Engine: the comm closes or failed before starting: end its requests
+ * with err, tell the peer, wait for a copy in flight, unmap.
+ */
+void zsm_ce_chan_close(struct zsm_ce_chan *ch, int err);
+
+extern const struct zsm_transport_ops zsm_ce_ops;
+
+#endif

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/* Inside ce: the shared window and the channel, for ce_chan.c and ce_xfer.c. */
+#ifndef ZSM_CE_INT_H
+#define ZSM_CE_INT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "net/net.h"
+
+/*
+ * Slots in a window: at least as many as requests a comm can have, so a
+ * sender never waits for a slot while its own requests are outstanding.
+ */
+#define ZSM_CE_SLOTS ZSM_MAX_REQUESTS
+#define ZSM_CE_MAGIC 0x45434d5aU /* "ZMCE" */
+#define ZSM_CE_VERSION 1
+/* One process_vm_readv moves at most this much, so that a 1 GiB receive
+ * does not hold the engine from every other comm for 100 ms. */
+#define ZSM_CE_CHUNK ((size_t)8 << 20)
+/* How often a comm with work outstanding checks that its peer lives. */
+#define ZSM_CE_PEER_CHECK_NS (100ULL * 1000000ULL)
+
+/*
+ * One send, in shared memory.  The sender writes the fields, then seq
+ * (release); the receiver reads seq (acquire), copies, writes the
+ * result, then done (release); the sender reads done (acquire).  seq and
+ * done hold the send's number + 1, so a reused slot is never mistaken
+ * for its previous occupant.
+ */
+struct zsm_ce_slot {
+	_Atomic uint64_t seq;
+	uint64_t addr;
+	uint64_t size;
+	int32_t tag;
+	int32_t err;	 /* receiver: 0 or -errno */
+	uint64_t len;	 /* receiver: bytes it took */
+	_Atomic uint64_t done;
+	uint64_t pad[2];
+};
+_Static_assert(sizeof(struct zsm_ce_slot) == 64, "one cache line a slot");
+
+enum { ZSM_CE_SENDER = 0, ZSM_CE_RECEIVER = 1 };
+
+struct zsm_ce_window {
+	uint32_t magic;
+	uint32_t version;
+	/* Set once by each side when it closes (seq_cst, see recv_busy). */
+	_Atomic uint32_t closed[2];
+	/*
+	 * The receiver is inside process_vm_readv on the sender's memory.
+	 * It sets this, then reads closed[SENDER]; the sender sets
+	 * closed[SENDER], then waits for this to clear (both seq_cst), so a
+	 * closed sender's buffers are never read after its close returns.
+	 */
+	_Atomic uint32_t recv_busy;
+	uint32_t pad[11];
+	struct zsm_ce_slot slots[ZSM_CE_SLOTS];
+};
+
+struct zsm_ce_chan {
+	struct zsm_ce_window *win;
+	size_t win_len;
+	int memfd;	  /* sender: the window's fd, named in CONN_REQ */
+	int pidfd;	  /* the peer process: readable once it exits */
+	pid_t peer_pid;
+	int side;	  /* ZSM_CE_SENDER or ZSM_CE_RECEIVER */
+	struct zsm_net_comm *comm;
+	/* Engine only. */
+	uint64_t next;	  /* sender: next send's number; receiver: next to take */
+	uint64_t oldest;  /* sender: oldest send not yet done */
+	struct zsm_net_req *head, *tail; /* sends published / receives posted */
+	/* Receiver: the send being copied, if any. */
+	struct zsm_net_req *cur_req;
+	int cur_sub;
+	uint64_t cur_off;
+	uint64_t next_check_ns;
+	int failed;
+	struct zsm_ce_chan *next_chan; /* every started channel */
+};
+
+/* ce_chan.c: whether the peer process has exited (its pidfd is readable). */
+int zsm_ce_peer_gone(const struct zsm_ce_chan *ch);
+/* ce_xfer.c: end every request still in ch with err (engine). */
+void zsm_ce_xfer_abort(struct zsm_ce_chan *ch, int err);
+/* ce_xfer.c: every started channel. */
+extern struct zsm_ce_chan *zsm_ce_chans;
+
+#endif

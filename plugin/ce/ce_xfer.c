@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Owns ce transfers: the transport operations the proxy drives for comms
+ * on a ce channel.  Senders publish Ready slots and finish when the slot
+ * is Complete; receivers match slots to posted receives in order, copy
+ * with process_vm_readv and mark the slot Complete.  Engine only.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "ce/ce.h"
+#include "ce/ce_int.h"
+#include "common/log.h"
+#include "proxy/proxy.h"
+
+struct zsm_ce_chan *zsm_ce_chans;
+
+static struct zsm_ce_slot *zsm_ce_slot_of(struct zsm_ce_chan *ch, uint64_t n)
+{
+	return &ch->win->slots[n % ZSM_CE_SLOTS];
+}
+
+static void zsm_ce_push(struct zsm_ce_chan *ch, struct zsm_net_req *req)
+{
+	req->ce_next = NULL;
+	if (ch->tail)
+		ch->tail->ce_next = req;
+	else
+		ch->head = req;
+	ch->tail = req;
+}
+
+static void zsm_ce_unlink(struct zsm_ce_chan *ch, struct zsm_net_req *req)
+{
+	struct zsm_net_req *prev = NULL, *r;
+
+	for (r = ch->head; r && r != req; r = r->ce_next)
+		prev = r;
+	if (!r)
+		return;
+	if (prev)
+		prev->ce_next = r->ce_next;
+	else
+		ch->head = r->ce_next;
+	if (ch->tail == r)
+		ch->tail = prev;
+}
+
+/* Publish the result; test() may free and reuse req from here on. */
+static void zsm_ce_publish(struct zsm_net_req *req)
+{
+	/* release: pairs with the acquire in zsm_test; sizes and the
+	 * received bytes are visible before the state. */
+	atomic_store_explicit(&req->state, req->error ? req->error
+						       : ZSM_REQ_DONE,
+			      memory_order_release);
+}
+
+void zsm_ce_xfer_abort(struct zsm_ce_chan *ch, int err)
+{
+	struct zsm_net_req *req;
+
+	ch->cur_req = NULL;
+	while ((req = ch->head)) {
+		ch->head = req->ce_next;
+		if (!req->error)
+			req->error = err;
+		zsm_ce_publish(req);
+	}
+	ch->tail = NULL;
+}
+
+static void zsm_ce_fail(struct zsm_ce_chan *ch, int err, const char *why)
+{
+	if (ch->failed)
+		return;
+	ch->failed = 1;
+	ZSM_WARN("ce: %s comm %u: %s; failing it",
+		 ch->side == ZSM_CE_SENDER ? "send" : "receive",
+		 ch->comm->local_id, why);
+	zsm_net_comm_fail(ch->comm, err);
+	zsm_ce_xfer_abort(ch, err);
+}
+
+static int zsm_ce_post_send(struct zsm_ce_chan *ch, struct zsm_net_req *req)
+{
+	struct zsm_ce_slot *s;
+
+	/* seq_cst: see struct zsm_ce_window. */
+	if (atomic_load(&ch->win->closed[ZSM_CE_RECEIVER])) {
+		req->error = -ECONNRESET;
+		zsm_ce_publish(req);
+		return 0;
+	}
+	if (ch->next - ch->oldest >= ZSM_CE_SLOTS)
+		return -EAGAIN;
+	s = zsm_ce_slot_of(ch, ch->next);
+	s->addr = (uint64_t)(uintptr_t)req->data[0];
+	s->size = req->len[0];
+	s->tag = req->tag[0];
+	s->err = 0;
+	s->len = 0;
+	req->ce_seq = ch->next;
+	zsm_ce_push(ch, req);
+	/* release: pairs with the acquire in zsm_ce_take; the slot's fields
+	 * are written before the receiver sees its number. */
+	atomic_store_explicit(&s->seq, ch->next + 1, memory_order_release);
+	ch->next++;
+	return 0;
+}
+
+static int zsm_ce_post(struct zsm_desc *desc)
+{
+	struct zsm_net_req *req = (struct zsm_net_req *)desc;
+	struct zsm_net_comm *comm = req->comm;
+	struct zsm_ce_chan *ch = comm->ce;
+	/* acquire: pairs with the release in zsm_net_comm_fail. */
+	int err = atomic_load_explicit(&comm->error, memory_order_acquire);
+
+	if (comm->closing || !ch)
+		err = -ECANCELED;
+	if (err) {
+		req->error = err;
+		zsm_ce_publish(req);
+		return 0;
+	}
+	if (req->type == ZSM_REQ_SEND)
+		return zsm_ce_post_send(ch, req);
+	for (int i = 0; i < req->n; i++) {
+		req->ops[i].posted = 0;
+		req->sizes[i] = 0;
+	}
+	req->remaining = req->n;
+	zsm_ce_push(ch, req);
+	return 0;
+}
+
+/* Sender: finish, in order, the sends the receiver marked Complete. */
+static int zsm_ce_progress_sender(struct zsm_ce_chan *ch)
+{
+	struct zsm_net_req *req;
+	int events = 0;
+
+	while ((req = ch->head)) {
+		struct zsm_ce_slot *s = zsm_ce_slot_of(ch, req->ce_seq);
+
+		/* acquire: pairs with the release in zsm_ce_complete. */
+		if (atomic_load_explicit(&s->done, memory_order_acquire) !=
+		    req->ce_seq + 1)
+			break;
+		ch->head = req->ce_next;
+		if (!ch->head)
+			ch->tail = NULL;
+		ch->oldest = req->ce_seq + 1;
+		req->error = s->err;
+		req->sizes[0] = (int)req->len[0];
+		zsm_ce_publish(req);
+		events++;
+	}
+	/* seq_cst: see struct zsm_ce_window. */
+	if (ch->head && atomic_load(&ch->win->closed[ZSM_CE_RECEIVER]))
+		zsm_ce_xfer_abort(ch, -ECONNRESET);
+	return events;
+}
+
+/* Receiver: one sub-receive of req is over. */
+static void zsm_ce_sub_done(struct zsm_ce_chan *ch, struct zsm_net_req *req,
+			    int sub, int err, size_t len)
+{
+	req->ops[sub].posted = 2;
+	req->sizes[sub] = (int)len;
+	if (err && !req->error)
+		req->error = err;
+	if (--req->remaining == 0) {
+		zsm_ce_unlink(ch, req);
+		zsm_ce_publish(req);
+	}
+}
+
+/* Receiver: the current send is over; the slot goes back to the sender. */
+static void zsm_ce_complete(struct zsm_ce_chan *ch, int err, size_t len)
+{
+	struct zsm_ce_slot *s = zsm_ce_slot_of(ch, ch->next);
+	struct zsm_net_req *req = ch->cur_req;
+
+	s->err = err;
+	s->len = len;
+	/* release: pairs with the acquire in zsm_ce_progress_sender. */
+	atomic_store_explicit(&s->done, ch->next + 1, memory_order_release);
+	ch->next++;
+	ch->cur_req = NULL;
+	zsm_ce_sub_done(ch, req, ch->cur_sub, err, len);
+}
+
+/*
+ * Receiver: copy the next piece of the current send out of the sender.
+ * Returns 1 when the send is over.
+ */
+static int zsm_ce_copy(struct zsm_ce_chan *ch)
+{
+	struct zsm_ce_slot *s = zsm_ce_slot_of(ch, ch->next);
+	struct zsm_net_req *req = ch->cur_req;
+	size_t n = s->size - ch->cur_off;
+	struct iovec local, remote;
+	ssize_t got;
+	int err = 0;
+
+	if (n > ZSM_CE_CHUNK)
+		n = ZSM_CE_CHUNK;
+	if (n) {
+		/* seq_cst, both: the Dekker pair of struct zsm_ce_window. */
+		atomic_store(&ch->win->recv_busy, 1);
+		if (atomic_load(&ch->win->closed[ZSM_CE_SENDER])) {
+			atomic_store(&ch->win->recv_busy, 0);
+			zsm_ce_complete(ch, -ECONNRESET, ch->cur_off);
+			return 1;
+		}
+		local.iov_base = (char *)req->data[ch->cur_sub] + ch->cur_off;
+		local.iov_len = n;
+		remote.iov_base = (void *)(uintptr_t)(s->addr + ch->cur_off);
+		remote.iov_len = n;
+		got = process_vm_readv(ch->peer_pid, &local, 1, &remote, 1, 0);
+		if (got < 0)
+			err = errno;
+		/* release: the copy is over before the sender may go. */
+		atomic_store_explicit(&ch->win->recv_busy, 0,
+				      memory_order_release);
+		if (got <= 0) {
+			ZSM_WARN("ce: receive comm %u: reading %zu bytes of "
+				 "pid %d: %s",
+				 ch->comm->local_id, n, (int)ch->peer_pid,
+				 got < 0 ? strerror(err) : "nothing read");
+			zsm_ce_complete(ch,
+					err == ESRCH ? -ECONNRESET : -EIO,
+					ch->cur_off);
+			return 1;
+		}
+		ch->cur_off += (uint64_t)got;
+	}
+	if (ch->cur_off < s->size)
+		return 0;
+	zsm_ce_complete(ch, 0, ch->cur_off);
+	return 1;
+}
+
+/*
+ * Receiver: match the next published send to the oldest posted receive
+ * that has a free sub-receive of its tag.  Returns 1 when it took one.
+ */
+static int zsm_ce_take(struct zsm_ce_chan *ch)
+{
+	struct zsm_ce_slot *s = zsm_ce_slot_of(ch, ch->next);
+	struct zsm_net_req *req;
+	int i = 0;
+
+	/* acquire: pairs with the release in zsm_ce_post_send. */
+	if (atomic_load_explicit(&s->seq, memory_order_acquire) !=
+	    ch->next + 1)
+		return 0;
+	for (req = ch->head; req; req = req->ce_next) {
+		for (i = 0; i < req->n; i++)
+			if (req->ops[i].posted == 0 && req->tag[i] == s->tag)
+				break;
+		if (i < req->n)
+			break;
+	}
+	if (!req)
+		return 0; /* its receive is not posted yet */
+	req->ops[i].posted = 1;
+	ch->cur_req = req;
+	ch->cur_sub = i;
+	ch->cur_off = 0;
+	if (s->size > req->len[i]) {
+		ZSM_WARN("ce: receive comm %u: a %llu-byte message for a "
+			 "%zu-byte receive (tag %d)",
+			 ch->comm->local_id, (unsigned long long)s->size,
+			 req->len[i], s->tag);
+		zsm_ce_complete(ch, -EMSGSIZE, 0);
+	}
+	return 1;
+}
+
+static int zsm_ce_progress_receiver(struct zsm_ce_chan *ch)
+{
+	int events = 0;
+
+	for (;;) {
+		if (ch->cur_req) {
+			events++;
+			/* One piece per pass: other comms get their turn. */
+			if (!zsm_ce_copy(ch))
+				break;
+			continue;
+		}
+		if (!zsm_ce_take(ch))
+			break;
+		events++;
+	}
+	/* A sender that closed sends nothing more, and what it published
+	 * but we did not take may no longer be read. */
+	/* seq_cst: see struct zsm_ce_window. */
+	if (ch->head && !ch->cur_req &&
+	    atomic_load(&ch->win->closed[ZSM_CE_SENDER]))
+		zsm_ce_xfer_abort(ch, -ECONNRESET);
+	return events;
+}
+
+static int zsm_ce_progress(void)
+{
+	uint64_t now = 0;
+	int events = 0;
+
+	for (struct zsm_ce_chan *ch = zsm_ce_chans; ch; ch = ch->next_chan) {
+		if (ch->failed || !ch->head)
+			continue;
+		events += ch->side == ZSM_CE_SENDER
+				  ? zsm_ce_progress_sender(ch)
+				  : zsm_ce_progress_receiver(ch);
+		if (!ch->head)
+			continue;
+		if (!now)
+			now = zsm_now_ns();
+		if (now < ch->next_check_ns)
+			continue;
+		ch->next_check_ns = now + ZSM_CE_PEER_CHECK_NS;
+		if (zsm_ce_peer_gone(ch))
+			zsm_ce_fail(ch, -ECONNRESET,
+				    "the peer process has exited");
+	}
+	return events;
+}
+
+static int zsm_ce_busy(void)
+{
+	for (struct zsm_ce_chan *ch = zsm_ce_chans; ch; ch = ch->next_chan)
+		if (ch->head)
+			return 1;
+	return 0;
+}
+
+const struct zsm_transport_ops zsm_ce_ops = {
+	.name = "ce",
+	.post = zsm_ce_post,
+	.progress = zsm_ce_progress,
+	.busy = zsm_ce_busy,
+};
