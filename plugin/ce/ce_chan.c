@@ -23,7 +23,7 @@
 #include "common/param.h"
 #include "proxy/proxy.h"
 
-/* How long a closing sender waits for a receiver's copy in flight. */
+/* How long a closing side waits for the peer's copy in flight. */
 #define ZSM_CE_CLOSE_WAIT_NS (5ULL * 1000000000ULL)
 
 int zsm_ce_enabled(void)
@@ -232,11 +232,11 @@ void zsm_ce_chan_close(struct zsm_ce_chan *ch, int err)
 	}
 	zsm_ce_xfer_abort(ch, err);
 	if (ch->win) {
-		/* seq_cst: pairs with the receiver's store of recv_busy and
-		 * load of closed (see struct zsm_ce_window). */
+		/* seq_cst: pairs with the peer's store of busy and load of
+		 * closed (see struct zsm_ce_window). */
 		atomic_store(&ch->win->closed[ch->side], 1);
-		while (ch->side == ZSM_CE_SENDER &&
-		       atomic_load(&ch->win->recv_busy) &&
+		while (ch->pidfd >= 0 &&
+		       atomic_load(&ch->win->busy[!ch->side]) &&
 		       !zsm_ce_peer_gone(ch) &&
 		       zsm_now_ns() - t0 < ZSM_CE_CLOSE_WAIT_NS)
 			sched_yield();

@@ -19,15 +19,23 @@
 /* One process_vm_readv moves at most this much, so that a 1 GiB receive
  * does not hold the engine from every other comm for 100 ms. */
 #define ZSM_CE_CHUNK ((size_t)8 << 20)
+/*
+ * From this size on the sender copies the upper half of a message into
+ * the receiver's buffer (process_vm_writev) while the receiver copies the
+ * lower half: two processes, two cores, one copy of each byte.
+ */
+#define ZSM_CE_SPLIT_MIN ((size_t)1 << 20)
 /* How often a comm with work outstanding checks that its peer lives. */
 #define ZSM_CE_PEER_CHECK_NS (100ULL * 1000000ULL)
 
 /*
  * One send, in shared memory.  The sender writes the fields, then seq
  * (release); the receiver reads seq (acquire), copies, writes the
- * result, then done (release); the sender reads done (acquire).  seq and
- * done hold the send's number + 1, so a reused slot is never mistaken
- * for its previous occupant.
+ * result, then done (release); the sender reads done (acquire).  For a
+ * split copy the receiver also writes dst and split, then matched
+ * (release), and the sender writes help_err, then helped (release), once
+ * its half [split, size) is in place.  The counters hold the send's
+ * number + 1, so a reused slot is never mistaken for its previous use.
  */
 struct zsm_ce_slot {
 	_Atomic uint64_t seq;
@@ -38,24 +46,33 @@ struct zsm_ce_slot {
 	uint64_t len;	 /* receiver: bytes it took */
 	_Atomic uint64_t done;
 	uint64_t pad[2];
+	/* Second line: the split copy. */
+	uint64_t dst;	 /* receiver: its buffer */
+	uint64_t split;	 /* receiver: where the sender's half starts */
+	_Atomic uint64_t matched;
+	_Atomic uint64_t helped;
+	int32_t help_err; /* sender: 0, or -errno and the receiver does it */
+	int32_t pad2[7];
 };
-_Static_assert(sizeof(struct zsm_ce_slot) == 64, "one cache line a slot");
+_Static_assert(sizeof(struct zsm_ce_slot) == 128, "two cache lines a slot");
 
 enum { ZSM_CE_SENDER = 0, ZSM_CE_RECEIVER = 1 };
 
 struct zsm_ce_window {
 	uint32_t magic;
 	uint32_t version;
-	/* Set once by each side when it closes (seq_cst, see recv_busy). */
+	/* Set once by each side when it closes (seq_cst, see busy). */
 	_Atomic uint32_t closed[2];
 	/*
-	 * The receiver is inside process_vm_readv on the sender's memory.
-	 * It sets this, then reads closed[SENDER]; the sender sets
-	 * closed[SENDER], then waits for this to clear (both seq_cst), so a
-	 * closed sender's buffers are never read after its close returns.
+	 * busy[side]: that side is inside a copy on the other's memory
+	 * (process_vm_readv by the receiver, process_vm_writev by the
+	 * sender).  A copier sets busy[me], then reads closed[other]; a
+	 * closing side sets closed[me], then waits for busy[other] to clear
+	 * (all seq_cst), so no copy touches a side's buffers after its close
+	 * returns.
 	 */
-	_Atomic uint32_t recv_busy;
-	uint32_t pad[11];
+	_Atomic uint32_t busy[2];
+	uint32_t pad[10];
 	struct zsm_ce_slot slots[ZSM_CE_SLOTS];
 };
 
@@ -75,6 +92,10 @@ struct zsm_ce_chan {
 	struct zsm_net_req *cur_req;
 	int cur_sub;
 	uint64_t cur_off;
+	uint64_t cur_end;  /* receiver: its part ends here (split copies) */
+	int no_help;	   /* receiver: the sender cannot write to us */
+	uint64_t help_seq; /* sender: the send being helped, number + 1 */
+	uint64_t help_off; /* sender: progress in its upper half */
 	uint64_t next_check_ns;
 	int failed;
 	struct zsm_ce_chan *next_chan; /* every started channel */

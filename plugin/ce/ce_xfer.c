@@ -84,6 +84,39 @@ static void zsm_ce_fail(struct zsm_ce_chan *ch, int err, const char *why)
 	zsm_ce_xfer_abort(ch, err);
 }
 
+/*
+ * Copy n bytes between local and the peer's remote address: a read from
+ * the sender (receiver side) or a write into the receiver (sender side),
+ * fenced against the peer's close.  Bytes copied, or -errno.
+ */
+static ssize_t zsm_ce_peer_copy(struct zsm_ce_chan *ch, void *local,
+				uint64_t remote, size_t n)
+{
+	struct iovec l = {.iov_base = local, .iov_len = n};
+	struct iovec r = {.iov_base = (void *)(uintptr_t)remote, .iov_len = n};
+	ssize_t got;
+	int err = 0;
+
+	/* seq_cst, both: the Dekker pair of struct zsm_ce_window. */
+	atomic_store(&ch->win->busy[ch->side], 1);
+	if (atomic_load(&ch->win->closed[!ch->side])) {
+		atomic_store(&ch->win->busy[ch->side], 0);
+		return -ECONNRESET;
+	}
+	if (ch->side == ZSM_CE_RECEIVER)
+		got = process_vm_readv(ch->peer_pid, &l, 1, &r, 1, 0);
+	else
+		got = process_vm_writev(ch->peer_pid, &l, 1, &r, 1, 0);
+	if (got < 0)
+		err = errno;
+	/* release: the copy is over before the peer may close. */
+	atomic_store_explicit(&ch->win->busy[ch->side], 0,
+			      memory_order_release);
+	if (got < 0)
+		return err == ESRCH ? -ECONNRESET : -err;
+	return got ? got : -EIO;
+}
+
 static int zsm_ce_post_send(struct zsm_ce_chan *ch, struct zsm_net_req *req)
 {
 	struct zsm_ce_slot *s;
@@ -137,11 +170,57 @@ static int zsm_ce_post(struct zsm_desc *desc)
 	return 0;
 }
 
+/*
+ * Sender: the receiver split the oldest send; copy the next piece of the
+ * upper half into its buffer.  Returns 1 when it did something.
+ */
+static int zsm_ce_help(struct zsm_ce_chan *ch)
+{
+	struct zsm_net_req *req = ch->head;
+	struct zsm_ce_slot *s;
+	uint64_t mark;
+	size_t n;
+	ssize_t got;
+
+	if (!req)
+		return 0;
+	s = zsm_ce_slot_of(ch, req->ce_seq);
+	mark = req->ce_seq + 1;
+	/* acquire: pairs with the release in zsm_ce_take.  helped is ours:
+	 * relaxed. */
+	if (atomic_load_explicit(&s->matched, memory_order_acquire) != mark ||
+	    atomic_load_explicit(&s->helped, memory_order_relaxed) == mark)
+		return 0;
+	if (ch->help_seq != mark) {
+		ch->help_seq = mark;
+		ch->help_off = s->split;
+	}
+	n = s->size - ch->help_off;
+	if (n > ZSM_CE_CHUNK)
+		n = ZSM_CE_CHUNK;
+	got = n ? zsm_ce_peer_copy(ch, (char *)req->data[0] + ch->help_off,
+				   s->dst + ch->help_off, n)
+		: 0;
+	if (got < 0) {
+		/* The receiver copies it all instead. */
+		s->help_err = (int32_t)got;
+	} else {
+		ch->help_off += (uint64_t)got;
+		if (ch->help_off < s->size)
+			return 1;
+		s->help_err = 0;
+	}
+	/* release: pairs with the acquire in zsm_ce_copy; our bytes and
+	 * help_err are written first. */
+	atomic_store_explicit(&s->helped, mark, memory_order_release);
+	return 1;
+}
+
 /* Sender: finish, in order, the sends the receiver marked Complete. */
 static int zsm_ce_progress_sender(struct zsm_ce_chan *ch)
 {
 	struct zsm_net_req *req;
-	int events = 0;
+	int events = zsm_ce_help(ch);
 
 	while ((req = ch->head)) {
 		struct zsm_ce_slot *s = zsm_ce_slot_of(ch, req->ce_seq);
@@ -195,53 +274,59 @@ static void zsm_ce_complete(struct zsm_ce_chan *ch, int err, size_t len)
 }
 
 /*
- * Receiver: copy the next piece of the current send out of the sender.
- * Returns 1 when the send is over.
+ * Receiver: copy the next piece of its part of the current send, or see
+ * whether the sender finished its part.  Returns 1 when the send is over.
  */
 static int zsm_ce_copy(struct zsm_ce_chan *ch)
 {
 	struct zsm_ce_slot *s = zsm_ce_slot_of(ch, ch->next);
 	struct zsm_net_req *req = ch->cur_req;
-	size_t n = s->size - ch->cur_off;
-	struct iovec local, remote;
+	size_t n = ch->cur_end - ch->cur_off;
 	ssize_t got;
-	int err = 0;
 
-	if (n > ZSM_CE_CHUNK)
-		n = ZSM_CE_CHUNK;
 	if (n) {
-		/* seq_cst, both: the Dekker pair of struct zsm_ce_window. */
-		atomic_store(&ch->win->recv_busy, 1);
-		if (atomic_load(&ch->win->closed[ZSM_CE_SENDER])) {
-			atomic_store(&ch->win->recv_busy, 0);
-			zsm_ce_complete(ch, -ECONNRESET, ch->cur_off);
-			return 1;
-		}
-		local.iov_base = (char *)req->data[ch->cur_sub] + ch->cur_off;
-		local.iov_len = n;
-		remote.iov_base = (void *)(uintptr_t)(s->addr + ch->cur_off);
-		remote.iov_len = n;
-		got = process_vm_readv(ch->peer_pid, &local, 1, &remote, 1, 0);
-		if (got < 0)
-			err = errno;
-		/* release: the copy is over before the sender may go. */
-		atomic_store_explicit(&ch->win->recv_busy, 0,
-				      memory_order_release);
-		if (got <= 0) {
-			ZSM_WARN("ce: receive comm %u: reading %zu bytes of "
-				 "pid %d: %s",
-				 ch->comm->local_id, n, (int)ch->peer_pid,
-				 got < 0 ? strerror(err) : "nothing read");
-			zsm_ce_complete(ch,
-					err == ESRCH ? -ECONNRESET : -EIO,
+		if (n > ZSM_CE_CHUNK)
+			n = ZSM_CE_CHUNK;
+		got = zsm_ce_peer_copy(ch,
+				       (char *)req->data[ch->cur_sub] +
+					       ch->cur_off,
+				       s->addr + ch->cur_off, n);
+		if (got < 0) {
+			if (got != -ECONNRESET)
+				ZSM_WARN("ce: receive comm %u: reading %zu "
+					 "bytes of pid %d: %s",
+					 ch->comm->local_id, n,
+					 (int)ch->peer_pid,
+					 strerror((int)-got));
+			zsm_ce_complete(ch, got == -ECONNRESET ? -ECONNRESET
+							       : -EIO,
 					ch->cur_off);
 			return 1;
 		}
 		ch->cur_off += (uint64_t)got;
+		if (ch->cur_off < ch->cur_end)
+			return 0;
 	}
-	if (ch->cur_off < s->size)
-		return 0;
-	zsm_ce_complete(ch, 0, ch->cur_off);
+	if (ch->cur_end < s->size) {
+		/* acquire: pairs with the release in zsm_ce_help; the
+		 * sender's bytes are in our buffer before its word. */
+		if (atomic_load_explicit(&s->helped, memory_order_acquire) !=
+		    ch->next + 1)
+			return 0;
+		if (s->help_err) {
+			if (!ch->no_help)
+				ZSM_INFO("ce: receive comm %u: pid %d cannot "
+					 "write into this process (%s): this "
+					 "side copies whole messages from now "
+					 "on",
+					 ch->comm->local_id, (int)ch->peer_pid,
+					 strerror(-s->help_err));
+			ch->no_help = 1;
+			ch->cur_end = s->size;
+			return 0;
+		}
+	}
+	zsm_ce_complete(ch, 0, s->size);
 	return 1;
 }
 
@@ -272,12 +357,22 @@ static int zsm_ce_take(struct zsm_ce_chan *ch)
 	ch->cur_req = req;
 	ch->cur_sub = i;
 	ch->cur_off = 0;
+	ch->cur_end = s->size;
 	if (s->size > req->len[i]) {
 		ZSM_WARN("ce: receive comm %u: a %llu-byte message for a "
 			 "%zu-byte receive (tag %d)",
 			 ch->comm->local_id, (unsigned long long)s->size,
 			 req->len[i], s->tag);
 		zsm_ce_complete(ch, -EMSGSIZE, 0);
+	} else if (s->size >= ZSM_CE_SPLIT_MIN && !ch->no_help) {
+		/* The sender's core copies the upper half meanwhile. */
+		ch->cur_end = (s->size / 2) & ~(uint64_t)4095;
+		s->dst = (uint64_t)(uintptr_t)req->data[i];
+		s->split = ch->cur_end;
+		/* release: pairs with the acquire in zsm_ce_help; dst and
+		 * split are written first. */
+		atomic_store_explicit(&s->matched, ch->next + 1,
+				      memory_order_release);
 	}
 	return 1;
 }
