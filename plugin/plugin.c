@@ -115,8 +115,10 @@ static int zsm_plugin_get(ncclDebugLogger_t logger)
 	if (ret)
 		goto out;
 	zsm_proxy_add_transport(&zsm_net_ops);
-	if (zsm_ce_enabled())
+	if (zsm_ce_enabled()) {
 		zsm_proxy_add_transport(&zsm_ce_ops);
+		zsm_ce_cuda_init();
+	}
 	ret = zsm_proxy_start();
 	if (ret) {
 		zsm_net_topo_free(&zsm_net_topo);
@@ -222,6 +224,10 @@ int zsm_get_properties(int dev, struct zsm_props *props)
 	if (ret)
 		return ret;
 	zsm_net_dev_props(&zsm_net_topo.devs[dev], dev, props);
+	/* Same-host comms take device memory (ce); NCCL hands it over only
+	 * where its topology puts the device near the GPU. */
+	if (zsm_ce_cuda_ready())
+		props->ptr_support |= NCCL_PTR_CUDA;
 	return 0;
 }
 
@@ -313,6 +319,44 @@ static struct zsm_net_comm *zsm_any_comm(void *comm)
 	return NULL;
 }
 
+/*
+ * Device memory: only a same-host (ce) comm can move it today; the
+ * registration is its IPC handle, nothing is given to the provider.
+ */
+static int zsm_reg_mr_gpu(struct zsm_net_comm *c, void *data, size_t size,
+			  void **mh)
+{
+	struct zsm_net_mr *mr;
+	int ret;
+
+	if (!zsm_ce_cuda_ready()) {
+		ZSM_WARN("regMr of GPU memory, but no CUDA driver was "
+			 "loaded (ptrSupport says host only)");
+		return -EINVAL;
+	}
+	if (!c->ce) {
+		ZSM_WARN("net: %s: GPU buffers on a comm to another host "
+			 "need a libfabric provider with FI_HMEM for CUDA; "
+			 "this one has none",
+			 c->ep->dev->name);
+		return -EOPNOTSUPP;
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -ENOMEM;
+	ret = zsm_ce_cuda_mr_prepare(data, size, &mr->gpu_mr);
+	if (ret) {
+		free(mr);
+		return ret;
+	}
+	mr->magic = ZSM_MR_MAGIC;
+	mr->ep = c->ep;
+	mr->type = NCCL_PTR_CUDA;
+	mr->gpu = 1;
+	*mh = mr;
+	return 0;
+}
+
 int zsm_reg_mr(void *comm, void *data, size_t size, int type, void **mh)
 {
 	struct zsm_net_comm *c = zsm_any_comm(comm);
@@ -322,6 +366,8 @@ int zsm_reg_mr(void *comm, void *data, size_t size, int type, void **mh)
 	*mh = NULL;
 	if (!c)
 		return -EINVAL;
+	if (type == NCCL_PTR_CUDA)
+		return zsm_reg_mr_gpu(c, data, size, mh);
 	ret = zsm_net_mr_reg(c->ep, data, size, type, &mr);
 	if (!ret)
 		*mh = mr;
@@ -348,6 +394,12 @@ int zsm_dereg_mr(void *comm, void *mh)
 		ZSM_WARN("net: deregMr: not a zsm registration (freed "
 			 "twice?)");
 		return -EINVAL;
+	}
+	if (mr->gpu) {
+		/* The receiver's opened mapping lives with its channel. */
+		mr->magic = 0;
+		free(mr);
+		return 0;
 	}
 	return zsm_net_mr_dereg(mr);
 }
@@ -435,6 +487,7 @@ int zsm_isend(void *send_comm, void *data, size_t size, int tag, void *mh,
 	req->len[0] = size;
 	req->tag[0] = tag;
 	req->mr_desc[0] = desc;
+	req->mh[0] = mh;
 	req->ops[0].req = req;
 	req->ops[0].kind = ZSM_OP_SEND;
 	req->ops[0].index = 0;
@@ -488,6 +541,7 @@ int zsm_irecv(void *recv_comm, int n, void **data, const size_t *sizes,
 		req->len[i] = sizes[i];
 		req->tag[i] = tags[i];
 		req->mr_desc[i] = desc[i];
+		req->mh[i] = mhs ? mhs[i] : NULL;
 		req->sizes[i] = 0;
 		req->ops[i].req = req;
 		req->ops[i].kind = ZSM_OP_RECV;

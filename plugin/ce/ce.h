@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/cuda_drv.h"
+
 struct zsm_net_comm;
 struct zsm_net_req;
 struct zsm_ce_chan;
@@ -53,5 +55,22 @@ void zsm_ce_chan_start(struct zsm_ce_chan *ch, struct zsm_net_comm *comm,
 void zsm_ce_chan_close(struct zsm_ce_chan *ch, int err);
 
 extern const struct zsm_transport_ops zsm_ce_ops;
+
+/*
+ * GPU buffers (ce_cuda.c).  libcuda is loaded at run time: without it
+ * the plugin serves host memory only.
+ */
+struct zsm_ce_gpu_mr {
+	zsm_cu_ipc_handle ipc; /* of the allocation holding the buffer */
+	uint64_t base;	       /* that allocation's start */
+	zsm_cu_context ctx;    /* its context, for copies into it */
+};
+
+/* Load the driver once per load of the plugin; 0 or -errno (said at INFO). */
+int zsm_ce_cuda_init(void);
+/* Whether GPU buffers can be taken (the driver is there, with a device). */
+int zsm_ce_cuda_ready(void);
+/* regMr of device memory: its IPC handle and context.  0 or -errno. */
+int zsm_ce_cuda_mr_prepare(void *data, size_t size, struct zsm_ce_gpu_mr *out);
 
 #endif

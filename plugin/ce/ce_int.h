@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/cuda_drv.h"
 #include "net/net.h"
 
 /*
@@ -52,9 +53,14 @@ struct zsm_ce_slot {
 	_Atomic uint64_t matched;
 	_Atomic uint64_t helped;
 	int32_t help_err; /* sender: 0, or -errno and the receiver does it */
-	int32_t pad2[7];
+	/* GPU sends: the sender's allocation, for cuIpcOpenMemHandle. */
+	uint32_t gpu;	  /* 1: addr is device memory; ipc/ipc_off name it */
+	uint64_t ipc_off; /* addr - the allocation's base */
+	uint32_t pad2[2];
+	zsm_cu_ipc_handle ipc;
+	uint64_t pad3[9];
 };
-_Static_assert(sizeof(struct zsm_ce_slot) == 128, "two cache lines a slot");
+_Static_assert(sizeof(struct zsm_ce_slot) == 256, "four cache lines a slot");
 
 enum { ZSM_CE_SENDER = 0, ZSM_CE_RECEIVER = 1 };
 
@@ -98,8 +104,32 @@ struct zsm_ce_chan {
 	uint64_t help_off; /* sender: progress in its upper half */
 	uint64_t next_check_ns;
 	int failed;
+	/* Receiver, GPU sends: the copy in flight on our stream, and the
+	 * sender's allocations opened so far (closed with the channel). */
+	int gpu_busy;
+	zsm_cu_context gpu_ctx;
+	zsm_cu_stream gpu_stream;
+	zsm_cu_event gpu_event;
+	struct zsm_ce_ipc_map *maps;
 	struct zsm_ce_chan *next_chan; /* every started channel */
 };
+
+/* An opened allocation of the peer's (ce_cuda.c). */
+struct zsm_ce_ipc_map {
+	zsm_cu_ipc_handle ipc;
+	zsm_cu_deviceptr ptr;
+	struct zsm_ce_ipc_map *next;
+};
+
+/* ce_cuda.c, engine only.  Start dst <- the peer's allocation ipc at
+ * off, n bytes, on the channel's stream in ctx; 0 or -errno. */
+int zsm_ce_cuda_copy(struct zsm_ce_chan *ch, zsm_cu_context ctx,
+		     zsm_cu_deviceptr dst, const zsm_cu_ipc_handle *ipc,
+		     uint64_t off, size_t n);
+/* 1 the copy is done, 0 not yet, -errno it failed. */
+int zsm_ce_cuda_copy_done(struct zsm_ce_chan *ch);
+/* Close every mapping, the stream and the event. */
+void zsm_ce_cuda_chan_fini(struct zsm_ce_chan *ch);
 
 /* ce_chan.c: whether the peer process has exited (its pidfd is readable). */
 int zsm_ce_peer_gone(const struct zsm_ce_chan *ch);

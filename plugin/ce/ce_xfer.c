@@ -135,6 +135,12 @@ static int zsm_ce_post_send(struct zsm_ce_chan *ch, struct zsm_net_req *req)
 	s->tag = req->tag[0];
 	s->err = 0;
 	s->len = 0;
+	s->gpu = req->mh[0] && req->mh[0]->gpu;
+	if (s->gpu) {
+		/* The receiver opens our allocation and copies from it. */
+		s->ipc = req->mh[0]->gpu_mr.ipc;
+		s->ipc_off = s->addr - req->mh[0]->gpu_mr.base;
+	}
 	req->ce_seq = ch->next;
 	zsm_ce_push(ch, req);
 	/* release: pairs with the acquire in zsm_ce_take; the slot's fields
@@ -274,6 +280,38 @@ static void zsm_ce_complete(struct zsm_ce_chan *ch, int err, size_t len)
 }
 
 /*
+ * Receiver, GPU send into a GPU buffer: one copy on our stream, from the
+ * sender's allocation (opened once per channel), polled through an event.
+ * Returns 1 when the send is over.
+ */
+static int zsm_ce_copy_gpu(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
+			   struct zsm_net_req *req)
+{
+	int ret;
+
+	if (!s->size) {
+		zsm_ce_complete(ch, 0, 0);
+		return 1;
+	}
+	if (!ch->gpu_busy) {
+		ret = zsm_ce_cuda_copy(
+			ch, req->mh[ch->cur_sub]->gpu_mr.ctx,
+			(zsm_cu_deviceptr)(uintptr_t)req->data[ch->cur_sub],
+			&s->ipc, s->ipc_off, s->size);
+		if (ret) {
+			zsm_ce_complete(ch, ret, 0);
+			return 1;
+		}
+		return 0;
+	}
+	ret = zsm_ce_cuda_copy_done(ch);
+	if (!ret)
+		return 0;
+	zsm_ce_complete(ch, ret < 0 ? ret : 0, ret < 0 ? 0 : s->size);
+	return 1;
+}
+
+/*
  * Receiver: copy the next piece of its part of the current send, or see
  * whether the sender finished its part.  Returns 1 when the send is over.
  */
@@ -283,6 +321,9 @@ static int zsm_ce_copy(struct zsm_ce_chan *ch)
 	struct zsm_net_req *req = ch->cur_req;
 	size_t n = ch->cur_end - ch->cur_off;
 	ssize_t got;
+
+	if (s->gpu)
+		return zsm_ce_copy_gpu(ch, s, req);
 
 	if (n) {
 		if (n > ZSM_CE_CHUNK)
@@ -364,7 +405,14 @@ static int zsm_ce_take(struct zsm_ce_chan *ch)
 			 ch->comm->local_id, (unsigned long long)s->size,
 			 req->len[i], s->tag);
 		zsm_ce_complete(ch, -EMSGSIZE, 0);
-	} else if (s->size >= ZSM_CE_SPLIT_MIN && !ch->no_help) {
+	} else if (!s->gpu != !(req->mh[i] && req->mh[i]->gpu)) {
+		ZSM_WARN("ce: receive comm %u: a %s message for a %s buffer "
+			 "(tag %d): both sides must use the same kind of "
+			 "memory",
+			 ch->comm->local_id, s->gpu ? "GPU" : "host",
+			 s->gpu ? "host" : "GPU", s->tag);
+		zsm_ce_complete(ch, -EINVAL, 0);
+	} else if (s->size >= ZSM_CE_SPLIT_MIN && !ch->no_help && !s->gpu) {
 		/* The sender's core copies the upper half meanwhile. */
 		ch->cur_end = (s->size / 2) & ~(uint64_t)4095;
 		s->dst = (uint64_t)(uintptr_t)req->data[i];

@@ -27,6 +27,10 @@ typedef void *zsm_cu_context;
 typedef unsigned long long zsm_cu_deviceptr;
 typedef void *zsm_cu_stream;
 typedef void *zsm_cu_event;
+/* CUipcMemHandle: 64 opaque bytes, passed by value. */
+typedef struct {
+	char reserved[64];
+} zsm_cu_ipc_handle;
 
 /* The few values of the driver's enums that callers use (cuda.h's). */
 #define ZSM_CU_SUCCESS 0
@@ -44,8 +48,12 @@ typedef void *zsm_cu_event;
 #define ZSM_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define ZSM_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 
+#define ZSM_CU_POINTER_ATTRIBUTE_CONTEXT 1
 #define ZSM_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
 #define ZSM_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
+#define ZSM_CU_STREAM_NON_BLOCKING 0x1
+#define ZSM_CU_EVENT_DISABLE_TIMING 0x2
+#define ZSM_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
 #define ZSM_CU_MEMORYTYPE_HOST 1
 #define ZSM_CU_MEMORYTYPE_DEVICE 2
 
@@ -85,7 +93,28 @@ typedef void *zsm_cu_event;
 	X(memset_d8, "cuMemsetD8_v2",                                         \
 	  (zsm_cu_deviceptr dst, unsigned char value, size_t count))          \
 	X(pointer_get_attribute, "cuPointerGetAttribute",                     \
-	  (void *data, int attribute, zsm_cu_deviceptr ptr))
+	  (void *data, int attribute, zsm_cu_deviceptr ptr))                  \
+	X(ctx_get_current, "cuCtxGetCurrent", (zsm_cu_context * ctx))         \
+	X(mem_get_address_range, "cuMemGetAddressRange_v2",                   \
+	  (zsm_cu_deviceptr * base, size_t *size, zsm_cu_deviceptr dptr))     \
+	X(ipc_get_mem_handle, "cuIpcGetMemHandle",                            \
+	  (zsm_cu_ipc_handle * handle, zsm_cu_deviceptr dptr))                \
+	X(ipc_open_mem_handle, "cuIpcOpenMemHandle_v2",                       \
+	  (zsm_cu_deviceptr * dptr, zsm_cu_ipc_handle handle,                 \
+	   unsigned int flags))                                               \
+	X(ipc_close_mem_handle, "cuIpcCloseMemHandle", (zsm_cu_deviceptr dptr)) \
+	X(stream_create, "cuStreamCreate",                                    \
+	  (zsm_cu_stream * stream, unsigned int flags))                       \
+	X(stream_destroy, "cuStreamDestroy_v2", (zsm_cu_stream stream))       \
+	X(event_create, "cuEventCreate",                                      \
+	  (zsm_cu_event * event, unsigned int flags))                         \
+	X(event_record, "cuEventRecord",                                      \
+	  (zsm_cu_event event, zsm_cu_stream stream))                         \
+	X(event_query, "cuEventQuery", (zsm_cu_event event))                  \
+	X(event_destroy, "cuEventDestroy_v2", (zsm_cu_event event))           \
+	X(memcpy_async, "cuMemcpyAsync",                                      \
+	  (zsm_cu_deviceptr dst, zsm_cu_deviceptr src, size_t size,           \
+	   zsm_cu_stream stream))
 
 #define ZSM_CUDA_DRV_FIELD(field, symbol, params) \
 	zsm_cu_result (*field) params;

@@ -33,6 +33,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 
+#include "ce/ce.h"
 #include "core.h"
 #include "proxy/proxy.h"
 
@@ -241,6 +242,7 @@ struct zsm_net_req {
 	int tag[ZSM_MAX_RECVS];
 	void *mr_desc[ZSM_MAX_RECVS];
 	struct zsm_net_op ops[ZSM_MAX_RECVS];
+	struct zsm_net_mr *mh[ZSM_MAX_RECVS]; /* ce: what each buffer is */
 	struct zsm_net_req *next_free;
 	/* ce comms, engine only: the channel's list, and a send's number. */
 	struct zsm_net_req *ce_next;
@@ -346,6 +348,8 @@ struct zsm_net_mr {
 	struct zsm_mr_entry *entry;
 	void *desc;
 	int type;
+	int gpu; /* device memory on a ce comm: gpu_mr, no provider entry */
+	struct zsm_ce_gpu_mr gpu_mr;
 };
 #define ZSM_MR_MAGIC 0x524d535aU
 
