@@ -26,6 +26,8 @@ while [ $# -gt 0 ]; do
 	esac
 done
 bench=$build/tools/zsm-bench
+# The plugin offers GPU buffers only when asked (see ZSM_CE_GPU).
+export ZSM_CE_GPU=${ZSM_CE_GPU:-1}
 [ -x "$bench" ] || { echo "no $bench: build first" >&2; exit 2; }
 out=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$out"' EXIT

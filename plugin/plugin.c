@@ -224,9 +224,12 @@ int zsm_get_properties(int dev, struct zsm_props *props)
 	if (ret)
 		return ret;
 	zsm_net_dev_props(&zsm_net_topo.devs[dev], dev, props);
-	/* Same-host comms take device memory (ce); NCCL hands it over only
-	 * where its topology puts the device near the GPU. */
-	if (zsm_ce_cuda_ready())
+	/*
+	 * Same-host comms take device memory (ce), comms to other hosts not
+	 * yet (no FI_HMEM registration): NCCL would hand GPU buffers to both
+	 * wherever its topology allows GPUDirect, so this is opt-in.
+	 */
+	if (zsm_ce_cuda_ready() && zsm_param_int(ZSM_P_CE_GPU))
 		props->ptr_support |= NCCL_PTR_CUDA;
 	return 0;
 }
@@ -397,6 +400,7 @@ int zsm_dereg_mr(void *comm, void *mh)
 	}
 	if (mr->gpu) {
 		/* The receiver's opened mapping lives with its channel. */
+		zsm_ce_cuda_mr_release(&mr->gpu_mr);
 		mr->magic = 0;
 		free(mr);
 		return 0;

@@ -63,8 +63,18 @@ extern const struct zsm_transport_ops zsm_ce_ops;
 struct zsm_ce_gpu_mr {
 	zsm_cu_ipc_handle ipc; /* of the allocation holding the buffer */
 	uint64_t base;	       /* that allocation's start */
+	uint64_t alloc_size;   /* and size */
 	zsm_cu_context ctx;    /* its context, for copies into it */
+	int dev;	       /* its device */
+	/* cuMem (VMM) memory, which has no IPC handle: an exported POSIX
+	 * fd the peer takes with pidfd_getfd, and a number unique in this
+	 * process that names the export in the peer's cache. */
+	int vmm_fd;	       /* -1 for cudaMalloc memory */
+	int primary;	       /* ctx is the device's primary, retained */
+	uint64_t vmm_id;
 };
+/* Close what mr_prepare opened (the exported fd). */
+void zsm_ce_cuda_mr_release(struct zsm_ce_gpu_mr *mr);
 
 /* Load the driver once per load of the plugin; 0 or -errno (said at INFO). */
 int zsm_ce_cuda_init(void);

@@ -6,8 +6,11 @@
  * between two GPUs' memory runs on a copy engine, so no SM is used.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "ce/ce.h"
 #include "ce/ce_int.h"
@@ -15,6 +18,8 @@
 
 static struct zsm_cuda_drv zsm_ce_cu;
 static int zsm_ce_cu_state; /* 0 not tried, 1 ready, -errno unusable */
+/* Numbers of cuMem exports: regMr may run on any thread. */
+static atomic_ullong zsm_ce_vmm_ids;
 
 int zsm_ce_cuda_init(void)
 {
@@ -41,6 +46,41 @@ int zsm_ce_cuda_ready(void)
 	return zsm_ce_cu_state > 0;
 }
 
+/*
+ * A cuMem allocation has no IPC handle: export it as a POSIX fd (NCCL
+ * allocates with that handle type), kept open until deregMr.
+ */
+static int zsm_ce_cuda_export(zsm_cu_deviceptr base, struct zsm_ce_gpu_mr *out,
+			      char *why, size_t why_len)
+{
+	zsm_cu_mem_handle h;
+	zsm_cu_result res;
+	int fd = -1;
+
+	res = zsm_ce_cu.mem_retain_allocation_handle(&h,
+						     (void *)(uintptr_t)base);
+	if (res != ZSM_CU_SUCCESS)
+		return zsm_cuda_drv_fail(&zsm_ce_cu, res, why, why_len,
+					 "0x%llx has neither an IPC handle "
+					 "nor a cuMem allocation handle",
+					 base);
+	res = zsm_ce_cu.mem_export(&fd, h, ZSM_CU_MEM_HANDLE_TYPE_POSIX_FD, 0);
+	zsm_ce_cu.mem_release(h);
+	if (res != ZSM_CU_SUCCESS)
+		return zsm_cuda_drv_fail(&zsm_ce_cu, res, why, why_len,
+					 "exporting the cuMem allocation at "
+					 "0x%llx as a file descriptor (made "
+					 "without CU_MEM_HANDLE_TYPE_POSIX_"
+					 "FILE_DESCRIPTOR?)",
+					 base);
+	out->vmm_fd = fd;
+	/* relaxed: only uniqueness matters. */
+	out->vmm_id = atomic_fetch_add_explicit(&zsm_ce_vmm_ids, 1,
+						memory_order_relaxed) +
+		      1;
+	return 0;
+}
+
 int zsm_ce_cuda_mr_prepare(void *data, size_t size, struct zsm_ce_gpu_mr *out)
 {
 	zsm_cu_deviceptr p = (zsm_cu_deviceptr)(uintptr_t)data, base = 0;
@@ -58,20 +98,23 @@ int zsm_ce_cuda_mr_prepare(void *data, size_t size, struct zsm_ce_gpu_mr *out)
 		ZSM_WARN("ce: regMr: %s", why);
 		return -EINVAL;
 	}
+	out->vmm_fd = -1;
 	res = zsm_ce_cu.ipc_get_mem_handle(&out->ipc, base);
 	if (res != ZSM_CU_SUCCESS) {
-		zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
-				  "cuIpcGetMemHandle of the allocation at "
-				  "0x%llx",
-				  base);
-		ZSM_WARN("ce: regMr: %s (cuMem/VMM allocations are not "
-			 "exported yet)",
-			 why);
-		return -EOPNOTSUPP;
+		/* cuMem memory (NCCL's own): export the allocation. */
+		int ret = zsm_ce_cuda_export(base, out, why, sizeof(why));
+
+		if (ret) {
+			ZSM_WARN("ce: regMr: %s", why);
+			return ret;
+		}
 	}
-	res = zsm_ce_cu.pointer_get_attribute(&out->ctx,
-					      ZSM_CU_POINTER_ATTRIBUTE_CONTEXT,
+	res = zsm_ce_cu.pointer_get_attribute(&out->dev,
+					      ZSM_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
 					      p);
+	if (res == ZSM_CU_SUCCESS)
+		res = zsm_ce_cu.pointer_get_attribute(
+			&out->ctx, ZSM_CU_POINTER_ATTRIBUTE_CONTEXT, p);
 	if (res != ZSM_CU_SUCCESS) {
 		zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
 				  "the context of %p", data);
@@ -79,19 +122,111 @@ int zsm_ce_cuda_mr_prepare(void *data, size_t size, struct zsm_ce_gpu_mr *out)
 		return -EINVAL;
 	}
 	out->base = base;
+	out->alloc_size = len;
+	if (out->vmm_fd >= 0 || !out->ctx) {
+		/* cuMem memory belongs to no context: copy in the device's
+		 * primary one (held until deregMr). */
+		zsm_cu_device d;
+
+		res = zsm_ce_cu.device_get(&d, out->dev);
+		if (res == ZSM_CU_SUCCESS)
+			res = zsm_ce_cu.device_primary_ctx_retain(&out->ctx, d);
+		if (res != ZSM_CU_SUCCESS) {
+			zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
+					  "the primary context of GPU %d",
+					  out->dev);
+			ZSM_WARN("ce: regMr: %s", why);
+			zsm_ce_cuda_mr_release(out);
+			return -EIO;
+		}
+		out->primary = 1;
+	}
 	return 0;
 }
 
-/* The peer's allocation named by ipc, opened once per channel. */
-static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const zsm_cu_ipc_handle *ipc,
-			   zsm_cu_deviceptr *ptr)
+void zsm_ce_cuda_mr_release(struct zsm_ce_gpu_mr *mr)
+{
+	zsm_cu_device d;
+
+	if (mr->vmm_fd >= 0)
+		close(mr->vmm_fd);
+	mr->vmm_fd = -1;
+	if (mr->primary && zsm_ce_cu.device_get(&d, mr->dev) == ZSM_CU_SUCCESS)
+		zsm_ce_cu.device_primary_ctx_release(d);
+	mr->primary = 0;
+}
+
+/* Map the peer's exported cuMem allocation into our address space. */
+static int zsm_ce_cuda_import(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
+			      int dev, struct zsm_ce_ipc_map *m)
+{
+	zsm_cu_mem_access access = {
+		.type = ZSM_CU_MEM_LOCATION_TYPE_DEVICE,
+		.id = dev,
+		.flags = ZSM_CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+	};
+	zsm_cu_result res;
+	char why[256];
+	int fd, err;
+
+	fd = (int)syscall(SYS_pidfd_getfd, ch->pidfd, s->vmm_fd, 0);
+	if (fd < 0) {
+		err = -errno;
+		ZSM_WARN("ce: receive comm %u: taking pid %d's cuMem export: "
+			 "%s",
+			 ch->comm->local_id, (int)ch->peer_pid,
+			 strerror(errno));
+		return err;
+	}
+	m->size = s->alloc_size;
+	res = zsm_ce_cu.mem_import(&m->handle, (void *)(uintptr_t)fd,
+				   ZSM_CU_MEM_HANDLE_TYPE_POSIX_FD);
+	close(fd);
+	if (res == ZSM_CU_SUCCESS)
+		res = zsm_ce_cu.mem_address_reserve(&m->ptr, m->size, 0, 0, 0);
+	if (res == ZSM_CU_SUCCESS)
+		res = zsm_ce_cu.mem_map(m->ptr, m->size, 0, m->handle, 0);
+	if (res == ZSM_CU_SUCCESS)
+		res = zsm_ce_cu.mem_set_access(m->ptr, m->size, &access, 1);
+	if (res != ZSM_CU_SUCCESS) {
+		err = zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
+					"mapping pid %d's cuMem allocation "
+					"(%llu bytes)",
+					(int)ch->peer_pid,
+					(unsigned long long)m->size);
+		ZSM_WARN("ce: receive comm %u: %s", ch->comm->local_id, why);
+		return err;
+	}
+	return 0;
+}
+
+static void zsm_ce_cuda_unmap(struct zsm_ce_ipc_map *m)
+{
+	if (!m->vmm_id) {
+		zsm_ce_cu.ipc_close_mem_handle(m->ptr);
+		return;
+	}
+	if (m->ptr) {
+		zsm_ce_cu.mem_unmap(m->ptr, m->size);
+		zsm_ce_cu.mem_address_free(m->ptr, m->size);
+	}
+	if (m->handle)
+		zsm_ce_cu.mem_release(m->handle);
+}
+
+/* The peer's allocation a slot names, opened once per channel. */
+static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
+			   int dev, zsm_cu_deviceptr *ptr)
 {
 	struct zsm_ce_ipc_map *m;
 	zsm_cu_result res;
 	char why[256];
+	int err;
 
 	for (m = ch->maps; m; m = m->next) {
-		if (!memcmp(&m->ipc, ipc, sizeof(*ipc))) {
+		if (s->vmm_fd >= 0 ? m->vmm_id == s->vmm_id
+				   : !m->vmm_id && !memcmp(&m->ipc, &s->ipc,
+							   sizeof(s->ipc))) {
 			*ptr = m->ptr;
 			return 0;
 		}
@@ -99,18 +234,29 @@ static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const zsm_cu_ipc_handle *ipc,
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	m->ipc = *ipc;
-	res = zsm_ce_cu.ipc_open_mem_handle(
-		&m->ptr, *ipc, ZSM_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
-	if (res != ZSM_CU_SUCCESS) {
-		int err = zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
-					    "cuIpcOpenMemHandle of pid %d's "
-					    "buffer",
-					    (int)ch->peer_pid);
-
-		ZSM_WARN("ce: receive comm %u: %s", ch->comm->local_id, why);
-		free(m);
-		return err;
+	if (s->vmm_fd >= 0) {
+		m->vmm_id = s->vmm_id;
+		err = zsm_ce_cuda_import(ch, s, dev, m);
+		if (err) {
+			zsm_ce_cuda_unmap(m);
+			free(m);
+			return err;
+		}
+	} else {
+		m->ipc = s->ipc;
+		res = zsm_ce_cu.ipc_open_mem_handle(
+			&m->ptr, s->ipc, ZSM_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+		if (res != ZSM_CU_SUCCESS) {
+			err = zsm_cuda_drv_fail(&zsm_ce_cu, res, why,
+						sizeof(why),
+						"cuIpcOpenMemHandle of pid "
+						"%d's buffer",
+						(int)ch->peer_pid);
+			ZSM_WARN("ce: receive comm %u: %s", ch->comm->local_id,
+				 why);
+			free(m);
+			return err;
+		}
 	}
 	m->next = ch->maps;
 	ch->maps = m;
@@ -149,36 +295,85 @@ static int zsm_ce_cuda_stream(struct zsm_ce_chan *ch, zsm_cu_context ctx)
 	return 0;
 }
 
-int zsm_ce_cuda_copy(struct zsm_ce_chan *ch, zsm_cu_context ctx,
-		     zsm_cu_deviceptr dst, const zsm_cu_ipc_handle *ipc,
-		     uint64_t off, size_t n)
+/* Queue dst <- src on the channel's stream in ctx and mark it. */
+static int zsm_ce_cuda_start(struct zsm_ce_chan *ch, zsm_cu_context ctx,
+			     int dev, zsm_cu_deviceptr dst, zsm_cu_deviceptr src,
+			     size_t n)
 {
-	zsm_cu_deviceptr src = 0;
 	zsm_cu_result res;
 	char why[256];
-	int ret;
+	int ret = zsm_ce_cuda_stream(ch, ctx);
 
-	/* The proxy thread serves comms of every device: say which. */
-	res = zsm_ce_cu.ctx_set_current(ctx);
-	if (res != ZSM_CU_SUCCESS)
-		return zsm_cuda_drv_fail(&zsm_ce_cu, res, NULL, 0, "set ctx");
-	ret = zsm_ce_cuda_map(ch, ipc, &src);
-	if (!ret)
-		ret = zsm_ce_cuda_stream(ch, ctx);
 	if (ret)
 		return ret;
-	src += off;
+	ch->gpu_dev = dev;
+	/* Our own non-blocking stream: never ordered after NCCL's kernels,
+	 * which may be waiting for these very bytes. */
 	res = zsm_ce_cu.memcpy_async(dst, src, n, ch->gpu_stream);
 	if (res == ZSM_CU_SUCCESS)
 		res = zsm_ce_cu.event_record(ch->gpu_event, ch->gpu_stream);
 	if (res != ZSM_CU_SUCCESS) {
 		ret = zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
-					"copying %zu bytes GPU to GPU", n);
+					"copying %zu bytes", n);
 		ZSM_WARN("ce: receive comm %u: %s", ch->comm->local_id, why);
 		return ret;
 	}
 	ch->gpu_busy = 1;
 	return 0;
+}
+
+/* A context for copies into host memory: the channel's, or GPU 0's. */
+static int zsm_ce_cuda_any_ctx(struct zsm_ce_chan *ch, zsm_cu_context *ctx,
+			       int *dev)
+{
+	char why[256];
+
+	if (ch->gpu_ctx) {
+		*ctx = ch->gpu_ctx;
+		*dev = ch->gpu_dev;
+		return 0;
+	}
+	if (zsm_ce_cu.ctx == NULL &&
+	    zsm_cuda_drv_use_device(&zsm_ce_cu, 0, why, sizeof(why))) {
+		ZSM_WARN("ce: no CUDA context for a GPU-to-host copy: %s", why);
+		return -EIO;
+	}
+	*ctx = zsm_ce_cu.ctx;
+	*dev = 0;
+	return 0;
+}
+
+int zsm_ce_cuda_copy(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
+		     zsm_cu_deviceptr dst, const struct zsm_ce_slot *s)
+{
+	zsm_cu_deviceptr src = 0;
+	zsm_cu_result res;
+	int ret;
+
+	if (!ctx) {
+		ret = zsm_ce_cuda_any_ctx(ch, &ctx, &dev);
+		if (ret)
+			return ret;
+	}
+	/* The proxy thread serves comms of every device: say which. */
+	res = zsm_ce_cu.ctx_set_current(ctx);
+	if (res != ZSM_CU_SUCCESS)
+		return zsm_cuda_drv_fail(&zsm_ce_cu, res, NULL, 0, "set ctx");
+	ret = zsm_ce_cuda_map(ch, s, dev, &src);
+	if (ret)
+		return ret;
+	return zsm_ce_cuda_start(ch, ctx, dev, dst, src + s->ipc_off, s->size);
+}
+
+int zsm_ce_cuda_copy_up(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
+			zsm_cu_deviceptr dst, const void *src, size_t n)
+{
+	zsm_cu_result res = zsm_ce_cu.ctx_set_current(ctx);
+
+	if (res != ZSM_CU_SUCCESS)
+		return zsm_cuda_drv_fail(&zsm_ce_cu, res, NULL, 0, "set ctx");
+	return zsm_ce_cuda_start(ch, ctx, dev, dst,
+				 (zsm_cu_deviceptr)(uintptr_t)src, n);
 }
 
 int zsm_ce_cuda_copy_done(struct zsm_ce_chan *ch)
@@ -211,7 +406,7 @@ void zsm_ce_cuda_chan_fini(struct zsm_ce_chan *ch)
 		;
 	for (m = ch->maps; m; m = next) {
 		next = m->next;
-		zsm_ce_cu.ipc_close_mem_handle(m->ptr);
+		zsm_ce_cuda_unmap(m);
 		free(m);
 	}
 	ch->maps = NULL;

@@ -56,9 +56,12 @@ struct zsm_ce_slot {
 	/* GPU sends: the sender's allocation, for cuIpcOpenMemHandle. */
 	uint32_t gpu;	  /* 1: addr is device memory; ipc/ipc_off name it */
 	uint64_t ipc_off; /* addr - the allocation's base */
-	uint32_t pad2[2];
+	int32_t vmm_fd;	  /* cuMem memory: the exported fd in the sender */
+	uint32_t pad2;
 	zsm_cu_ipc_handle ipc;
-	uint64_t pad3[9];
+	uint64_t vmm_id;  /* cuMem memory: the export's number */
+	uint64_t alloc_size;
+	uint64_t pad3[7];
 };
 _Static_assert(sizeof(struct zsm_ce_slot) == 256, "four cache lines a slot");
 
@@ -108,24 +111,36 @@ struct zsm_ce_chan {
 	 * sender's allocations opened so far (closed with the channel). */
 	int gpu_busy;
 	zsm_cu_context gpu_ctx;
+	int gpu_dev;
+	size_t gpu_chunk; /* host to GPU: the piece on its way up */
 	zsm_cu_stream gpu_stream;
 	zsm_cu_event gpu_event;
 	struct zsm_ce_ipc_map *maps;
+	void *bounce;	/* host bytes on their way into our GPU buffer */
 	struct zsm_ce_chan *next_chan; /* every started channel */
 };
 
 /* An opened allocation of the peer's (ce_cuda.c). */
 struct zsm_ce_ipc_map {
 	zsm_cu_ipc_handle ipc;
+	uint64_t vmm_id;	/* 0: ipc names it */
+	size_t size;		/* cuMem: the mapped range */
+	zsm_cu_mem_handle handle;
 	zsm_cu_deviceptr ptr;
 	struct zsm_ce_ipc_map *next;
 };
 
 /* ce_cuda.c, engine only.  Start dst <- the peer's allocation ipc at
  * off, n bytes, on the channel's stream in ctx; 0 or -errno. */
-int zsm_ce_cuda_copy(struct zsm_ce_chan *ch, zsm_cu_context ctx,
-		     zsm_cu_deviceptr dst, const zsm_cu_ipc_handle *ipc,
-		     uint64_t off, size_t n);
+int zsm_ce_cuda_copy(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
+		     zsm_cu_deviceptr dst, const struct zsm_ce_slot *s);
+/*
+ * The same into host memory: ctx NULL picks a context (a GPU send into a
+ * host receive).  And host bytes already read from the peer (src, here)
+ * up into our GPU buffer.  Both queue on the channel's stream.
+ */
+int zsm_ce_cuda_copy_up(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
+			zsm_cu_deviceptr dst, const void *src, size_t n);
 /* 1 the copy is done, 0 not yet, -errno it failed. */
 int zsm_ce_cuda_copy_done(struct zsm_ce_chan *ch);
 /* Close every mapping, the stream and the event. */

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 
@@ -136,10 +137,16 @@ static int zsm_ce_post_send(struct zsm_ce_chan *ch, struct zsm_net_req *req)
 	s->err = 0;
 	s->len = 0;
 	s->gpu = req->mh[0] && req->mh[0]->gpu;
+	s->vmm_fd = -1;
 	if (s->gpu) {
 		/* The receiver opens our allocation and copies from it. */
-		s->ipc = req->mh[0]->gpu_mr.ipc;
-		s->ipc_off = s->addr - req->mh[0]->gpu_mr.base;
+		const struct zsm_ce_gpu_mr *g = &req->mh[0]->gpu_mr;
+
+		s->ipc = g->ipc;
+		s->ipc_off = s->addr - g->base;
+		s->vmm_fd = g->vmm_fd;
+		s->vmm_id = g->vmm_id;
+		s->alloc_size = g->alloc_size;
 	}
 	req->ce_seq = ch->next;
 	zsm_ce_push(ch, req);
@@ -294,10 +301,11 @@ static int zsm_ce_copy_gpu(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 		return 1;
 	}
 	if (!ch->gpu_busy) {
+		const struct zsm_ce_gpu_mr *g = &req->mh[ch->cur_sub]->gpu_mr;
+
 		ret = zsm_ce_cuda_copy(
-			ch, req->mh[ch->cur_sub]->gpu_mr.ctx,
-			(zsm_cu_deviceptr)(uintptr_t)req->data[ch->cur_sub],
-			&s->ipc, s->ipc_off, s->size);
+			ch, g->ctx, g->dev,
+			(zsm_cu_deviceptr)(uintptr_t)req->data[ch->cur_sub], s);
 		if (ret) {
 			zsm_ce_complete(ch, ret, 0);
 			return 1;
@@ -311,6 +319,83 @@ static int zsm_ce_copy_gpu(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 	return 1;
 }
 
+static int zsm_ce_recv_gpu(const struct zsm_net_req *req, int sub)
+{
+	return req->mh[sub] && req->mh[sub]->gpu;
+}
+
+/*
+ * Receiver, any send involving GPU memory.  GPU to GPU is one async copy
+ * on our stream.  NCCL mixes kinds (its LL buffers stay in host memory
+ * while others are on the GPU), so GPU to host is a synchronous copy out
+ * of the peer's allocation, and host to GPU reads the peer's bytes into a
+ * bounce buffer a piece at a time and copies each piece up.  Returns 1
+ * when the send is over.
+ */
+static int zsm_ce_copy_mixed(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
+			     struct zsm_net_req *req)
+{
+	int sub = ch->cur_sub, ret;
+	zsm_cu_deviceptr dst = (zsm_cu_deviceptr)(uintptr_t)req->data[sub];
+	size_t n;
+	ssize_t got;
+
+	if (s->gpu && zsm_ce_recv_gpu(req, sub))
+		return zsm_ce_copy_gpu(ch, s, req);
+	if (s->gpu) {
+		/* GPU to host: one copy out of the peer's allocation. */
+		if (!ch->gpu_busy) {
+			ret = s->size ? zsm_ce_cuda_copy(ch, NULL, 0, dst, s)
+				      : 1;
+			if (ret) {
+				zsm_ce_complete(ch, ret < 0 ? ret : 0, 0);
+				return 1;
+			}
+			return 0;
+		}
+		ret = zsm_ce_cuda_copy_done(ch);
+		if (!ret)
+			return 0;
+		zsm_ce_complete(ch, ret < 0 ? ret : 0, ret < 0 ? 0 : s->size);
+		return 1;
+	}
+	/* Host to GPU: a bounce piece at a time, each copied up before the
+	 * next is read. */
+	if (ch->gpu_busy) {
+		ret = zsm_ce_cuda_copy_done(ch);
+		if (!ret)
+			return 0;
+		if (ret < 0) {
+			zsm_ce_complete(ch, ret, ch->cur_off);
+			return 1;
+		}
+		ch->cur_off += ch->gpu_chunk;
+	}
+	n = s->size - ch->cur_off;
+	if (!n) {
+		zsm_ce_complete(ch, 0, s->size);
+		return 1;
+	}
+	if (!ch->bounce && !(ch->bounce = malloc(ZSM_CE_CHUNK))) {
+		zsm_ce_complete(ch, -ENOMEM, ch->cur_off);
+		return 1;
+	}
+	if (n > ZSM_CE_CHUNK)
+		n = ZSM_CE_CHUNK;
+	got = zsm_ce_peer_copy(ch, ch->bounce, s->addr + ch->cur_off, n);
+	ret = got < 0 ? (int)got
+		      : zsm_ce_cuda_copy_up(ch, req->mh[sub]->gpu_mr.ctx,
+					    req->mh[sub]->gpu_mr.dev,
+					    dst + ch->cur_off, ch->bounce,
+					    (size_t)got);
+	if (ret) {
+		zsm_ce_complete(ch, ret, ch->cur_off);
+		return 1;
+	}
+	ch->gpu_chunk = (size_t)got;
+	return 0;
+}
+
 /*
  * Receiver: copy the next piece of its part of the current send, or see
  * whether the sender finished its part.  Returns 1 when the send is over.
@@ -322,8 +407,8 @@ static int zsm_ce_copy(struct zsm_ce_chan *ch)
 	size_t n = ch->cur_end - ch->cur_off;
 	ssize_t got;
 
-	if (s->gpu)
-		return zsm_ce_copy_gpu(ch, s, req);
+	if (s->gpu || zsm_ce_recv_gpu(req, ch->cur_sub))
+		return zsm_ce_copy_mixed(ch, s, req);
 
 	if (n) {
 		if (n > ZSM_CE_CHUNK)
@@ -405,14 +490,8 @@ static int zsm_ce_take(struct zsm_ce_chan *ch)
 			 ch->comm->local_id, (unsigned long long)s->size,
 			 req->len[i], s->tag);
 		zsm_ce_complete(ch, -EMSGSIZE, 0);
-	} else if (!s->gpu != !(req->mh[i] && req->mh[i]->gpu)) {
-		ZSM_WARN("ce: receive comm %u: a %s message for a %s buffer "
-			 "(tag %d): both sides must use the same kind of "
-			 "memory",
-			 ch->comm->local_id, s->gpu ? "GPU" : "host",
-			 s->gpu ? "host" : "GPU", s->tag);
-		zsm_ce_complete(ch, -EINVAL, 0);
-	} else if (s->size >= ZSM_CE_SPLIT_MIN && !ch->no_help && !s->gpu) {
+	} else if (s->size >= ZSM_CE_SPLIT_MIN && !ch->no_help && !s->gpu &&
+		   !zsm_ce_recv_gpu(req, i)) {
 		/* The sender's core copies the upper half meanwhile. */
 		ch->cur_end = (s->size / 2) & ~(uint64_t)4095;
 		s->dst = (uint64_t)(uintptr_t)req->data[i];

@@ -27,6 +27,13 @@ typedef void *zsm_cu_context;
 typedef unsigned long long zsm_cu_deviceptr;
 typedef void *zsm_cu_stream;
 typedef void *zsm_cu_event;
+typedef unsigned long long zsm_cu_mem_handle; /* CUmemGenericAllocationHandle */
+/* CUmemAccessDesc: a location {type, id} and the access flags. */
+typedef struct {
+	int type;
+	int id;
+	int flags;
+} zsm_cu_mem_access;
 /* CUipcMemHandle: 64 opaque bytes, passed by value. */
 typedef struct {
 	char reserved[64];
@@ -51,6 +58,9 @@ typedef struct {
 #define ZSM_CU_POINTER_ATTRIBUTE_CONTEXT 1
 #define ZSM_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
 #define ZSM_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
+#define ZSM_CU_MEM_HANDLE_TYPE_POSIX_FD 0x1
+#define ZSM_CU_MEM_LOCATION_TYPE_DEVICE 0x1
+#define ZSM_CU_MEM_ACCESS_FLAGS_PROT_READWRITE 0x3
 #define ZSM_CU_STREAM_NON_BLOCKING 0x1
 #define ZSM_CU_EVENT_DISABLE_TIMING 0x2
 #define ZSM_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
@@ -114,7 +124,27 @@ typedef struct {
 	X(event_destroy, "cuEventDestroy_v2", (zsm_cu_event event))           \
 	X(memcpy_async, "cuMemcpyAsync",                                      \
 	  (zsm_cu_deviceptr dst, zsm_cu_deviceptr src, size_t size,           \
-	   zsm_cu_stream stream))
+	   zsm_cu_stream stream))                                             \
+	X(mem_retain_allocation_handle, "cuMemRetainAllocationHandle",        \
+	  (zsm_cu_mem_handle * handle, void *addr))                           \
+	X(mem_export, "cuMemExportToShareableHandle",                         \
+	  (void *shareable, zsm_cu_mem_handle handle, int type,               \
+	   unsigned long long flags))                                         \
+	X(mem_import, "cuMemImportFromShareableHandle",                       \
+	  (zsm_cu_mem_handle * handle, void *os_handle, int type))            \
+	X(mem_release, "cuMemRelease", (zsm_cu_mem_handle handle))            \
+	X(mem_address_reserve, "cuMemAddressReserve",                         \
+	  (zsm_cu_deviceptr * ptr, size_t size, size_t align,                 \
+	   zsm_cu_deviceptr addr, unsigned long long flags))                  \
+	X(mem_address_free, "cuMemAddressFree",                               \
+	  (zsm_cu_deviceptr ptr, size_t size))                                \
+	X(mem_map, "cuMemMap",                                                \
+	  (zsm_cu_deviceptr ptr, size_t size, size_t offset,                  \
+	   zsm_cu_mem_handle handle, unsigned long long flags))               \
+	X(mem_unmap, "cuMemUnmap", (zsm_cu_deviceptr ptr, size_t size))       \
+	X(mem_set_access, "cuMemSetAccess",                                   \
+	  (zsm_cu_deviceptr ptr, size_t size, const zsm_cu_mem_access *desc,  \
+	   size_t count))
 
 #define ZSM_CUDA_DRV_FIELD(field, symbol, params) \
 	zsm_cu_result (*field) params;

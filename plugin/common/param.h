@@ -52,6 +52,11 @@ enum zsm_param_type {
 	  "Move the data of comms whose peer runs on this host through the "  \
 	  "same-host transport (one copy by cross-memory attach) instead "    \
 	  "of the network provider. 0: always the network.")                  \
+	X(CE_GPU, ZSM_PARAM_BOOL, "0", 0, 1, NULL,                            \
+	  "Advertise GPU buffers (NCCL_PTR_CUDA) when a CUDA driver is "      \
+	  "there. Same-host comms move them on copy engines; comms to other " \
+	  "hosts refuse them (no FI_HMEM yet), so keep it off for multi-host "\
+	  "jobs where NCCL would use GPUDirect.")                             \
 	X(PEER_CHECK_MS, ZSM_PARAM_INT, "1000", 0, 600000, NULL,              \
 	  "A comm with work outstanding and no traffic for this long probes " \
 	  "its peer; a peer that takes no probe for 4 such periods has its "  \

@@ -18,10 +18,11 @@ log="$OUT/ce-gpu.log"
 fail=0
 step() { echo "== $*" | tee -a "$log"; }
 
+# NCCL first, with the plugin's defaults (host memory only).
 bash "$here/run.sh" --no-socket >"$OUT/run.txt" 2>&1 || fail=1
 tail -n 45 "$OUT/run.txt"
 export LD_LIBRARY_PATH="${ZSM_DEPS:-/tmp/zsm-deps}/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export ZSM_PROVIDER=tcp ZSM_DOMAIN=lo
+export ZSM_PROVIDER=tcp ZSM_DOMAIN=lo ZSM_CE_GPU=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 plugin=$BUILD/plugin/libnccl-net-zsm.so
 kit=$BUILD/tools/zsm-conformance bench=$BUILD/tools/zsm-bench
