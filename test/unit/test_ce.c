@@ -33,11 +33,14 @@ static int pair_setup(void **state)
 	assert_int_equal(zsm_ce_chan_create(&p->s, &fd, &addr), 0);
 	ret = zsm_ce_chan_attach(&p->r, getpid(), fd, addr, why, sizeof(why));
 	if (ret == -ENOSYS || ret == -EPERM) {
-		/* A kernel or sandbox without pidfd_getfd or ptrace rights:
-		 * the plugin falls back to net there, so nothing to test. */
+		/* A kernel or sandbox (valgrind, too) without pidfd_getfd or
+		 * ptrace rights: the plugin falls back to net there, so each
+		 * test skips (cmocka fails a skip inside a setup). */
+		print_message("ce: no channel here (%s): skipping\n", why);
 		zsm_ce_chan_close(p->s, -ECANCELED);
 		free(p);
-		skip();
+		*state = NULL;
+		return 0;
 	}
 	assert_int_equal(ret, 0);
 	p->sc.ce = p->s;
@@ -60,6 +63,14 @@ static int pair_teardown(void **state)
 		zsm_ce_chan_close(p->r, -ECANCELED);
 	free(p);
 	return 0;
+}
+
+/* The pair, or a skip where the setup found no channel possible. */
+static struct pair *need_pair(void **state)
+{
+	if (!*state)
+		skip();
+	return *state;
 }
 
 static void req_init(struct zsm_net_req *req, struct zsm_net_comm *c,
@@ -111,7 +122,7 @@ static int state_of(struct zsm_net_req *req)
  * grouped receive; another tag finds its own sub-receive. */
 static void test_ce_chan_matches_tags_in_posting_order(void **state)
 {
-	struct pair *p = *state;
+	struct pair *p = need_pair(state);
 	struct zsm_net_req s[3], r[2];
 	char a[16] = "first", b[16] = "second", c[16] = "third";
 	char g0[16] = { 0 }, g1[16] = { 0 }, x[16] = { 0 };
@@ -138,7 +149,7 @@ static void test_ce_chan_matches_tags_in_posting_order(void **state)
 /* A send waits for its receive, and completes only once copied. */
 static void test_ce_chan_send_waits_for_its_receive(void **state)
 {
-	struct pair *p = *state;
+	struct pair *p = need_pair(state);
 	struct zsm_net_req s, r;
 	char msg[32] = "late receive", got[32] = { 0 };
 	void *bufs[1] = { got };
@@ -156,7 +167,7 @@ static void test_ce_chan_send_waits_for_its_receive(void **state)
 /* A send larger than its receive fails on both sides; nothing lands. */
 static void test_ce_chan_send_too_large_fails_both(void **state)
 {
-	struct pair *p = *state;
+	struct pair *p = need_pair(state);
 	struct zsm_net_req s, r;
 	char big[64], small[32];
 	void *bufs[1] = { small };
@@ -175,7 +186,7 @@ static void test_ce_chan_send_too_large_fails_both(void **state)
 /* Larger than one copy chunk: several passes, every byte right. */
 static void test_ce_chan_large_message_in_pieces(void **state)
 {
-	struct pair *p = *state;
+	struct pair *p = need_pair(state);
 	size_t len = 3 * ZSM_CE_CHUNK + 12345;
 	unsigned char *src = malloc(len), *dst = calloc(1, len);
 	struct zsm_net_req s, r;
@@ -217,7 +228,7 @@ static void test_ce_chan_large_message_in_pieces(void **state)
 static void test_ce_chan_split_falls_back_when_sender_cannot_write(
 	void **state)
 {
-	struct pair *p = *state;
+	struct pair *p = need_pair(state);
 	size_t len = 2 * ZSM_CE_SPLIT_MIN + 777;
 	unsigned char *src = malloc(len), *dst = calloc(1, len);
 	struct zsm_net_req s, r;
@@ -243,7 +254,7 @@ static void test_ce_chan_split_falls_back_when_sender_cannot_write(
 /* The window has ZSM_CE_SLOTS slots: the next send is refused, not lost. */
 static void test_ce_chan_full_window_refuses(void **state)
 {
-	struct pair *p = *state;
+	struct pair *p = need_pair(state);
 	struct zsm_net_req *s = calloc(ZSM_CE_SLOTS + 1, sizeof(*s));
 	char byte = 'x';
 
@@ -267,7 +278,7 @@ static void test_ce_chan_full_window_refuses(void **state)
 /* Receives still waiting when the sender closes fail, not hang. */
 static void test_ce_chan_sender_close_fails_waiting_receives(void **state)
 {
-	struct pair *p = *state;
+	struct pair *p = need_pair(state);
 	struct zsm_net_req r;
 	char got[8];
 	void *bufs[1] = { got };
@@ -284,7 +295,7 @@ static void test_ce_chan_sender_close_fails_waiting_receives(void **state)
 /* Sends to a receiver that closed fail at once. */
 static void test_ce_chan_receiver_close_fails_sends(void **state)
 {
-	struct pair *p = *state;
+	struct pair *p = need_pair(state);
 	struct zsm_net_req s1, s2;
 	char byte = 'y';
 
