@@ -213,9 +213,19 @@ static void zsm_proxy_wake(void)
 
 void zsm_proxy_caller_leave(void)
 {
+	uint64_t one = 1;
+
 	pthread_mutex_unlock(&zsm_proxy.lock);
-	if (zsm_proxy.have_thread)
-		zsm_proxy_wake();
+	/*
+	 * The caller changed engine state the thread's sleep check does not
+	 * look at (it checks the queue only): a thread that found nothing
+	 * busy just before could go to sleep for good.  An eventfd write is
+	 * never lost, whether it lands before or during the sleep.
+	 */
+	if (zsm_proxy.have_thread &&
+	    write(zsm_proxy.efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		ZSM_WARN("proxy: waking the progress thread failed: %s",
+			 strerror(errno));
 }
 
 int zsm_proxy_submit(struct zsm_desc *desc)
