@@ -36,11 +36,12 @@ if setup build-san -Db_sanitize=address,undefined -Db_lundef=false; then
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		run meson test -C build-san --print-errorlogs --num-processes 2 \
-		--suite unit --suite loopback --suite abi
+		--suite unit --suite loopback --suite abi --suite ce
 fi
 if setup build; then
 	run meson test -C build --setup valgrind --print-errorlogs \
-		--num-processes 2 --suite unit --suite loopback --suite abi
+		--num-processes 2 --suite unit --suite loopback --suite abi \
+		--no-suite loopback-mid
 fi
 
 python3 scripts/test-summary.py build/meson-logs/testlog.json \

@@ -6,6 +6,7 @@
  * real code paths run without a second process.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -327,6 +328,32 @@ static void test_ce_chan_attach_refuses_a_foreign_fd(void **state)
 	close(fds[1]);
 }
 
+/*
+ * Where no channel can be made at all (valgrind knows no pidfd_getfd; some
+ * sandboxes forbid it), the plugin keeps such comms on net: skip the
+ * whole program with the reason (a TAP "1..0 # SKIP" plan, as meson reads
+ * this test's output as TAP) rather than each test.
+ */
+static int ce_possible(void)
+{
+	struct zsm_ce_chan *s, *r = NULL;
+	char why[256] = "";
+	uint64_t addr;
+	int fd, ret;
+
+	if (zsm_ce_chan_create(&s, &fd, &addr))
+		return 0;
+	ret = zsm_ce_chan_attach(&r, getpid(), fd, addr, why, sizeof(why));
+	zsm_ce_chan_close(s, -ECANCELED);
+	if (r)
+		zsm_ce_chan_close(r, -ECANCELED);
+	if (ret == -ENOSYS || ret == -EPERM) {
+		printf("1..0 # SKIP no ce channel here: %s\n", why);
+		return 0;
+	}
+	return 1;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -355,5 +382,7 @@ int main(void)
 			pair_teardown),
 		cmocka_unit_test(test_ce_chan_attach_refuses_a_foreign_fd),
 	};
+	if (!ce_possible())
+		return 0;
 	return cmocka_run_group_tests_name("ce", tests, NULL, NULL);
 }
