@@ -246,31 +246,6 @@ static long bench_atol(const char *s, const char *what, long min, long max)
 	return v;
 }
 
-/* "G0" or "G0,G1"; one number is both ranks' device. */
-static int bench_parse_gpu(const char *s, int ord[2])
-{
-	char *end;
-	long v;
-	int i;
-
-	for (i = 0; i < 2; i++) {
-		errno = 0;
-		v = strtol(s, &end, 10);
-		if (errno || end == s || v < 0 || v > BENCH_GPU_MAX)
-			return -1;
-		ord[i] = (int)v;
-		if (!*end) {
-			if (i == 0)
-				ord[1] = ord[0];
-			return 0;
-		}
-		if (*end != ',' || i == 1)
-			return -1;
-		s = end + 1;
-	}
-	return -1;
-}
-
 /* Options that cannot go together, told before any process starts. */
 static void bench_parse_check(const struct bench_opts *o)
 {
@@ -326,7 +301,7 @@ static void bench_parse(struct bench_opts *o, int argc, char **argv)
 			/* The device list is optional: take a number only. */
 			o->gpu = 1;
 			if (v && *v >= '0' && *v <= '9') {
-				if (bench_parse_gpu(v, o->gpu_ord)) {
+				if (oob_pair_values(v, BENCH_GPU_MAX, o->gpu_ord)) {
 					fprintf(stderr,
 						"zsm-bench: --gpu: '%s' is not "
 						"G0 or G0,G1 (device numbers "
@@ -1243,28 +1218,10 @@ static void bench_launch(struct bench *b)
 		.source = NULL,
 	};
 
-	if (!b->o.rendezvous) {
-		l.rank = l.nranks = -1;
-		if (oob_launch_from_env(&l) == 1 && l.nranks > 1)
-			fprintf(stderr,
-				"zsm-bench: note: %s started %d ranks without "
-				"--rendezvous: each rank runs its own one-host "
-				"pair\n",
-				l.source ? l.source : "the launcher", l.nranks);
+	if (oob_launch_resolve(&l, "zsm-bench"))
+		exit(1);
+	if (!b->o.rendezvous)
 		return;
-	}
-	if (l.rank >= 0 || l.nranks >= 0)
-		l.source = "--rank/--nranks";
-	if (oob_launch_from_env(&l) < 0)
-		exit(1);
-	if (l.rank < 0 || l.nranks < 0) {
-		fprintf(stderr,
-			"zsm-bench: --rendezvous needs --rank R --nranks 2, or "
-			"the environment of mpirun, srun or PMI\n");
-		exit(1);
-	}
-	if (!l.source)
-		l.source = "the launcher";
 	if (l.nranks != 2) {
 		fprintf(stderr,
 			"zsm-bench measures one pair: run it with 2 ranks (%s "

@@ -2588,62 +2588,6 @@ static long lb_parse_num(const char *s, long lo, long hi)
 	return v;
 }
 
-/* "G0" or "G0,G1": the CUDA device of rank 0 and of rank 1. */
-static int lb_parse_gpus(const char *s)
-{
-	char buf[32], *comma;
-	long a, b;
-
-	if (strlen(s) >= sizeof(buf))
-		return -1;
-	strcpy(buf, s);
-	comma = strchr(buf, ',');
-	if (comma)
-		*comma = '\0';
-	a = lb_parse_num(buf, 0, 63);
-	b = comma ? lb_parse_num(comma + 1, 0, 63) : a;
-	if (a < 0 || b < 0)
-		return -1;
-	lb_opts.gpu[0] = (int)a;
-	lb_opts.gpu[1] = (int)b;
-	return 0;
-}
-
-/*
- * --rendezvous joins a run across hosts; rank and size come from the
- * options or a launcher.  Launcher variables alone change nothing: a
- * job's environment leaks into every process it starts.
- */
-static int lb_launch(struct oob_launch *l)
-{
-	struct oob_launch env = { .rank = -1, .nranks = -1 };
-	int found = oob_launch_from_env(l->rendezvous ? l : &env);
-
-	if (found < 0)
-		return -1;
-	if (!l->rendezvous) {
-		if (l->rank >= 0 || l->nranks >= 0) {
-			fprintf(stderr, "zsm-conformance: --rank and --nranks "
-					"need --rendezvous HOST:PORT\n");
-			return -1;
-		}
-		if (found && env.nranks > 1)
-			fprintf(stderr, "zsm-conformance: started by %s as "
-					"rank %d of %d without --rendezvous: "
-					"this rank runs its own one-host "
-					"pair\n",
-				env.source, env.rank, env.nranks);
-		return 0;
-	}
-	if (l->rank < 0 || l->nranks < 0) {
-		fprintf(stderr, "zsm-conformance: --rendezvous needs --rank "
-				"and --nranks, or a launcher (mpirun, srun) "
-				"that sets them\n");
-		return -1;
-	}
-	return 0;
-}
-
 /* Whether this process prints the run's lines: one per pair. */
 static int lb_leader(void)
 {
@@ -2740,7 +2684,7 @@ int main(int argc, char **argv)
 			}
 			launch.nranks = (int)v;
 		} else if (!strcmp(a, "--gpu") && has_val) {
-			if (lb_parse_gpus(argv[++i])) {
+			if (oob_pair_values(argv[++i], 63, lb_opts.gpu)) {
 				fprintf(stderr, "zsm-conformance: --gpu takes "
 						"G0[,G1], CUDA device numbers "
 						"0..63\n");
@@ -2781,7 +2725,7 @@ int main(int argc, char **argv)
 	}
 	if (only && lb_only_valid(only))
 		return LB_USAGE;
-	if (lb_launch(&launch))
+	if (oob_launch_resolve(&launch, "zsm-conformance"))
 		return LB_USAGE;
 	if (launch.rendezvous && oob_join(&launch, (unsigned)join_s)) {
 		fprintf(stderr, "zsm-conformance: rank %d could not join the "

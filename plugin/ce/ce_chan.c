@@ -42,7 +42,7 @@ static int zsm_ce_pidfd_open(pid_t pid)
 #endif
 }
 
-static int zsm_ce_pidfd_getfd(int pidfd, int fd)
+int zsm_ce_pidfd_getfd(int pidfd, int fd)
 {
 #ifdef SYS_pidfd_getfd
 	return (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);

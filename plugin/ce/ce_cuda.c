@@ -9,7 +9,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "ce/ce.h"
@@ -169,7 +168,7 @@ static int zsm_ce_cuda_import(struct zsm_ce_chan *ch, const struct zsm_ce_slot *
 	char why[256];
 	int fd, err;
 
-	fd = (int)syscall(SYS_pidfd_getfd, ch->pidfd, s->vmm_fd, 0);
+	fd = zsm_ce_pidfd_getfd(ch->pidfd, s->vmm_fd);
 	if (fd < 0) {
 		err = -errno;
 		ZSM_WARN("ce: receive comm %u: taking pid %d's cuMem export: "

@@ -146,6 +146,8 @@ int zsm_ce_cuda_copy_done(struct zsm_ce_chan *ch);
 /* Close every mapping, the stream and the event. */
 void zsm_ce_cuda_chan_fini(struct zsm_ce_chan *ch);
 
+/* ce_chan.c: a copy of fd of the process behind pidfd, or -1 (errno). */
+int zsm_ce_pidfd_getfd(int pidfd, int fd);
 /* ce_chan.c: whether the peer process has exited (its pidfd is readable). */
 int zsm_ce_peer_gone(const struct zsm_ce_chan *ch);
 /* ce_xfer.c: end every request still in ch with err (engine). */

@@ -287,27 +287,21 @@ static void zsm_ce_complete(struct zsm_ce_chan *ch, int err, size_t len)
 }
 
 /*
- * Receiver, GPU send into a GPU buffer: one copy on our stream, from the
- * sender's allocation (opened once per channel), polled through an event.
- * Returns 1 when the send is over.
+ * Receiver, GPU send: one copy on our stream out of the sender's
+ * allocation (opened once per channel), polled through an event.  ctx and
+ * dev are our GPU buffer's, or NULL/0 for a host buffer.  Returns 1 when
+ * the send is over.
  */
-static int zsm_ce_copy_gpu(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
-			   struct zsm_net_req *req)
+static int zsm_ce_copy_from_gpu(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
+				zsm_cu_context ctx, int dev,
+				zsm_cu_deviceptr dst)
 {
 	int ret;
 
-	if (!s->size) {
-		zsm_ce_complete(ch, 0, 0);
-		return 1;
-	}
 	if (!ch->gpu_busy) {
-		const struct zsm_ce_gpu_mr *g = &req->mh[ch->cur_sub]->gpu_mr;
-
-		ret = zsm_ce_cuda_copy(
-			ch, g->ctx, g->dev,
-			(zsm_cu_deviceptr)(uintptr_t)req->data[ch->cur_sub], s);
+		ret = s->size ? zsm_ce_cuda_copy(ch, ctx, dev, dst, s) : 1;
 		if (ret) {
-			zsm_ce_complete(ch, ret, 0);
+			zsm_ce_complete(ch, ret < 0 ? ret : 0, 0);
 			return 1;
 		}
 		return 0;
@@ -325,12 +319,11 @@ static int zsm_ce_recv_gpu(const struct zsm_net_req *req, int sub)
 }
 
 /*
- * Receiver, any send involving GPU memory.  GPU to GPU is one async copy
- * on our stream.  NCCL mixes kinds (its LL buffers stay in host memory
- * while others are on the GPU), so GPU to host is a synchronous copy out
- * of the peer's allocation, and host to GPU reads the peer's bytes into a
- * bounce buffer a piece at a time and copies each piece up.  Returns 1
- * when the send is over.
+ * Receiver, any send involving GPU memory.  A GPU send is one async copy
+ * on our stream, into GPU or host memory.  NCCL mixes kinds (some of its
+ * buffers stay in host memory while others are on the GPU), so host to
+ * GPU reads the peer's bytes into a bounce buffer a piece at a time and
+ * copies each piece up.  Returns 1 when the send is over.
  */
 static int zsm_ce_copy_mixed(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 			     struct zsm_net_req *req)
@@ -340,24 +333,12 @@ static int zsm_ce_copy_mixed(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 	size_t n;
 	ssize_t got;
 
-	if (s->gpu && zsm_ce_recv_gpu(req, sub))
-		return zsm_ce_copy_gpu(ch, s, req);
 	if (s->gpu) {
-		/* GPU to host: one copy out of the peer's allocation. */
-		if (!ch->gpu_busy) {
-			ret = s->size ? zsm_ce_cuda_copy(ch, NULL, 0, dst, s)
-				      : 1;
-			if (ret) {
-				zsm_ce_complete(ch, ret < 0 ? ret : 0, 0);
-				return 1;
-			}
-			return 0;
-		}
-		ret = zsm_ce_cuda_copy_done(ch);
-		if (!ret)
-			return 0;
-		zsm_ce_complete(ch, ret < 0 ? ret : 0, ret < 0 ? 0 : s->size);
-		return 1;
+		const struct zsm_ce_gpu_mr *g =
+			zsm_ce_recv_gpu(req, sub) ? &req->mh[sub]->gpu_mr : NULL;
+
+		return zsm_ce_copy_from_gpu(ch, s, g ? g->ctx : NULL,
+					    g ? g->dev : 0, dst);
 	}
 	/* Host to GPU: a bounce piece at a time, each copied up before the
 	 * next is read. */

@@ -197,24 +197,28 @@ static int zsm_proxy_busy_locked(void)
 	return 0;
 }
 
-static void zsm_proxy_wake(void)
+/* Make the thread's next (or current) sleep return at once. */
+static void zsm_proxy_kick(void)
 {
 	uint64_t one = 1;
 
-	/* seq_cst fence: pairs with the fence in zsm_proxy_sleep (Dekker):
-	 * either the thread sees our pushed slot, or we see it sleeping. */
-	atomic_thread_fence(memory_order_seq_cst);
-	/* relaxed: ordered by the fence above. */
-	if (atomic_load_explicit(&zsm_proxy.sleeping, memory_order_relaxed) &&
-	    write(zsm_proxy.efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+	if (write(zsm_proxy.efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		ZSM_WARN("proxy: waking the progress thread failed: %s",
 			 strerror(errno));
 }
 
+static void zsm_proxy_wake(void)
+{
+	/* seq_cst fence: pairs with the fence in zsm_proxy_sleep (Dekker):
+	 * either the thread sees our pushed slot, or we see it sleeping. */
+	atomic_thread_fence(memory_order_seq_cst);
+	/* relaxed: ordered by the fence above. */
+	if (atomic_load_explicit(&zsm_proxy.sleeping, memory_order_relaxed))
+		zsm_proxy_kick();
+}
+
 void zsm_proxy_caller_leave(void)
 {
-	uint64_t one = 1;
-
 	pthread_mutex_unlock(&zsm_proxy.lock);
 	/*
 	 * The caller changed engine state the thread's sleep check does not
@@ -222,10 +226,8 @@ void zsm_proxy_caller_leave(void)
 	 * busy just before could go to sleep for good.  An eventfd write is
 	 * never lost, whether it lands before or during the sleep.
 	 */
-	if (zsm_proxy.have_thread &&
-	    write(zsm_proxy.efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		ZSM_WARN("proxy: waking the progress thread failed: %s",
-			 strerror(errno));
+	if (zsm_proxy.have_thread)
+		zsm_proxy_kick();
 }
 
 int zsm_proxy_submit(struct zsm_desc *desc)

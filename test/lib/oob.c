@@ -243,46 +243,23 @@ static void oob_peer_gone(void)
 
 int oob_send(const void *buf, size_t len)
 {
-	const char *p = buf;
-	ssize_t r;
-
-	while (len) {
-		r = send(oob_fd, p, len, MSG_NOSIGNAL);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			oob_peer_gone();
-			fprintf(stderr, "oob: rank %d: send to peer: %s\n",
-				oob_my_rank,
-				r < 0 ? strerror(errno) : "closed");
-			return -1;
-		}
-		p += r;
-		len -= (size_t)r;
-	}
-	return 0;
+	if (!oob_net_send_all(oob_fd, buf, len))
+		return 0;
+	oob_peer_gone();
+	fprintf(stderr, "oob: rank %d: send to peer: %s\n", oob_my_rank,
+		strerror(errno));
+	return -1;
 }
 
+/* Bounded by the alarm, not by a deadline of its own. */
 int oob_recv(void *buf, size_t len)
 {
-	char *p = buf;
-	ssize_t r;
-
-	while (len) {
-		r = recv(oob_fd, p, len, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			oob_peer_gone();
-			fprintf(stderr, "oob: rank %d: receive from peer: %s\n",
-				oob_my_rank,
-				r < 0 ? strerror(errno) : "peer closed");
-			return -1;
-		}
-		p += r;
-		len -= (size_t)r;
-	}
-	return 0;
+	if (!oob_net_recv_all(oob_fd, buf, len, -1))
+		return 0;
+	oob_peer_gone();
+	fprintf(stderr, "oob: rank %d: receive from peer: %s\n", oob_my_rank,
+		errno == ECONNRESET ? "peer closed" : strerror(errno));
+	return -1;
 }
 
 int oob_barrier(void)

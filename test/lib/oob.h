@@ -37,6 +37,21 @@ struct oob_launch {
 int oob_launch_from_env(struct oob_launch *l);
 
 /*
+ * The tools' rule, in one place: with l->rendezvous, rank and size come
+ * from l or else the launcher, and both must be known; without it the run
+ * is the one-host fork, --rank/--nranks are an error, and a launcher that
+ * started several copies gets a note that each runs its own pair.  0, or
+ * -1 with the reason on stderr (prefixed with tool).
+ */
+int oob_launch_resolve(struct oob_launch *l, const char *tool);
+
+/*
+ * A per-rank option of a pair, "V0" or "V0,V1" (one value is both
+ * ranks'), each in 0..max, such as the GPUs of --gpu.  0 or -1.
+ */
+int oob_pair_values(const char *s, long max, int out[2]);
+
+/*
  * Meet the other ranks at l->rendezvous (rank 0 listens there, the others
  * connect, retrying until timeout_s) and connect to this rank's partner.
  * nranks must be even and at least 2.  0 or -1 with the reason on stderr.

@@ -101,8 +101,10 @@ int oob_net_send_all(int fd, const void *buf, size_t len)
 		r = send(fd, p, len, MSG_NOSIGNAL);
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0)
+		if (r <= 0) {
+			errno = r ? errno : EPIPE;
 			return -1;
+		}
 		p += r;
 		len -= (size_t)r;
 	}
@@ -710,6 +712,66 @@ static int oob_env_int(const char *name, int *out)
 	}
 	*out = (int)v;
 	return 1;
+}
+
+int oob_launch_resolve(struct oob_launch *l, const char *tool)
+{
+	struct oob_launch env = { .rank = -1, .nranks = -1 };
+	int found;
+
+	/* Options given in full win over a launcher's variables. */
+	if (l->rendezvous && !l->source && l->rank >= 0 && l->nranks >= 0)
+		l->source = "--rank/--nranks";
+	found = oob_launch_from_env(l->rendezvous ? l : &env);
+	if (found < 0)
+		return -1;
+	if (!l->rendezvous) {
+		if (l->rank >= 0 || l->nranks >= 0) {
+			fprintf(stderr, "%s: --rank and --nranks need "
+					"--rendezvous HOST:PORT\n",
+				tool);
+			return -1;
+		}
+		if (found && env.nranks > 1)
+			fprintf(stderr, "%s: started by %s as rank %d of %d "
+					"without --rendezvous: this rank runs "
+					"its own one-host pair\n",
+				tool, env.source, env.rank, env.nranks);
+		return 0;
+	}
+	if (l->rank < 0 || l->nranks < 0) {
+		fprintf(stderr, "%s: --rendezvous needs --rank and --nranks, "
+				"or a launcher (mpirun, srun, PMI) that sets "
+				"them\n",
+			tool);
+		return -1;
+	}
+	if (!l->source)
+		l->source = "--rank/--nranks";
+	return 0;
+}
+
+int oob_pair_values(const char *s, long max, int out[2])
+{
+	char *end;
+	long v;
+
+	for (int i = 0; i < 2; i++) {
+		errno = 0;
+		v = strtol(s, &end, 10);
+		if (errno || end == s || v < 0 || v > max)
+			return -1;
+		out[i] = (int)v;
+		if (!*end) {
+			if (i == 0)
+				out[1] = out[0];
+			return 0;
+		}
+		if (*end != ',' || i == 1)
+			return -1;
+		s = end + 1;
+	}
+	return -1;
 }
 
 int oob_launch_from_env(struct oob_launch *l)
