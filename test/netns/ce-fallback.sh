@@ -21,7 +21,13 @@ fail() {
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root to run a rank as another user"; exit 77; }
 command -v setpriv >/dev/null 2>&1 || { echo "SKIP: needs setpriv (util-linux)"; exit 77; }
 nobody=$(id -u nobody 2>/dev/null) || { echo "SKIP: no user nobody"; exit 77; }
-# nobody must be able to load the plugin and run the kit.
+# nobody must be able to load the plugin and run the kit: a build folder
+# under a private directory (mktemp -d) is not reachable for it, so both
+# run from copies in $out.
+cp "$kit" "$out/zsm-conformance" && cp "$plugin" "$out/libnccl-net-zsm.so" &&
+	chmod 755 "$out/zsm-conformance" "$out/libnccl-net-zsm.so" ||
+	{ echo "FAIL: cannot copy the kit and the plugin to $out"; exit 1; }
+kit=$out/zsm-conformance plugin=$out/libnccl-net-zsm.so
 setpriv --reuid="$nobody" --regid="$(id -g nobody)" --clear-groups \
 	test -r "$plugin" -a -x "$kit" ||
 	{ echo "SKIP: $plugin or $kit is not readable by nobody"; exit 77; }
