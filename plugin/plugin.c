@@ -399,7 +399,16 @@ int zsm_dereg_mr(void *comm, void *mh)
 		return -EINVAL;
 	}
 	if (mr->gpu) {
-		/* The receiver's opened mapping lives with its channel. */
+		struct zsm_net_comm *c = comm;
+
+		/* The receiver holds our allocation open (and its memory
+		 * alive) until told: NCCL may free the buffer next. */
+		if (zsm_net_comm_valid(c, ZSM_COMM_SEND)) {
+			zsm_proxy_lock();
+			if (c->ce)
+				zsm_ce_chan_forget(c->ce, &mr->gpu_mr);
+			zsm_proxy_unlock();
+		}
 		zsm_ce_cuda_mr_release(&mr->gpu_mr);
 		mr->magic = 0;
 		free(mr);

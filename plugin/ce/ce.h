@@ -67,11 +67,12 @@ struct zsm_ce_gpu_mr {
 	zsm_cu_context ctx;    /* its context, for copies into it */
 	int dev;	       /* its device */
 	/* cuMem (VMM) memory, which has no IPC handle: an exported POSIX
-	 * fd the peer takes with pidfd_getfd, and a number unique in this
-	 * process that names the export in the peer's cache. */
+	 * fd the peer takes with pidfd_getfd. */
 	int vmm_fd;	       /* -1 for cudaMalloc memory */
 	int primary;	       /* ctx is the device's primary, retained */
-	uint64_t vmm_id;
+	/* Unique in this process: names the registration in the peer's
+	 * cache of opened allocations, and in deregMr's notice. */
+	uint64_t reg_id;
 };
 /* Close what mr_prepare opened (the exported fd). */
 void zsm_ce_cuda_mr_release(struct zsm_ce_gpu_mr *mr);
@@ -82,5 +83,11 @@ int zsm_ce_cuda_init(void);
 int zsm_ce_cuda_ready(void);
 /* regMr of device memory: its IPC handle and context.  0 or -errno. */
 int zsm_ce_cuda_mr_prepare(void *data, size_t size, struct zsm_ce_gpu_mr *out);
+/*
+ * deregMr of device memory registered on ch's sending side: tell the
+ * receiver, which closes what it opened for it (caller holds the engine
+ * lock).
+ */
+void zsm_ce_chan_forget(struct zsm_ce_chan *ch, const struct zsm_ce_gpu_mr *mr);
 
 #endif

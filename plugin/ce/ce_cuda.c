@@ -17,8 +17,8 @@
 
 static struct zsm_cuda_drv zsm_ce_cu;
 static int zsm_ce_cu_state; /* 0 not tried, 1 ready, -errno unusable */
-/* Numbers of cuMem exports: regMr may run on any thread. */
-static atomic_ullong zsm_ce_vmm_ids;
+/* Numbers of GPU registrations: regMr may run on any thread. */
+static atomic_ullong zsm_ce_reg_ids;
 
 int zsm_ce_cuda_init(void)
 {
@@ -43,6 +43,16 @@ int zsm_ce_cuda_init(void)
 int zsm_ce_cuda_ready(void)
 {
 	return zsm_ce_cu_state > 0;
+}
+
+void zsm_ce_cuda_use_table(const struct zsm_cuda_drv *table)
+{
+	memset(&zsm_ce_cu, 0, sizeof(zsm_ce_cu));
+	zsm_ce_cu_state = 0;
+	if (!table)
+		return;
+	zsm_ce_cu = *table;
+	zsm_ce_cu_state = 1;
 }
 
 /*
@@ -73,10 +83,6 @@ static int zsm_ce_cuda_export(zsm_cu_deviceptr base, struct zsm_ce_gpu_mr *out,
 					 "FILE_DESCRIPTOR?)",
 					 base);
 	out->vmm_fd = fd;
-	/* relaxed: only uniqueness matters. */
-	out->vmm_id = atomic_fetch_add_explicit(&zsm_ce_vmm_ids, 1,
-						memory_order_relaxed) +
-		      1;
 	return 0;
 }
 
@@ -122,6 +128,10 @@ int zsm_ce_cuda_mr_prepare(void *data, size_t size, struct zsm_ce_gpu_mr *out)
 	}
 	out->base = base;
 	out->alloc_size = len;
+	/* relaxed: only uniqueness matters. */
+	out->reg_id = atomic_fetch_add_explicit(&zsm_ce_reg_ids, 1,
+						memory_order_relaxed) +
+		      1;
 	if (out->vmm_fd >= 0 || !out->ctx) {
 		/* cuMem memory belongs to no context: copy in the device's
 		 * primary one (held until deregMr). */
@@ -201,7 +211,7 @@ static int zsm_ce_cuda_import(struct zsm_ce_chan *ch, const struct zsm_ce_slot *
 
 static void zsm_ce_cuda_unmap(struct zsm_ce_ipc_map *m)
 {
-	if (!m->vmm_id) {
+	if (!m->vmm) {
 		zsm_ce_cu.ipc_close_mem_handle(m->ptr);
 		return;
 	}
@@ -222,10 +232,12 @@ static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
 	char why[256];
 	int err;
 
+	/* Two registrations of one cudaMalloc allocation share its IPC
+	 * handle, and the driver maps a handle once per process. */
 	for (m = ch->maps; m; m = m->next) {
-		if (s->vmm_fd >= 0 ? m->vmm_id == s->vmm_id
-				   : !m->vmm_id && !memcmp(&m->ipc, &s->ipc,
-							   sizeof(s->ipc))) {
+		if (s->vmm_fd >= 0 ? m->vmm && m->reg_id == s->reg_id
+				   : !m->vmm && !memcmp(&m->ipc, &s->ipc,
+							sizeof(s->ipc))) {
 			*ptr = m->ptr;
 			return 0;
 		}
@@ -233,8 +245,9 @@ static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
+	m->reg_id = s->reg_id;
 	if (s->vmm_fd >= 0) {
-		m->vmm_id = s->vmm_id;
+		m->vmm = 1;
 		err = zsm_ce_cuda_import(ch, s, dev, m);
 		if (err) {
 			zsm_ce_cuda_unmap(m);
@@ -392,10 +405,61 @@ int zsm_ce_cuda_copy_done(struct zsm_ce_chan *ch)
 	return ret;
 }
 
+/* Close one opened allocation; the caller is in its context. */
+static void zsm_ce_cuda_drop(struct zsm_ce_ipc_map **link)
+{
+	struct zsm_ce_ipc_map *m = *link;
+
+	*link = m->next;
+	zsm_ce_cuda_unmap(m);
+	free(m);
+}
+
+int zsm_ce_cuda_forget(struct zsm_ce_chan *ch)
+{
+	/* acquire: pairs with the release in zsm_ce_chan_forget; the ids
+	 * are written before the head moves. */
+	uint64_t head = atomic_load_explicit(&ch->win->forget_head,
+					     memory_order_acquire);
+	struct zsm_ce_ipc_map **link;
+	int all = head - ch->forget_tail > ZSM_CE_FORGET, closed = 0;
+
+	if (head == ch->forget_tail)
+		return 0;
+	if (ch->maps && ch->gpu_ctx)
+		zsm_ce_cu.ctx_set_current(ch->gpu_ctx);
+	for (; ch->forget_tail < head; ch->forget_tail++) {
+		uint64_t id = ch->win->forget[ch->forget_tail % ZSM_CE_FORGET];
+
+		for (link = &ch->maps; *link;) {
+			if (all || (*link)->reg_id == id) {
+				zsm_ce_cuda_drop(link);
+				closed++;
+			} else {
+				link = &(*link)->next;
+			}
+		}
+		if (all)
+			ch->forget_tail = head - 1;
+	}
+	return closed;
+}
+
+void zsm_ce_chan_forget(struct zsm_ce_chan *ch, const struct zsm_ce_gpu_mr *mr)
+{
+	uint64_t n;
+
+	if (!ch || ch->side != ZSM_CE_SENDER)
+		return;
+	n = atomic_load_explicit(&ch->win->forget_head, memory_order_relaxed);
+	ch->win->forget[n % ZSM_CE_FORGET] = mr->reg_id;
+	/* release: pairs with the acquire in zsm_ce_cuda_forget. */
+	atomic_store_explicit(&ch->win->forget_head, n + 1,
+			      memory_order_release);
+}
+
 void zsm_ce_cuda_chan_fini(struct zsm_ce_chan *ch)
 {
-	struct zsm_ce_ipc_map *m, *next;
-
 	if (!ch->maps && !ch->gpu_stream)
 		return;
 	if (ch->gpu_ctx)
@@ -403,12 +467,8 @@ void zsm_ce_cuda_chan_fini(struct zsm_ce_chan *ch)
 	/* A copy in flight still reads the peer's memory: let it end. */
 	while (ch->gpu_busy && !zsm_ce_cuda_copy_done(ch))
 		;
-	for (m = ch->maps; m; m = next) {
-		next = m->next;
-		zsm_ce_cuda_unmap(m);
-		free(m);
-	}
-	ch->maps = NULL;
+	while (ch->maps)
+		zsm_ce_cuda_drop(&ch->maps);
 	if (ch->gpu_stream) {
 		zsm_ce_cu.event_destroy(ch->gpu_event);
 		zsm_ce_cu.stream_destroy(ch->gpu_stream);

@@ -16,7 +16,7 @@
  */
 #define ZSM_CE_SLOTS ZSM_MAX_REQUESTS
 #define ZSM_CE_MAGIC 0x45434d5aU /* "ZMCE" */
-#define ZSM_CE_VERSION 1
+#define ZSM_CE_VERSION 2
 /* One process_vm_readv moves at most this much, so that a 1 GiB receive
  * does not hold the engine from every other comm for 100 ms. */
 #define ZSM_CE_CHUNK ((size_t)8 << 20)
@@ -26,6 +26,8 @@
  * lower half: two processes, two cores, one copy of each byte.
  */
 #define ZSM_CE_SPLIT_MIN ((size_t)1 << 20)
+/* deregMr notices a window holds (struct zsm_ce_window). */
+#define ZSM_CE_FORGET 64
 /* How often a comm with work outstanding checks that its peer lives. */
 #define ZSM_CE_PEER_CHECK_NS (100ULL * 1000000ULL)
 
@@ -59,7 +61,7 @@ struct zsm_ce_slot {
 	int32_t vmm_fd;	  /* cuMem memory: the exported fd in the sender */
 	uint32_t pad2;
 	zsm_cu_ipc_handle ipc;
-	uint64_t vmm_id;  /* cuMem memory: the export's number */
+	uint64_t reg_id;  /* the registration's number in the sender */
 	uint64_t alloc_size;
 	uint64_t pad3[7];
 };
@@ -82,6 +84,17 @@ struct zsm_ce_window {
 	 */
 	_Atomic uint32_t busy[2];
 	uint32_t pad[10];
+	/*
+	 * GPU registrations the sender dropped (deregMr), by number: the
+	 * receiver closes what it opened for them.  The sender writes
+	 * forget[n % ZSM_CE_FORGET], then forget_head = n + 1 (release);
+	 * the receiver reads forget_head (acquire).  A receiver that fell
+	 * more than ZSM_CE_FORGET behind closes every mapping it holds
+	 * (live registrations are opened again on their next use).
+	 */
+	_Atomic uint64_t forget_head;
+	uint64_t forget[ZSM_CE_FORGET];
+	uint64_t pad2[7];
 	struct zsm_ce_slot slots[ZSM_CE_SLOTS];
 };
 
@@ -116,6 +129,7 @@ struct zsm_ce_chan {
 	zsm_cu_stream gpu_stream;
 	zsm_cu_event gpu_event;
 	struct zsm_ce_ipc_map *maps;
+	uint64_t forget_tail; /* receiver: deregMr notices handled */
 	void *bounce;	/* host bytes on their way into our GPU buffer */
 	struct zsm_ce_chan *next_chan; /* every started channel */
 };
@@ -123,7 +137,8 @@ struct zsm_ce_chan {
 /* An opened allocation of the peer's (ce_cuda.c). */
 struct zsm_ce_ipc_map {
 	zsm_cu_ipc_handle ipc;
-	uint64_t vmm_id;	/* 0: ipc names it */
+	uint64_t reg_id;	/* the sender's registration that opened it */
+	int vmm;		/* 1: an imported cuMem export, else ipc */
 	size_t size;		/* cuMem: the mapped range */
 	zsm_cu_mem_handle handle;
 	zsm_cu_deviceptr ptr;
@@ -145,6 +160,17 @@ int zsm_ce_cuda_copy_up(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
 int zsm_ce_cuda_copy_done(struct zsm_ce_chan *ch);
 /* Close every mapping, the stream and the event. */
 void zsm_ce_cuda_chan_fini(struct zsm_ce_chan *ch);
+/*
+ * Receiver, no copy in flight: close what was opened for the sender's
+ * registrations it has dropped since the last call.  Returns how many
+ * mappings were closed.
+ */
+int zsm_ce_cuda_forget(struct zsm_ce_chan *ch);
+/*
+ * Unit tests: run ce's GPU paths on this table instead of libcuda's (a
+ * copy is taken).  NULL goes back to "not tried".
+ */
+void zsm_ce_cuda_use_table(const struct zsm_cuda_drv *table);
 
 /* ce_chan.c: a copy of fd of the process behind pidfd, or -1 (errno). */
 int zsm_ce_pidfd_getfd(int pidfd, int fd);

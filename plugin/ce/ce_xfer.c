@@ -145,7 +145,7 @@ static int zsm_ce_post_send(struct zsm_ce_chan *ch, struct zsm_net_req *req)
 		s->ipc = g->ipc;
 		s->ipc_off = s->addr - g->base;
 		s->vmm_fd = g->vmm_fd;
-		s->vmm_id = g->vmm_id;
+		s->reg_id = g->reg_id;
 		s->alloc_size = g->alloc_size;
 	}
 	req->ce_seq = ch->next;
@@ -516,6 +516,9 @@ static int zsm_ce_progress(void)
 	int events = 0;
 
 	for (struct zsm_ce_chan *ch = zsm_ce_chans; ch; ch = ch->next_chan) {
+		/* No copy in flight may use a mapping being closed. */
+		if (ch->maps && !ch->gpu_busy)
+			events += zsm_ce_cuda_forget(ch);
 		if (ch->failed || !ch->head)
 			continue;
 		events += ch->side == ZSM_CE_SENDER

@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The ce Ready/Complete protocol, with both ends of a channel in this
- * process: the receiver maps the sender's window through pidfd_getfd of
- * our own fd and copies with process_vm_readv from our own pid, so the
- * real code paths run without a second process.
+ * The ce Ready/Complete protocol on host memory, with both ends of a
+ * channel in this process (ce_pair.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,113 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ce/ce.h"
-#include "ce/ce_int.h"
+#include "ce_pair.h"
 #include "proxy/proxy.h"
 #include "zsm_test.h"
-
-struct pair {
-	struct zsm_net_comm sc, rc;
-	struct zsm_ce_chan *s, *r;
-};
-
-static int pair_setup(void **state)
-{
-	struct pair *p = calloc(1, sizeof(*p));
-	char why[256] = "";
-	uint64_t addr;
-	int fd, ret;
-
-	assert_non_null(p);
-	p->sc.type = ZSM_COMM_SEND;
-	p->rc.type = ZSM_COMM_RECV;
-	assert_int_equal(zsm_ce_chan_create(&p->s, &fd, &addr), 0);
-	ret = zsm_ce_chan_attach(&p->r, getpid(), fd, addr, why, sizeof(why));
-	if (ret == -ENOSYS || ret == -EPERM) {
-		/* A kernel or sandbox (valgrind, too) without pidfd_getfd or
-		 * ptrace rights: the plugin falls back to net there, so each
-		 * test skips (cmocka fails a skip inside a setup). */
-		print_message("ce: no channel here (%s): skipping\n", why);
-		zsm_ce_chan_close(p->s, -ECANCELED);
-		free(p);
-		*state = NULL;
-		return 0;
-	}
-	assert_int_equal(ret, 0);
-	p->sc.ce = p->s;
-	p->rc.ce = p->r;
-	zsm_ce_chan_start(p->s, &p->sc, getpid());
-	zsm_ce_chan_start(p->r, &p->rc, getpid());
-	*state = p;
-	return 0;
-}
-
-static int pair_teardown(void **state)
-{
-	struct pair *p = *state;
-
-	if (!p)
-		return 0;
-	if (p->s)
-		zsm_ce_chan_close(p->s, -ECANCELED);
-	if (p->r)
-		zsm_ce_chan_close(p->r, -ECANCELED);
-	free(p);
-	return 0;
-}
-
-/* The pair, or a skip where the setup found no channel possible. */
-static struct pair *need_pair(void **state)
-{
-	if (!*state)
-		skip();
-	return *state;
-}
-
-static void req_init(struct zsm_net_req *req, struct zsm_net_comm *c,
-		     int type, int n)
-{
-	memset(req, 0, sizeof(*req));
-	req->desc.ops = &zsm_ce_ops;
-	req->desc.key = c;
-	req->comm = c;
-	req->type = (uint8_t)type;
-	req->n = (uint8_t)n;
-	atomic_store(&req->state, ZSM_REQ_PENDING);
-}
-
-static void post_send(struct pair *p, struct zsm_net_req *req, void *buf,
-		      size_t len, int tag)
-{
-	req_init(req, &p->sc, ZSM_REQ_SEND, 1);
-	req->data[0] = buf;
-	req->len[0] = len;
-	req->tag[0] = tag;
-	zsm_assert_int_eq(zsm_ce_ops.post(&req->desc), 0);
-}
-
-static void post_recv(struct pair *p, struct zsm_net_req *req, int n,
-		      void **bufs, const size_t *lens, const int *tags)
-{
-	req_init(req, &p->rc, ZSM_REQ_RECV, n);
-	for (int i = 0; i < n; i++) {
-		req->data[i] = bufs[i];
-		req->len[i] = lens[i];
-		req->tag[i] = tags[i];
-	}
-	zsm_assert_int_eq(zsm_ce_ops.post(&req->desc), 0);
-}
-
-static void pump(int passes)
-{
-	while (passes--)
-		zsm_ce_ops.progress();
-}
-
-static int state_of(struct zsm_net_req *req)
-{
-	return atomic_load(&req->state);
-}
 
 /* Sends of one tag take that tag's receives in posting order, across a
  * grouped receive; another tag finds its own sub-receive. */
@@ -129,11 +23,11 @@ static void test_ce_chan_matches_tags_in_posting_order(void **state)
 	char g0[16] = { 0 }, g1[16] = { 0 }, x[16] = { 0 };
 	void *group[2] = { g0, g1 }, *single[1] = { x };
 
-	post_recv(p, &r[0], 2, group, (size_t[]){ 16, 16 }, (int[]){ 2, 1 });
-	post_recv(p, &r[1], 1, single, (size_t[]){ 16 }, (int[]){ 1 });
-	post_send(p, &s[0], a, 6, 1);
-	post_send(p, &s[1], b, 7, 1);
-	post_send(p, &s[2], c, 6, 2);
+	post_recv(p, &r[0], 2, group, (size_t[]){ 16, 16 }, (int[]){ 2, 1 }, NULL);
+	post_recv(p, &r[1], 1, single, (size_t[]){ 16 }, (int[]){ 1 }, NULL);
+	post_send(p, &s[0], a, 6, 1, NULL);
+	post_send(p, &s[1], b, 7, 1, NULL);
+	post_send(p, &s[2], c, 6, 2, NULL);
 	pump(8);
 	for (int i = 0; i < 3; i++)
 		zsm_assert_int_eq(state_of(&s[i]), ZSM_REQ_DONE);
@@ -155,10 +49,10 @@ static void test_ce_chan_send_waits_for_its_receive(void **state)
 	char msg[32] = "late receive", got[32] = { 0 };
 	void *bufs[1] = { got };
 
-	post_send(p, &s, msg, sizeof(msg), 7);
+	post_send(p, &s, msg, sizeof(msg), 7, NULL);
 	pump(4);
 	zsm_assert_int_eq(state_of(&s), ZSM_REQ_PENDING);
-	post_recv(p, &r, 1, bufs, (size_t[]){ sizeof(got) }, (int[]){ 7 });
+	post_recv(p, &r, 1, bufs, (size_t[]){ sizeof(got) }, (int[]){ 7 }, NULL);
 	pump(4);
 	zsm_assert_int_eq(state_of(&r), ZSM_REQ_DONE);
 	zsm_assert_int_eq(state_of(&s), ZSM_REQ_DONE);
@@ -175,8 +69,8 @@ static void test_ce_chan_send_too_large_fails_both(void **state)
 
 	memset(big, 'B', sizeof(big));
 	memset(small, 0, sizeof(small));
-	post_recv(p, &r, 1, bufs, (size_t[]){ sizeof(small) }, (int[]){ 3 });
-	post_send(p, &s, big, sizeof(big), 3);
+	post_recv(p, &r, 1, bufs, (size_t[]){ sizeof(small) }, (int[]){ 3 }, NULL);
+	post_send(p, &s, big, sizeof(big), 3, NULL);
 	pump(4);
 	zsm_assert_int_eq(state_of(&r), -EMSGSIZE);
 	zsm_assert_int_eq(state_of(&s), -EMSGSIZE);
@@ -198,8 +92,8 @@ static void test_ce_chan_large_message_in_pieces(void **state)
 	assert_non_null(dst);
 	for (size_t i = 0; i < len; i++)
 		src[i] = (unsigned char)(i * 7 + (i >> 13));
-	post_recv(p, &r, 1, bufs, &len, (int[]){ 0 });
-	post_send(p, &s, src, len, 0);
+	post_recv(p, &r, 1, bufs, &len, (int[]){ 0 }, NULL);
+	post_send(p, &s, src, len, 0, NULL);
 	while (state_of(&r) == ZSM_REQ_PENDING && passes < 100) {
 		zsm_ce_ops.progress();
 		passes++;
@@ -241,8 +135,8 @@ static void test_ce_chan_split_falls_back_when_sender_cannot_write(
 		src[i] = (unsigned char)(i * 13 + 1);
 	/* Writes to a process that does not exist fail, as EPERM would. */
 	p->s->peer_pid = 0x3ffffff0;
-	post_recv(p, &r, 1, bufs, &len, (int[]){ 6 });
-	post_send(p, &s, src, len, 6);
+	post_recv(p, &r, 1, bufs, &len, (int[]){ 6 }, NULL);
+	post_send(p, &s, src, len, 6, NULL);
 	pump(20);
 	zsm_assert_int_eq(state_of(&r), ZSM_REQ_DONE);
 	zsm_assert_int_eq(state_of(&s), ZSM_REQ_DONE);
@@ -261,7 +155,7 @@ static void test_ce_chan_full_window_refuses(void **state)
 
 	assert_non_null(s);
 	for (int i = 0; i < ZSM_CE_SLOTS; i++)
-		post_send(p, &s[i], &byte, 1, 9);
+		post_send(p, &s[i], &byte, 1, 9, NULL);
 	req_init(&s[ZSM_CE_SLOTS], &p->sc, ZSM_REQ_SEND, 1);
 	s[ZSM_CE_SLOTS].data[0] = &byte;
 	s[ZSM_CE_SLOTS].len[0] = 1;
@@ -284,7 +178,7 @@ static void test_ce_chan_sender_close_fails_waiting_receives(void **state)
 	char got[8];
 	void *bufs[1] = { got };
 
-	post_recv(p, &r, 1, bufs, (size_t[]){ sizeof(got) }, (int[]){ 4 });
+	post_recv(p, &r, 1, bufs, (size_t[]){ sizeof(got) }, (int[]){ 4 }, NULL);
 	pump(2);
 	zsm_assert_int_eq(state_of(&r), ZSM_REQ_PENDING);
 	zsm_ce_chan_close(p->s, -ECANCELED);
@@ -300,12 +194,12 @@ static void test_ce_chan_receiver_close_fails_sends(void **state)
 	struct zsm_net_req s1, s2;
 	char byte = 'y';
 
-	post_send(p, &s1, &byte, 1, 5);
+	post_send(p, &s1, &byte, 1, 5, NULL);
 	zsm_ce_chan_close(p->r, -ECANCELED);
 	p->r = NULL;
 	pump(2);
 	zsm_assert_int_eq(state_of(&s1), -ECONNRESET);
-	post_send(p, &s2, &byte, 1, 5);
+	post_send(p, &s2, &byte, 1, 5, NULL);
 	zsm_assert_int_eq(state_of(&s2), -ECONNRESET);
 }
 
@@ -326,32 +220,6 @@ static void test_ce_chan_attach_refuses_a_foreign_fd(void **state)
 					    sizeof(why)) < 0, 1);
 	close(fds[0]);
 	close(fds[1]);
-}
-
-/*
- * Where no channel can be made at all (valgrind knows no pidfd_getfd; some
- * sandboxes forbid it), the plugin keeps such comms on net: skip the
- * whole program with the reason (a TAP "1..0 # SKIP" plan, as meson reads
- * this test's output as TAP) rather than each test.
- */
-static int ce_possible(void)
-{
-	struct zsm_ce_chan *s, *r = NULL;
-	char why[256] = "";
-	uint64_t addr;
-	int fd, ret;
-
-	if (zsm_ce_chan_create(&s, &fd, &addr))
-		return 0;
-	ret = zsm_ce_chan_attach(&r, getpid(), fd, addr, why, sizeof(why));
-	zsm_ce_chan_close(s, -ECANCELED);
-	if (r)
-		zsm_ce_chan_close(r, -ECANCELED);
-	if (ret == -ENOSYS || ret == -EPERM) {
-		printf("1..0 # SKIP no ce channel here: %s\n", why);
-		return 0;
-	}
-	return 1;
 }
 
 int main(void)

@@ -1,0 +1,700 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ce's GPU paths on a fake CUDA driver table: what regMr records of a GPU
+ * buffer, the receiver's cache of the sender's opened allocations (one
+ * open per allocation, closed on deregMr and on close), copies that end
+ * only when their event does, and failures that end both requests.
+ *
+ * "Device memory" here is host memory the fake calls device memory.  The
+ * receiver's opened mappings get addresses of their own, which only the
+ * fake copy resolves (and bounds-checks), so a wrong base or offset
+ * shows up as wrong bytes or a refused copy, not as a lucky alias.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ce_pair.h"
+#include "zsm_test.h"
+
+#define FAKE_ALLOCS 8
+#define FAKE_MAPS 16
+#define FAKE_VA ((zsm_cu_deviceptr)0x7e0000000000ULL)
+
+struct fake_alloc {
+	unsigned char *mem;
+	size_t size;
+	int vmm; /* cuMem: no IPC handle, exported as an fd */
+};
+
+struct fake_map {
+	zsm_cu_deviceptr va;
+	size_t size;
+	int alloc; /* index, or -1: free */
+};
+
+struct fake_copy {
+	void *dst;
+	const void *src;
+	size_t n;
+};
+
+static struct fake {
+	struct fake_alloc alloc[FAKE_ALLOCS];
+	struct fake_map map[FAKE_MAPS];
+	zsm_cu_deviceptr next_va;
+	struct fake_copy pending; /* queued, lands at the event's 2nd query */
+	int queries;		  /* of the pending copy's event */
+	int fail_copy;
+	/* What the code under test did. */
+	int imports, ipc_opens, unmaps, ipc_closes, releases, copies;
+	int bad_ranges;
+} fk;
+
+static int fake_alloc_of(zsm_cu_deviceptr p)
+{
+	for (int i = 0; i < FAKE_ALLOCS; i++) {
+		uintptr_t b = (uintptr_t)fk.alloc[i].mem;
+
+		if (b && p >= b && p < b + fk.alloc[i].size)
+			return i;
+	}
+	return -1;
+}
+
+/* Where a device address really is: an opened mapping, or as is. */
+static void *fake_resolve(zsm_cu_deviceptr p, size_t n)
+{
+	for (int i = 0; i < FAKE_MAPS; i++) {
+		struct fake_map *m = &fk.map[i];
+
+		if (m->alloc < 0 || p < m->va || p >= m->va + m->size)
+			continue;
+		if (p + n > m->va + m->size) {
+			fk.bad_ranges++;
+			return NULL;
+		}
+		return fk.alloc[m->alloc].mem + (p - m->va);
+	}
+	return (void *)(uintptr_t)p;
+}
+
+/* Entry points the fake has nothing to do for. */
+static zsm_cu_result fake_dev_ok(zsm_cu_device d)
+{
+	(void)d;
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_ptr_ok(void *p)
+{
+	(void)p;
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_record(zsm_cu_event ev, zsm_cu_stream st)
+{
+	(void)ev;
+	(void)st;
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_range_ok(zsm_cu_deviceptr p, size_t n)
+{
+	(void)p;
+	(void)n;
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_access(zsm_cu_deviceptr p, size_t n,
+				 const zsm_cu_mem_access *a, size_t count)
+{
+	(void)p;
+	(void)n;
+	(void)a;
+	return count == 1 ? ZSM_CU_SUCCESS : ZSM_CU_ERROR_INVALID_VALUE;
+}
+
+static zsm_cu_result fake_error_string(zsm_cu_result e, const char **s)
+{
+	(void)e;
+	*s = "fake failure";
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_get_address_range(zsm_cu_deviceptr *base,
+					    size_t *size, zsm_cu_deviceptr p)
+{
+	int i = fake_alloc_of(p);
+
+	if (i < 0)
+		return ZSM_CU_ERROR_INVALID_VALUE;
+	*base = (uintptr_t)fk.alloc[i].mem;
+	*size = fk.alloc[i].size;
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_ipc_get(zsm_cu_ipc_handle *h, zsm_cu_deviceptr p)
+{
+	int i = fake_alloc_of(p);
+
+	if (i < 0 || fk.alloc[i].vmm)
+		return ZSM_CU_ERROR_INVALID_VALUE;
+	memset(h, 0, sizeof(*h));
+	memcpy(h->reserved, &i, sizeof(i));
+	return ZSM_CU_SUCCESS;
+}
+
+static int fake_map_new(int alloc, zsm_cu_deviceptr *va)
+{
+	for (int i = 0; i < FAKE_MAPS; i++) {
+		if (fk.map[i].alloc >= 0)
+			continue;
+		fk.map[i].alloc = alloc;
+		fk.map[i].size = fk.alloc[alloc].size;
+		fk.map[i].va = fk.next_va;
+		fk.next_va += (zsm_cu_deviceptr)1 << 32;
+		*va = fk.map[i].va;
+		return 0;
+	}
+	return -1;
+}
+
+static int fake_map_drop(zsm_cu_deviceptr va)
+{
+	for (int i = 0; i < FAKE_MAPS; i++) {
+		if (fk.map[i].alloc >= 0 && fk.map[i].va == va) {
+			fk.map[i].alloc = -1;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static zsm_cu_result fake_ipc_open(zsm_cu_deviceptr *p, zsm_cu_ipc_handle h,
+				   unsigned int flags)
+{
+	int i;
+
+	(void)flags;
+	memcpy(&i, h.reserved, sizeof(i));
+	if (i < 0 || i >= FAKE_ALLOCS || !fk.alloc[i].mem ||
+	    fake_map_new(i, p))
+		return ZSM_CU_ERROR_INVALID_VALUE;
+	fk.ipc_opens++;
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_ipc_close(zsm_cu_deviceptr p)
+{
+	fk.ipc_closes++;
+	return fake_map_drop(p) ? ZSM_CU_ERROR_INVALID_VALUE : ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_retain(zsm_cu_mem_handle *h, void *addr)
+{
+	int i = fake_alloc_of((uintptr_t)addr);
+
+	if (i < 0 || !fk.alloc[i].vmm)
+		return ZSM_CU_ERROR_INVALID_VALUE;
+	*h = (zsm_cu_mem_handle)i + 1;
+	return ZSM_CU_SUCCESS;
+}
+
+/* An export is a memfd holding the allocation's index. */
+static zsm_cu_result fake_export(void *shareable, zsm_cu_mem_handle h,
+				 int type, unsigned long long flags)
+{
+	int i = (int)h - 1, fd;
+
+	(void)flags;
+	if (type != ZSM_CU_MEM_HANDLE_TYPE_POSIX_FD)
+		return ZSM_CU_ERROR_INVALID_VALUE;
+	fd = memfd_create("fake-cumem-export", MFD_CLOEXEC);
+	if (fd < 0 || pwrite(fd, &i, sizeof(i), 0) != (ssize_t)sizeof(i))
+		return ZSM_CU_ERROR_OUT_OF_MEMORY;
+	*(int *)shareable = fd;
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_import(zsm_cu_mem_handle *h, void *os_handle,
+				 int type)
+{
+	int i = -1;
+
+	if (type != ZSM_CU_MEM_HANDLE_TYPE_POSIX_FD ||
+	    pread((int)(uintptr_t)os_handle, &i, sizeof(i), 0) !=
+		    (ssize_t)sizeof(i))
+		return ZSM_CU_ERROR_INVALID_VALUE;
+	*h = (zsm_cu_mem_handle)i + 1;
+	fk.imports++;
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_release(zsm_cu_mem_handle h)
+{
+	(void)h;
+	fk.releases++;
+	return ZSM_CU_SUCCESS;
+}
+
+/* The reservation is made at map time, when the handle is known. */
+static zsm_cu_result fake_reserve(zsm_cu_deviceptr *p, size_t size,
+				  size_t align, zsm_cu_deviceptr addr,
+				  unsigned long long flags)
+{
+	(void)size;
+	(void)align;
+	(void)addr;
+	(void)flags;
+	*p = fk.next_va;
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_map(zsm_cu_deviceptr p, size_t size, size_t off,
+			      zsm_cu_mem_handle h, unsigned long long flags)
+{
+	zsm_cu_deviceptr va;
+	int i = (int)h - 1;
+
+	(void)flags;
+	if (off || i < 0 || size != fk.alloc[i].size || p != fk.next_va ||
+	    fake_map_new(i, &va))
+		return ZSM_CU_ERROR_INVALID_VALUE;
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_unmap(zsm_cu_deviceptr p, size_t size)
+{
+	(void)size;
+	fk.unmaps++;
+	return fake_map_drop(p) ? ZSM_CU_ERROR_INVALID_VALUE : ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_bus_id(char *bus_id, int len, zsm_cu_device d)
+{
+	snprintf(bus_id, (size_t)len, "0000:%02x:00.0", d + 0x1b);
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_pointer_attr(void *data, int attr,
+				       zsm_cu_deviceptr p)
+{
+	if (fake_alloc_of(p) < 0)
+		return ZSM_CU_ERROR_INVALID_VALUE;
+	if (attr == ZSM_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
+		*(int *)data = 0;
+	else if (attr == ZSM_CU_POINTER_ATTRIBUTE_CONTEXT)
+		*(zsm_cu_context *)data = (zsm_cu_context)&fk;
+	else
+		return ZSM_CU_ERROR_INVALID_VALUE;
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_ctx_retain(zsm_cu_context *ctx, zsm_cu_device d)
+{
+	(void)d;
+	*ctx = (zsm_cu_context)&fk;
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_device_get(zsm_cu_device *d, int ordinal)
+{
+	*d = ordinal;
+	return ordinal == 0 ? ZSM_CU_SUCCESS : ZSM_CU_ERROR_INVALID_DEVICE;
+}
+
+static zsm_cu_result fake_new_handle(void **out, unsigned int flags)
+{
+	(void)flags;
+	*out = &fk;
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_memcpy_async(zsm_cu_deviceptr dst,
+				       zsm_cu_deviceptr src, size_t n,
+				       zsm_cu_stream stream)
+{
+	void *d = fake_resolve(dst, n), *s = fake_resolve(src, n);
+
+	(void)stream;
+	if (fk.fail_copy || !d || !s || fk.pending.n)
+		return ZSM_CU_ERROR_INVALID_VALUE;
+	fk.pending = (struct fake_copy){ .dst = d, .src = s, .n = n };
+	fk.queries = 0;
+	fk.copies++;
+	return ZSM_CU_SUCCESS;
+}
+
+/* A copy is still running at the first query and done at the second. */
+static zsm_cu_result fake_event_query(zsm_cu_event ev)
+{
+	(void)ev;
+	if (!fk.pending.n)
+		return ZSM_CU_SUCCESS;
+	if (fk.queries++ == 0)
+		return ZSM_CU_ERROR_NOT_READY;
+	memcpy(fk.pending.dst, fk.pending.src, fk.pending.n);
+	fk.pending.n = 0;
+	return ZSM_CU_SUCCESS;
+}
+
+static struct zsm_cuda_drv fake_table(void)
+{
+	struct zsm_cuda_drv t;
+
+	memset(&t, 0, sizeof(t));
+	t.lib = &fk; /* "open": one device */
+	t.ndev = 1;
+	t.ordinal = -1;
+	t.get_error_string = fake_error_string;
+	t.get_error_name = fake_error_string;
+	t.device_get = fake_device_get;
+	t.device_primary_ctx_retain = fake_ctx_retain;
+	t.device_get_pci_bus_id = fake_bus_id;
+	t.device_primary_ctx_release = fake_dev_ok;
+	t.ctx_set_current = fake_ptr_ok;
+	t.pointer_get_attribute = fake_pointer_attr;
+	t.mem_get_address_range = fake_get_address_range;
+	t.ipc_get_mem_handle = fake_ipc_get;
+	t.ipc_open_mem_handle = fake_ipc_open;
+	t.ipc_close_mem_handle = fake_ipc_close;
+	t.stream_create = fake_new_handle;
+	t.stream_destroy = fake_ptr_ok;
+	t.event_create = fake_new_handle;
+	t.event_destroy = fake_ptr_ok;
+	t.event_record = fake_record;
+	t.event_query = fake_event_query;
+	t.memcpy_async = fake_memcpy_async;
+	t.mem_retain_allocation_handle = fake_retain;
+	t.mem_export = fake_export;
+	t.mem_import = fake_import;
+	t.mem_release = fake_release;
+	t.mem_address_reserve = fake_reserve;
+	t.mem_address_free = fake_range_ok;
+	t.mem_map = fake_map;
+	t.mem_unmap = fake_unmap;
+	t.mem_set_access = fake_access;
+	return t;
+}
+
+/* A fake allocation of size bytes, its bytes a pattern of seed. */
+static unsigned char *fake_alloc(size_t size, int vmm, unsigned seed)
+{
+	for (int i = 0; i < FAKE_ALLOCS; i++) {
+		if (fk.alloc[i].mem)
+			continue;
+		fk.alloc[i].mem = malloc(size);
+		assert_non_null(fk.alloc[i].mem);
+		fk.alloc[i].size = size;
+		fk.alloc[i].vmm = vmm;
+		for (size_t j = 0; j < size; j++)
+			fk.alloc[i].mem[j] = (unsigned char)(seed + j * 31 +
+							     (j >> 9));
+		return fk.alloc[i].mem;
+	}
+	fail_msg("too many fake allocations");
+	return NULL;
+}
+
+static int fake_setup(void **state)
+{
+	struct zsm_cuda_drv t = fake_table();
+
+	memset(&fk, 0, sizeof(fk));
+	for (int i = 0; i < FAKE_MAPS; i++)
+		fk.map[i].alloc = -1;
+	fk.next_va = FAKE_VA;
+	zsm_ce_cuda_use_table(&t);
+	return pair_setup(state);
+}
+
+static int fake_teardown(void **state)
+{
+	int ret = pair_teardown(state);
+
+	zsm_ce_cuda_use_table(NULL);
+	for (int i = 0; i < FAKE_ALLOCS; i++)
+		free(fk.alloc[i].mem);
+	return ret;
+}
+
+/* regMr of device memory, as plugin.c does it. */
+static struct zsm_net_mr *gpu_reg(void *data, size_t size)
+{
+	struct zsm_net_mr *mr = calloc(1, sizeof(*mr));
+
+	assert_non_null(mr);
+	zsm_assert_int_eq(zsm_ce_cuda_mr_prepare(data, size, &mr->gpu_mr), 0);
+	mr->gpu = 1;
+	mr->type = NCCL_PTR_CUDA;
+	return mr;
+}
+
+static void gpu_dereg(struct pair *p, struct zsm_net_mr *mr)
+{
+	if (p && p->s)
+		zsm_ce_chan_forget(p->s, &mr->gpu_mr);
+	zsm_ce_cuda_mr_release(&mr->gpu_mr);
+	free(mr);
+}
+
+/* Pump until req leaves PENDING; how many passes that took. */
+static int pump_until_done(struct zsm_net_req *req)
+{
+	int passes = 0;
+
+	while (state_of(req) == ZSM_REQ_PENDING && passes < 1000) {
+		pump(1);
+		passes++;
+	}
+	return passes;
+}
+
+/* regMr of cudaMalloc memory records its IPC handle, the allocation's
+ * bounds and a number; cuMem memory is exported as an fd, closed again
+ * by the release; memory CUDA does not know is refused. */
+static void test_ce_cuda_mr_prepare_records_the_allocation(void **state)
+{
+	unsigned char *legacy = fake_alloc(4096, 0, 1);
+	unsigned char *vmm = fake_alloc(8192, 1, 2);
+	struct zsm_ce_gpu_mr a, b;
+	char host[64];
+
+	(void)state;
+	zsm_assert_int_eq(zsm_ce_cuda_mr_prepare(legacy + 100, 200, &a), 0);
+	zsm_assert_int_eq(a.vmm_fd, -1);
+	zsm_assert_int_eq(a.base, (uintptr_t)legacy);
+	zsm_assert_int_eq(a.alloc_size, 4096);
+	assert_true(a.reg_id != 0);
+
+	zsm_assert_int_eq(zsm_ce_cuda_mr_prepare(vmm + 4096, 4096, &b), 0);
+	assert_true(b.vmm_fd >= 0);
+	zsm_assert_int_eq(fcntl(b.vmm_fd, F_GETFD) >= 0, 1);
+	zsm_assert_int_eq(b.base, (uintptr_t)vmm);
+	assert_true(b.reg_id != a.reg_id);
+	assert_true(b.primary);
+	{
+		int fd = b.vmm_fd;
+
+		zsm_ce_cuda_mr_release(&b);
+		zsm_assert_int_eq(fcntl(fd, F_GETFD), -1);
+		zsm_assert_int_eq(b.vmm_fd, -1);
+	}
+	zsm_ce_cuda_mr_release(&a);
+
+	zsm_assert_int_eq(zsm_ce_cuda_mr_prepare(host, sizeof(host), &a),
+			  -EINVAL);
+	/* Running past the end of the allocation is refused too. */
+	zsm_assert_int_eq(zsm_ce_cuda_mr_prepare(legacy + 4000, 200, &a),
+			  -EINVAL);
+}
+
+/* Sends out of one allocation open it once; each lands where it should
+ * (the offset within the allocation is honoured), and a send is done only
+ * when the copy's event says so. */
+static void test_ce_cuda_opens_each_allocation_once(void **state)
+{
+	struct pair *p = need_pair(state);
+	unsigned char *src = fake_alloc(1 << 16, 1, 7);
+	unsigned char *dst = fake_alloc(1 << 16, 0, 0);
+	struct zsm_net_mr *smr = gpu_reg(src, 1 << 16);
+	struct zsm_net_mr *rmr = gpu_reg(dst, 1 << 16);
+	const size_t off[3] = { 0, 5000, 40000 }, len[3] = { 777, 1, 20000 };
+
+	memset(dst, 0, 1 << 16);
+	for (int i = 0; i < 3; i++) {
+		struct zsm_net_req s, r;
+		void *bufs[1] = { dst + 2 * off[i] / 3 };
+		size_t cap = len[i] + 10;
+
+		post_recv(p, &r, 1, bufs, &cap, (int[]){ 1 }, &rmr);
+		post_send(p, &s, src + off[i], len[i], 1, smr);
+		pump(1);
+		/* The copy is queued but its event has not fired. */
+		zsm_assert_int_eq(state_of(&r), ZSM_REQ_PENDING);
+		zsm_assert_int_eq(state_of(&s), ZSM_REQ_PENDING);
+		pump_until_done(&r);
+		zsm_assert_int_eq(state_of(&r), ZSM_REQ_DONE);
+		pump_until_done(&s);
+		zsm_assert_int_eq(state_of(&s), ZSM_REQ_DONE);
+		zsm_assert_int_eq(r.sizes[0], (int)len[i]);
+		assert_memory_equal(bufs[0], src + off[i], len[i]);
+	}
+	zsm_assert_int_eq(fk.imports, 1);
+	zsm_assert_int_eq(fk.copies, 3);
+	zsm_assert_int_eq(fk.bad_ranges, 0);
+	gpu_dereg(p, smr);
+	gpu_dereg(NULL, rmr);
+}
+
+/* deregMr on the sender closes the receiver's mapping of it (at the
+ * receiver's next pass); a new registration is opened anew. */
+static void test_ce_cuda_dereg_closes_the_peer_mapping(void **state)
+{
+	struct pair *p = need_pair(state);
+	unsigned char *src = fake_alloc(4096, 1, 3), *dst = calloc(1, 4096);
+	struct zsm_net_mr *smr = gpu_reg(src, 4096);
+	struct zsm_net_req s, r;
+	void *bufs[1] = { dst };
+	size_t cap = 4096;
+	int releases;
+
+	assert_non_null(dst);
+	/* A GPU send into host memory. */
+	post_recv(p, &r, 1, bufs, &cap, (int[]){ 2 }, NULL);
+	post_send(p, &s, src, 4096, 2, smr);
+	pump_until_done(&s);
+	zsm_assert_int_eq(state_of(&s), ZSM_REQ_DONE);
+	assert_memory_equal(dst, src, 4096);
+	zsm_assert_int_eq(fk.imports, 1);
+	zsm_assert_int_eq(fk.unmaps, 0);
+
+	/* regMr released the handle it retained to export; the receiver
+	 * holds the imported one. */
+	releases = fk.releases;
+	gpu_dereg(p, smr);
+	pump(1);
+	zsm_assert_int_eq(fk.unmaps, 1);
+	zsm_assert_int_eq(fk.releases, releases + 1);
+
+	smr = gpu_reg(src, 4096);
+	memset(dst, 0, 4096);
+	post_recv(p, &r, 1, bufs, &cap, (int[]){ 2 }, NULL);
+	post_send(p, &s, src, 4096, 2, smr);
+	pump_until_done(&s);
+	zsm_assert_int_eq(state_of(&s), ZSM_REQ_DONE);
+	assert_memory_equal(dst, src, 4096);
+	zsm_assert_int_eq(fk.imports, 2);
+	gpu_dereg(p, smr);
+	free(dst);
+}
+
+/* More deregMr notices than the window holds: the receiver closes every
+ * mapping rather than miss one. */
+static void test_ce_cuda_forget_overflow_closes_everything(void **state)
+{
+	struct pair *p = need_pair(state);
+	unsigned char *src = fake_alloc(1024, 0, 9), dst[1024];
+	struct zsm_net_mr *smr = gpu_reg(src, 1024);
+	struct zsm_ce_gpu_mr other = { .reg_id = ~0ULL };
+	struct zsm_net_req s, r;
+	void *bufs[1] = { dst };
+	size_t cap = sizeof(dst);
+
+	post_recv(p, &r, 1, bufs, &cap, (int[]){ 3 }, NULL);
+	post_send(p, &s, src, 1024, 3, smr);
+	pump_until_done(&s);
+	zsm_assert_int_eq(fk.ipc_opens, 1);
+	for (int i = 0; i <= ZSM_CE_FORGET; i++)
+		zsm_ce_chan_forget(p->s, &other);
+	pump(1);
+	zsm_assert_int_eq(fk.ipc_closes, 1);
+	zsm_assert_int_eq(p->r->maps == NULL, 1);
+	gpu_dereg(p, smr);
+}
+
+/* Closing the receiving channel closes what it opened. */
+static void test_ce_cuda_close_releases_mappings(void **state)
+{
+	struct pair *p = need_pair(state);
+	unsigned char *a = fake_alloc(2048, 1, 4), *b = fake_alloc(2048, 0, 5);
+	struct zsm_net_mr *ma = gpu_reg(a, 2048), *mb = gpu_reg(b, 2048);
+	unsigned char dst[2048];
+	struct zsm_net_req s, r;
+	void *bufs[1] = { dst };
+	size_t cap = sizeof(dst);
+
+	post_recv(p, &r, 1, bufs, &cap, (int[]){ 1 }, NULL);
+	post_send(p, &s, a, 2048, 1, ma);
+	pump_until_done(&s);
+	post_recv(p, &r, 1, bufs, &cap, (int[]){ 1 }, NULL);
+	post_send(p, &s, b, 2048, 1, mb);
+	pump_until_done(&s);
+	assert_memory_equal(dst, b, 2048);
+	zsm_assert_int_eq(fk.imports + fk.ipc_opens, 2);
+	zsm_ce_chan_close(p->r, -ECANCELED);
+	p->r = NULL;
+	zsm_assert_int_eq(fk.unmaps, 1);
+	zsm_assert_int_eq(fk.ipc_closes, 1);
+	gpu_dereg(NULL, ma);
+	gpu_dereg(NULL, mb);
+}
+
+/* Host bytes into a GPU buffer go through the bounce buffer, piece by
+ * piece, and land whole. */
+static void test_ce_cuda_host_to_gpu_lands_whole(void **state)
+{
+	struct pair *p = need_pair(state);
+	size_t len = 2 * ZSM_CE_CHUNK + 999;
+	unsigned char *src = malloc(len), *dst = fake_alloc(len, 1, 0);
+	struct zsm_net_mr *rmr = gpu_reg(dst, len);
+	struct zsm_net_req s, r;
+	void *bufs[1] = { dst };
+
+	assert_non_null(src);
+	for (size_t i = 0; i < len; i++)
+		src[i] = (unsigned char)(i * 11 + 5);
+	memset(dst, 0, len);
+	post_recv(p, &r, 1, bufs, &len, (int[]){ 8 }, &rmr);
+	post_send(p, &s, src, len, 8, NULL);
+	pump_until_done(&r);
+	zsm_assert_int_eq(state_of(&r), ZSM_REQ_DONE);
+	pump_until_done(&s);
+	zsm_assert_int_eq(state_of(&s), ZSM_REQ_DONE);
+	zsm_assert_int_eq(r.sizes[0], (int)len);
+	assert_memory_equal(dst, src, len);
+	zsm_assert_int_eq(fk.copies, 3);
+	gpu_dereg(NULL, rmr);
+	free(src);
+}
+
+/* A copy the driver refuses fails the receive and the send, and the
+ * channel goes on to the next message. */
+static void test_ce_cuda_failed_copy_fails_both(void **state)
+{
+	struct pair *p = need_pair(state);
+	unsigned char *src = fake_alloc(512, 0, 6), dst[512];
+	struct zsm_net_mr *smr = gpu_reg(src, 512);
+	struct zsm_net_req s, r;
+	void *bufs[1] = { dst };
+	size_t cap = sizeof(dst);
+
+	fk.fail_copy = 1;
+	post_recv(p, &r, 1, bufs, &cap, (int[]){ 4 }, NULL);
+	post_send(p, &s, src, 512, 4, smr);
+	pump_until_done(&s);
+	assert_true(state_of(&r) < 0);
+	assert_true(state_of(&s) < 0);
+
+	fk.fail_copy = 0;
+	post_recv(p, &r, 1, bufs, &cap, (int[]){ 4 }, NULL);
+	post_send(p, &s, src, 512, 4, smr);
+	pump_until_done(&s);
+	zsm_assert_int_eq(state_of(&r), ZSM_REQ_DONE);
+	zsm_assert_int_eq(state_of(&s), ZSM_REQ_DONE);
+	assert_memory_equal(dst, src, 512);
+	gpu_dereg(p, smr);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, fake_setup, fake_teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_ce_cuda_mr_prepare_records_the_allocation),
+		T(test_ce_cuda_opens_each_allocation_once),
+		T(test_ce_cuda_dereg_closes_the_peer_mapping),
+		T(test_ce_cuda_forget_overflow_closes_everything),
+		T(test_ce_cuda_close_releases_mappings),
+		T(test_ce_cuda_host_to_gpu_lands_whole),
+		T(test_ce_cuda_failed_copy_fails_both),
+	};
+#undef T
+	if (!ce_possible())
+		return 0;
+	return cmocka_run_group_tests_name("ce_cuda", tests, NULL, NULL);
+}
