@@ -45,6 +45,24 @@ static void zsm_plugin_teardown_locked(void)
 }
 
 /* Devices whose endpoint does not open are dropped, with a warning. */
+/* Per device: does it take GPU buffers (said once, at INFO)? */
+static void zsm_plugin_plan_gdr(void)
+{
+	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
+		struct zsm_net_dev *dev = &zsm_net_topo.devs[i];
+		struct zsm_net_hmem_in in = {
+			.prov = dev->info->fabric_attr->prov_name,
+			.prov_hmem = dev->hmem,
+			.cuda = zsm_ce_cuda_ready(),
+			.min_cc = zsm_ce_cuda_min_cc(),
+			.gdr_param = (int)zsm_param_int(ZSM_P_GDR),
+		};
+
+		zsm_net_hmem_decide(&in, &dev->gdr);
+		ZSM_INFO("net: %s: %s", dev->name, dev->gdr.why);
+	}
+}
+
 static int zsm_plugin_open_endpoints(void)
 {
 	struct zsm_net_topo *t = &zsm_net_topo;
@@ -115,10 +133,12 @@ static int zsm_plugin_get(ncclDebugLogger_t logger)
 	if (ret)
 		goto out;
 	zsm_proxy_add_transport(&zsm_net_ops);
-	if (zsm_ce_enabled()) {
+	if (zsm_ce_enabled())
 		zsm_proxy_add_transport(&zsm_ce_ops);
-		zsm_ce_cuda_init();
-	}
+	/* GPU buffers: ce moves them between same-host processes, the
+	 * provider (FI_HMEM) to other hosts. */
+	zsm_ce_cuda_init();
+	zsm_plugin_plan_gdr();
 	ret = zsm_proxy_start();
 	if (ret) {
 		zsm_net_topo_free(&zsm_net_topo);
@@ -224,10 +244,11 @@ int zsm_get_properties(int dev, struct zsm_props *props)
 	if (ret)
 		return ret;
 	zsm_net_dev_props(&zsm_net_topo.devs[dev], dev, props);
+	props->ptr_support |= zsm_net_topo.devs[dev].gdr.ptr_support;
 	/*
-	 * Same-host comms take device memory (ce), comms to other hosts not
-	 * yet (no FI_HMEM registration): NCCL would hand GPU buffers to both
-	 * wherever its topology allows GPUDirect, so this is opt-in.
+	 * Without FI_HMEM, same-host comms still take device memory (ce)
+	 * but comms to other hosts cannot, and NCCL would hand GPU buffers
+	 * to both wherever its topology allows GPUDirect: opt-in.
 	 */
 	if (zsm_ce_cuda_ready() && zsm_param_int(ZSM_P_CE_GPU))
 		props->ptr_support |= NCCL_PTR_CUDA;
@@ -337,11 +358,16 @@ static int zsm_reg_mr_gpu(struct zsm_net_comm *c, void *data, size_t size,
 			 "loaded (ptrSupport says host only)");
 		return -EINVAL;
 	}
+	if (!c->ce && c->ep->dev->gdr.reg == ZSM_HMEM_REG_CUDA) {
+		ret = zsm_net_mr_reg(c->ep, data, size, NCCL_PTR_CUDA, &mr);
+		if (!ret)
+			*mh = mr;
+		return ret;
+	}
 	if (!c->ce) {
-		ZSM_WARN("net: %s: GPU buffers on a comm to another host "
-			 "need a libfabric provider with FI_HMEM for CUDA; "
-			 "this one has none",
-			 c->ep->dev->name);
+		ZSM_WARN("net: %s: GPU buffers on a comm to another host, "
+			 "and this device takes host memory only (%s)",
+			 c->ep->dev->name, c->ep->dev->gdr.why);
 		return -EOPNOTSUPP;
 	}
 	mr = calloc(1, sizeof(*mr));

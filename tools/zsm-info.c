@@ -106,6 +106,15 @@ int main(int argc, char **argv)
 			 "kernel allows it (ZSM_CE=1)"
 		       : "the network provider (ZSM_CE=0)");
 
+	/* Loads libcuda when there is one; says at INFO why not. */
+	zsm_ce_cuda_init();
+	printf("GPU buffers between same-host processes: %s\n",
+	       !zsm_ce_cuda_ready()
+		       ? "no (no CUDA driver or device)"
+	       : zsm_param_int(ZSM_P_CE_GPU)
+		       ? "yes, on copy engines (ZSM_CE_GPU=1)"
+		       : "not advertised (ZSM_CE_GPU=0)");
+
 	ret = zsm_net_topo_discover(&topo);
 	if (ret) {
 		fprintf(stderr, "zsm-info: provider discovery failed (%d)\n",
@@ -152,6 +161,21 @@ int main(int argc, char **argv)
 		       p.plane_id);
 		printf("      mr_mode=0x%llx\n",
 		       (unsigned long long)topo.devs[i].info->domain_attr->mr_mode);
+		{
+			struct zsm_net_hmem_in in = {
+				.prov = topo.devs[i]
+						.info->fabric_attr->prov_name,
+				.prov_hmem = topo.devs[i].hmem,
+				.cuda = zsm_ce_cuda_ready(),
+				.min_cc = zsm_ce_cuda_min_cc(),
+				.gdr_param = (int)zsm_param_int(ZSM_P_GDR),
+			};
+			struct zsm_net_hmem_plan plan;
+
+			zsm_net_hmem_decide(&in, &plan);
+			printf("      GPU buffers to other hosts: %s\n",
+			       plan.why);
+		}
 	}
 	zsm_net_topo_free(&topo);
 	return 0;

@@ -81,6 +81,11 @@ void zsm_ce_cuda_mr_release(struct zsm_ce_gpu_mr *mr);
 int zsm_ce_cuda_init(void);
 /* Whether GPU buffers can be taken (the driver is there, with a device). */
 int zsm_ce_cuda_ready(void);
+/* The lowest compute capability of the devices (10 * major + minor), 0
+ * when unknown or no driver. */
+int zsm_ce_cuda_min_cc(void);
+/* The device ordinal of GPU memory at p, for provider registrations. */
+int zsm_ce_cuda_ptr_device(const void *p, int *dev);
 /* regMr of device memory: its IPC handle and context.  0 or -errno. */
 int zsm_ce_cuda_mr_prepare(void *data, size_t size, struct zsm_ce_gpu_mr *out);
 /*

@@ -45,6 +45,45 @@ int zsm_ce_cuda_ready(void)
 	return zsm_ce_cu_state > 0;
 }
 
+int zsm_ce_cuda_min_cc(void)
+{
+	int lowest = 0;
+
+	for (int i = 0; zsm_ce_cuda_ready() && i < zsm_ce_cu.ndev; i++) {
+		zsm_cu_device d;
+		int major, minor;
+
+		if (zsm_ce_cu.device_get(&d, i) != ZSM_CU_SUCCESS ||
+		    zsm_ce_cu.device_get_attribute(
+			    &major,
+			    ZSM_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+			    d) != ZSM_CU_SUCCESS ||
+		    zsm_ce_cu.device_get_attribute(
+			    &minor,
+			    ZSM_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+			    d) != ZSM_CU_SUCCESS)
+			return 0;
+		if (!lowest || major * 10 + minor < lowest)
+			lowest = major * 10 + minor;
+	}
+	return lowest;
+}
+
+int zsm_ce_cuda_ptr_device(const void *p, int *dev)
+{
+	zsm_cu_result res;
+
+	if (!zsm_ce_cuda_ready())
+		return -ENODEV;
+	res = zsm_ce_cu.pointer_get_attribute(
+		dev, ZSM_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+		(zsm_cu_deviceptr)(uintptr_t)p);
+	if (res != ZSM_CU_SUCCESS)
+		return zsm_cuda_drv_fail(&zsm_ce_cu, res, NULL, 0,
+					 "the device of %p", p);
+	return 0;
+}
+
 void zsm_ce_cuda_use_table(const struct zsm_cuda_drv *table)
 {
 	memset(&zsm_ce_cu, 0, sizeof(zsm_ce_cu));

@@ -35,6 +35,7 @@
 
 #include "ce/ce.h"
 #include "core.h"
+#include "net/net_hmem.h"
 #include "proxy/proxy.h"
 
 #define ZSM_NET_MAX_DEVS 32
@@ -146,6 +147,8 @@ struct zsm_net_dev {
 	char *pci_path;
 	uint64_t guid;
 	int speed_mbps;
+	int hmem;	       /* info is the provider's FI_HMEM offer */
+	struct zsm_net_hmem_plan gdr; /* GPU buffers over this device */
 	struct zsm_net_ep *ep; /* opened on first listen/connect */
 };
 

@@ -192,9 +192,45 @@ static struct fi_info *zsm_net_hints(void)
 	return hints;
 }
 
+/*
+ * The offers that take device memory (FI_HMEM), or NULL.  shm claims
+ * FI_HMEM for host memory alone and is never a device, so it is left out.
+ */
+static struct fi_info *zsm_net_hmem_offers(void)
+{
+	struct fi_info *hints, *list = NULL;
+
+	if (!zsm_param_int(ZSM_P_GDR))
+		return NULL;
+	hints = zsm_net_hints();
+	if (!hints)
+		return NULL;
+	hints->caps |= FI_HMEM;
+	if (fi_getinfo(FI_VERSION(1, 14), NULL, NULL, 0, hints, &list))
+		list = NULL;
+	fi_freeinfo(hints);
+	return list;
+}
+
+static const struct fi_info *zsm_net_hmem_offer(const struct fi_info *list,
+						const struct fi_info *fi)
+{
+	for (; list; list = list->next) {
+		if ((list->caps & FI_HMEM) &&
+		    strcmp(list->fabric_attr->prov_name, "shm") != 0 &&
+		    strcmp(list->fabric_attr->prov_name,
+			   fi->fabric_attr->prov_name) == 0 &&
+		    strcmp(list->domain_attr->name, fi->domain_attr->name) ==
+			    0 &&
+		    list->addr_format == fi->addr_format)
+			return list;
+	}
+	return NULL;
+}
+
 int zsm_net_topo_discover(struct zsm_net_topo *topo)
 {
-	struct fi_info *hints, *fi;
+	struct fi_info *hints, *fi, *hmem;
 	const struct fi_info *best[ZSM_NET_MAX_DEVS];
 	int nbest = 0, ret, have_real = 0;
 	char why[160];
@@ -214,6 +250,7 @@ int zsm_net_topo_discover(struct zsm_net_topo *topo)
 		ZSM_WARN("net: fi_getinfo failed: %s", fi_strerror(-ret));
 		return -EIO;
 	}
+	hmem = zsm_net_hmem_offers();
 	/* The best offer per domain; the first offer wins ties (IPv4 first). */
 	for (fi = topo->all; fi; fi = fi->next) {
 		int i, r;
@@ -239,13 +276,19 @@ int zsm_net_topo_discover(struct zsm_net_topo *topo)
 	}
 	for (int i = 0; i < nbest; i++) {
 		struct zsm_net_dev *dev = &topo->devs[topo->ndevs];
+		const struct fi_info *hm = zsm_net_hmem_offer(hmem, best[i]);
 
 		/* Loopback only when asked for, or when it is all there is. */
 		if (zsm_net_is_loopback(best[i]) && have_real &&
 		    !zsm_param_str(ZSM_P_DOMAIN)[0])
 			continue;
-		dev->info = fi_dupinfo(best[i]);
+		/* The FI_HMEM offer of the same provider and domain, when
+		 * there is one: endpoints need the capability to take GPU
+		 * registrations. */
+		dev->hmem = hm != NULL;
+		dev->info = fi_dupinfo(hm ? hm : best[i]);
 		if (!dev->info) {
+			fi_freeinfo(hmem);
 			zsm_net_topo_free(topo);
 			return -ENOMEM;
 		}
@@ -254,12 +297,14 @@ int zsm_net_topo_discover(struct zsm_net_topo *topo)
 		dev->pci_path = zsm_net_pci_path(best[i]);
 		dev->guid = zsm_net_fnv1a(dev->name);
 		dev->speed_mbps = zsm_net_speed_mbps(best[i]);
-		ZSM_INFO("net: device %d is %s over %s (%d Mb/s, pci %s)",
+		ZSM_INFO("net: device %d is %s over %s (%d Mb/s, pci %s%s)",
 			 topo->ndevs, dev->name,
 			 best[i]->fabric_attr->prov_name, dev->speed_mbps,
-			 dev->pci_path ? dev->pci_path : "none");
+			 dev->pci_path ? dev->pci_path : "none",
+			 dev->hmem ? ", FI_HMEM" : "");
 		topo->ndevs++;
 	}
+	fi_freeinfo(hmem);
 	return 0;
 }
 

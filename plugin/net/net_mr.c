@@ -11,6 +11,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 
+#include "ce/ce.h"
 #include "common/log.h"
 #include "common/mr_cache.h"
 #include "common/param.h"
@@ -32,23 +33,40 @@ static int zsm_net_mr_prov_reg(void *arg, uintptr_t start, size_t len,
 		*prov = NULL;
 		return 0;
 	}
-	if (type != NCCL_PTR_HOST) {
+	attr.iface = FI_HMEM_SYSTEM;
+	if (type == NCCL_PTR_CUDA && ep->dev->gdr.reg == ZSM_HMEM_REG_CUDA) {
+		/* GPUDirect: the provider pins the GPU pages itself. */
+		ret = zsm_ce_cuda_ptr_device((void *)start, &attr.device.cuda);
+		if (ret) {
+			ZSM_WARN("net: %s: %zu bytes at 0x%lx are not GPU "
+				 "memory CUDA knows",
+				 ep->dev->name, len, (unsigned long)start);
+			return -EINVAL;
+		}
+		attr.iface = FI_HMEM_CUDA;
+	} else if (type != NCCL_PTR_HOST) {
 		ZSM_WARN("net: %s: registering memory of type %d is not "
-			 "supported (host memory only)",
-			 ep->dev->name, type);
+			 "supported (%s)",
+			 ep->dev->name, type, ep->dev->gdr.why);
 		return -ENOTSUP;
 	}
 	attr.mr_iov = &iov;
 	attr.iov_count = 1;
 	attr.access = FI_SEND | FI_RECV;
-	attr.iface = FI_HMEM_SYSTEM;
 	/* FI_MR_PROV_KEY: the provider picks the key; else keys must be
 	 * unique per domain. */
 	attr.requested_key = (ep->mr_mode & FI_MR_PROV_KEY) ? 0 : ++next_key;
 	ret = fi_mr_regattr(ep->domain, &attr, 0, &mr);
 	if (ret) {
-		ZSM_WARN("net: %s: fi_mr_regattr of %zu bytes failed: %s",
-			 ep->dev->name, len, fi_strerror(-ret));
+		ZSM_WARN("net: %s: fi_mr_regattr of %zu bytes of %s memory "
+			 "failed: %s%s",
+			 ep->dev->name, len,
+			 attr.iface == FI_HMEM_CUDA ? "GPU" : "host",
+			 fi_strerror(-ret),
+			 attr.iface == FI_HMEM_CUDA
+				 ? " (ZSM_GDR=0 keeps GPU buffers off the "
+				   "network)"
+				 : "");
 		return -EIO;
 	}
 	/* FI_MR_ENDPOINT: a registration works only once bound and enabled. */
