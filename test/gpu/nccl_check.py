@@ -339,13 +339,14 @@ class Worker:
         # 1. exact checks, smallest size first.  Before each size rank 0
         # checks the time budget; a size that is skipped fails the run
         # (incomplete) but still leaves time to report what did run.
-        check_sizes = CHECK_SIZES_QUICK if a.quick else CHECK_SIZES
+        check_sizes = a.sizes if a.sizes is not None else (
+            CHECK_SIZES_QUICK if a.quick else CHECK_SIZES)
         for size in check_sizes:
             if not self.agree(0.0):
                 self.send("skip", phase="check", size=size,
                           why="time budget (%.0f s) used up" % self.budget)
                 continue
-            for op in OPS:
+            for op in a.ops:
                 for dtype in a.dtypes:
                     tc = time.perf_counter()
                     n, res = self.run_check(op, dtype, size)
@@ -358,12 +359,13 @@ class Worker:
 
         # 2. bandwidth, float32; size by size so that, if time runs short,
         # every operation still has its smaller sizes measured
-        bw_sizes = BW_SIZES_QUICK if a.quick else BW_SIZES
+        bw_sizes = a.bw_sizes if a.bw_sizes is not None else (
+            BW_SIZES_QUICK if a.quick else BW_SIZES)
         prev = {}  # op -> (size, median seconds)
         for size in bw_sizes:
             if a.bw_max and size > a.bw_max:
                 continue
-            for op in OPS:
+            for op in a.ops:
                 est = 0.0
                 if op in prev:
                     est = (prev[op][1] * size / prev[op][0]
@@ -437,10 +439,27 @@ def main():
                     help="largest bandwidth size in bytes (0: no limit)")
     ap.add_argument("--dtypes", default=",".join(DTYPES),
                     help="comma list of dtypes to check (default: %(default)s)")
+    ap.add_argument("--ops", default=",".join(OPS),
+                    help="comma list of operations (default: %(default)s)")
+    ap.add_argument("--sizes", default=None,
+                    help="comma list of check sizes in bytes (default: the built-in list); empty: none")
+    ap.add_argument("--bw-sizes", default=None,
+                    help="comma list of bandwidth sizes in bytes; empty: none")
     ap.add_argument("--cpu-gloo", action="store_true",
                     help="testing only: gloo on the CPU instead of nccl on GPUs")
     args = ap.parse_args()
     args.dtypes = [d for d in args.dtypes.split(",") if d]
+    args.ops = [o for o in args.ops.split(",") if o]
+    for o in args.ops:
+        if o not in OPS:
+            ap.error("unknown operation %s" % o)
+    try:
+        if args.sizes is not None:
+            args.sizes = [int(x) for x in args.sizes.split(",") if x]
+        if args.bw_sizes is not None:
+            args.bw_sizes = [int(x) for x in args.bw_sizes.split(",") if x]
+    except ValueError:
+        ap.error("sizes are integers (bytes)")
     for d in args.dtypes:
         if d not in DTYPES:
             ap.error("unknown dtype %s" % d)

@@ -8,7 +8,7 @@
 # root, with the Debian 12 packages from test/gpu/fetch-debs.sh carried in
 # .debs/:
 #
-#     bash test/gpu/run.sh [--quick] [--no-unit] [--no-socket]
+#     bash test/gpu/run.sh [--quick] [--no-unit] [--no-socket] [--no-nccl]
 #
 # Steps: unpack .debs/*.deb into /tmp/zsm-deps; build into /tmp/zsm-build
 # (with the unit tests when cmocka is there, and run them); fi_info sanity;
@@ -42,12 +42,13 @@ T_ZSM=${ZSM_T_ZSM:-300}
 T_SOCKET=${ZSM_T_SOCKET:-150}
 T_UNIT=${ZSM_T_UNIT:-150}
 
-quick=() gloo=() do_unit=1 do_socket=1
+quick=() gloo=() do_unit=1 do_socket=1 do_nccl=1
 while [ $# -gt 0 ]; do
     case "$1" in
     --quick) quick=(--quick) ;;
     --no-unit) do_unit=0 ;;
     --no-socket) do_socket=0 ;;
+    --no-nccl) do_nccl=0 do_socket=0 ;;
     --cpu-gloo) gloo=(--cpu-gloo --dtypes "float32,int8") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
@@ -238,7 +239,9 @@ nccl_run() {  # label seconds env...
 }
 
 via=0
-if [ -n "$plugin" ]; then
+if [ "$do_nccl" = 0 ]; then
+    record nccl-zsm SKIP "--no-nccl"
+elif [ -n "$plugin" ]; then
     t=$(( $(left) - (do_socket ? T_SOCKET + 15 : 15) ))
     [ "$t" -gt "$T_ZSM" ] && t=$T_ZSM
     [ "$t" -lt 60 ] && t=60

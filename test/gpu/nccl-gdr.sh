@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# nccl-gdr.sh: NCCL handing GPU buffers to zsm (GPUDirect for our device),
+# on the GPU machine.  One command, every step bounded:
+#   0. the PCI topology around each GPU (is a device near it at all?);
+#   1. build (test/gpu/run.sh --no-unit --no-nccl);
+#   2. exact checks with GPUDirect forced (NCCL_NET_GDR_LEVEL=SYS,
+#      NCCL_NET_GDR_READ=1, ZSM_CE_GPU=1), per protocol: Simple, LL, and
+#      NCCL's own choice;
+#   3. sendrecv and all_reduce bandwidth at 256 MiB and 1 GiB: zsm with
+#      GPUDirect under NCCL's defaults and with each large-transfer
+#      setting (NCCL_P2P_NET_CHUNKSIZE, NCCL_BUFFSIZE,
+#      NCCL_NCHANNELS_PER_NET_PEER) alone and together; zsm through host
+#      staging (its defaults); NCCL's NVLink path; NCCL's socket transport.
+# Writes $OUT/gdr-summary.txt as it goes and, at the end, every log in
+# $OUT/gdr-logs.tar.gz (the device tool brings back 8 files at most).
+# Runs that would start after ZSM_GDR_BUDGET seconds (default 540) are
+# left out.  Exit 0 when every exact check passed.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+OUT=${OUT:-/tmp/out}
+LOGS=/tmp/zsm-gdr
+BUILD=${ZSM_BUILD:-/tmp/zsm-build}
+PY=${PYTHON:-python3}
+BUDGET=${ZSM_GDR_BUDGET:-540}
+mkdir -p "$OUT" "$LOGS"
+sum="$OUT/gdr-summary.txt"
+: >"$sum"
+SECONDS=0
+fail=0
+
+{
+	echo "== topology"
+	nvidia-smi topo -m 2>&1 | head -n 20
+	for id in $(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader 2>/dev/null); do
+		id=$(echo "$id" | tr 'A-F' 'a-f' | sed -E 's/^0000([0-9a-f]{4}):/\1:/; s/^([0-9a-f]{8}):/\1/')
+		p=$(ls -d /sys/bus/pci/devices/*"${id#*:}" 2>/dev/null | head -n 1)
+		[ -n "$p" ] || continue
+		r=$(realpath "$p")
+		echo "gpu $id: $r"
+		echo "  siblings: $(ls -d "$(dirname "$r")"/0000:* 2>/dev/null | xargs -n1 basename | tr '\n' ' ')"
+		echo "  parent class: $(cat "$(dirname "$r")/class" 2>/dev/null)"
+	done
+	ls -l /sys/class/net/ /sys/class/infiniband/ 2>&1 | head -n 20
+} >>"$sum" 2>&1
+
+OUT=$LOGS bash "$here/run.sh" --no-unit --no-nccl >"$LOGS/build.txt" 2>&1
+plugin=$BUILD/plugin/libnccl-net-zsm.so
+export LD_LIBRARY_PATH="${ZSM_DEPS:-/tmp/zsm-deps}/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if [ ! -f "$plugin" ]; then
+	echo "build failed" >>"$sum"
+	tail -n 30 "$LOGS/build.txt" >>"$sum"
+	exit 1
+fi
+echo "== built in $SECONDS s" >>"$sum"
+
+base=(NCCL_MNNVL_ENABLE=0 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+	NVSHMEM_DISABLE_NVLS=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,TUNING
+	NCCL_SOCKET_IFNAME=lo TORCH_NCCL_ASYNC_ERROR_HANDLING=1)
+viazsm=(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET_PLUGIN="$plugin"
+	NCCL_NET=zsm NCCL_NET_PLUGIN_REF_COUNT=1 ZSM_PROVIDER=tcp ZSM_DOMAIN=lo)
+gdr=(ZSM_CE_GPU=1 NCCL_NET_GDR_LEVEL=SYS NCCL_NET_GDR_READ=1)
+
+run() { # label seconds "nccl_check args" env...
+	local label=$1 t=$2 args=$3
+	shift 3
+	local log="$LOGS/$label.log"
+	if [ $((SECONDS + t / 2)) -gt "$BUDGET" ]; then
+		echo "== $label: left out (budget)" >>"$sum"
+		return 0
+	fi
+	echo "# env: $*" >"$log"
+	# shellcheck disable=SC2086
+	env "${base[@]}" "$@" timeout -k 5 $((t + 15)) "$PY" "$here/nccl_check.py" \
+		--label "$label" --out "$LOGS" --timeout "$t" --op-timeout 60 $args >>"$log" 2>&1
+	local rc=$?
+	{
+		echo "== $label (rc $rc, $SECONDS s): $*"
+		grep -E "^\[$label\] (BW|rank [0-9]+ (ERROR|MISMATCH)|killing|[a-z_]+: [0-9]+ checks)" "$log" | head -n 12
+		grep -oE "GPU Direct RDMA (Enabled|Disabled)[^\n]*|via NET/zsm[^ ]*|NET/zsm/GDRDMA|GDRDMA" "$log" | sort | uniq -c | head -n 6
+		grep -m 3 -E "NCCL WARN|zsm [0-9]+ WARN" "$log"
+	} >>"$sum"
+	return $rc
+}
+
+small="--dtypes int8,float32 --ops all_gather,all_reduce,sendrecv,broadcast --sizes 1,1024,65536,1048576,16777216 --bw-sizes="
+run simple 75 "$small" "${viazsm[@]}" "${gdr[@]}" NCCL_PROTO=Simple || fail=1
+run ll 75 "$small" "${viazsm[@]}" "${gdr[@]}" NCCL_PROTO=LL || fail=1
+run auto 75 "$small" "${viazsm[@]}" "${gdr[@]}" || fail=1
+
+bw="--dtypes float32 --ops sendrecv,all_reduce --sizes= --bw-sizes=268435456,1073741824 --warmup 2 --iters 5"
+run bw-gdr 60 "$bw" "${viazsm[@]}" "${gdr[@]}"
+run bw-chunk 60 "$bw" "${viazsm[@]}" "${gdr[@]}" NCCL_P2P_NET_CHUNKSIZE=4194304
+run bw-buff 60 "$bw" "${viazsm[@]}" "${gdr[@]}" NCCL_BUFFSIZE=33554432
+run bw-nch 60 "$bw" "${viazsm[@]}" "${gdr[@]}" NCCL_NCHANNELS_PER_NET_PEER=8
+run bw-all 60 "$bw" "${viazsm[@]}" "${gdr[@]}" NCCL_P2P_NET_CHUNKSIZE=4194304 \
+	NCCL_BUFFSIZE=33554432 NCCL_NCHANNELS_PER_NET_PEER=8
+run bw-host 60 "$bw" "${viazsm[@]}"
+run bw-nvlink 45 "$bw" NCCL_NET_PLUGIN=none
+run bw-socket 60 "--dtypes float32 --ops sendrecv,all_reduce --sizes= --bw-sizes=268435456 --warmup 1 --iters 5" \
+	NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET_PLUGIN=none NCCL_NET=Socket
+echo "== done in $SECONDS s, exact checks $([ $fail = 0 ] && echo PASS || echo FAIL)" >>"$sum"
+tar -C "$LOGS" -czf "$OUT/gdr-logs.tar.gz" . 2>/dev/null
+cat "$sum"
+exit $fail
