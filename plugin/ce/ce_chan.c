@@ -69,7 +69,6 @@ static struct zsm_ce_chan *zsm_ce_chan_new(int side)
 static void zsm_ce_chan_free(struct zsm_ce_chan *ch)
 {
 	zsm_ce_cuda_chan_fini(ch);
-	free(ch->bounce);
 	if (ch->win)
 		munmap(ch->win, ch->win_len);
 	if (ch->memfd >= 0)

@@ -14,6 +14,7 @@
 #include "ce/ce.h"
 #include "ce/ce_int.h"
 #include "common/log.h"
+#include "proxy/proxy.h"
 
 static struct zsm_cuda_drv zsm_ce_cu;
 static int zsm_ce_cu_state; /* 0 not tried, 1 ready, -errno unusable */
@@ -268,6 +269,7 @@ static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
 {
 	struct zsm_ce_ipc_map *m;
 	zsm_cu_result res;
+	uint64_t t0;
 	char why[256];
 	int err;
 
@@ -284,6 +286,15 @@ static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
+	/* Rare (once per allocation and channel), and a call that might
+	 * wait on the device: the pair of lines shows where a hang sits. */
+	t0 = zsm_now_ns();
+	ZSM_INFO("ce: receive comm %u opens pid %d's GPU allocation %llu "
+		 "(%llu bytes, %s)",
+		 ch->comm->local_id, (int)ch->peer_pid,
+		 (unsigned long long)s->reg_id,
+		 (unsigned long long)s->alloc_size,
+		 s->vmm_fd >= 0 ? "cuMem export" : "IPC handle");
 	m->reg_id = s->reg_id;
 	if (s->vmm_fd >= 0) {
 		m->vmm = 1;
@@ -312,6 +323,9 @@ static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
 	m->next = ch->maps;
 	ch->maps = m;
 	*ptr = m->ptr;
+	ZSM_INFO("ce: receive comm %u: allocation %llu open in %.3f ms",
+		 ch->comm->local_id, (unsigned long long)s->reg_id,
+		 (double)(zsm_now_ns() - t0) / 1e6);
 	return 0;
 }
 
@@ -416,6 +430,37 @@ int zsm_ce_cuda_copy(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
 	return zsm_ce_cuda_start(ch, ctx, dev, dst, src + s->ipc_off, s->size);
 }
 
+void *zsm_ce_cuda_bounce(struct zsm_ce_chan *ch, zsm_cu_context ctx)
+{
+	zsm_cu_result res;
+	char why[256];
+
+	if (ch->bounce)
+		return ch->bounce;
+	res = zsm_ce_cu.ctx_set_current(ctx);
+	if (res != ZSM_CU_SUCCESS)
+		return NULL;
+	ch->bounce = malloc(ZSM_CE_CHUNK);
+	if (!ch->bounce)
+		return NULL;
+	/*
+	 * Pinned: a copy up from pageable memory goes through the driver's
+	 * own staging, which may wait for work on the device, and NCCL's
+	 * kernel there may be waiting for these very bytes.
+	 */
+	res = zsm_ce_cu.mem_host_register(ch->bounce, ZSM_CE_CHUNK,
+					  ZSM_CU_MEMHOSTREGISTER_PORTABLE);
+	if (res != ZSM_CU_SUCCESS) {
+		zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
+				  "pinning a %zu-byte bounce buffer",
+				  (size_t)ZSM_CE_CHUNK);
+		ZSM_WARN("ce: receive comm %u: %s", ch->comm->local_id, why);
+		free(ch->bounce);
+		ch->bounce = NULL;
+	}
+	return ch->bounce;
+}
+
 int zsm_ce_cuda_copy_up(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
 			zsm_cu_deviceptr dst, const void *src, size_t n)
 {
@@ -499,7 +544,7 @@ void zsm_ce_chan_forget(struct zsm_ce_chan *ch, const struct zsm_ce_gpu_mr *mr)
 
 void zsm_ce_cuda_chan_fini(struct zsm_ce_chan *ch)
 {
-	if (!ch->maps && !ch->gpu_stream)
+	if (!ch->maps && !ch->gpu_stream && !ch->bounce)
 		return;
 	if (ch->gpu_ctx)
 		zsm_ce_cu.ctx_set_current(ch->gpu_ctx);
@@ -512,5 +557,10 @@ void zsm_ce_cuda_chan_fini(struct zsm_ce_chan *ch)
 		zsm_ce_cu.event_destroy(ch->gpu_event);
 		zsm_ce_cu.stream_destroy(ch->gpu_stream);
 		ch->gpu_stream = NULL;
+	}
+	if (ch->bounce) {
+		zsm_ce_cu.mem_host_unregister(ch->bounce);
+		free(ch->bounce);
+		ch->bounce = NULL;
 	}
 }

@@ -28,6 +28,9 @@
 #define ZSM_CE_SPLIT_MIN ((size_t)1 << 20)
 /* deregMr notices a window holds (struct zsm_ce_window). */
 #define ZSM_CE_FORGET 64
+/* A channel with work outstanding and no progress for this long says what
+ * it waits for, at INFO (once per wait): a hang then leaves a trail. */
+#define ZSM_CE_STALL_NS (10ULL * 1000000000ULL)
 /* How often a comm with work outstanding checks that its peer lives. */
 #define ZSM_CE_PEER_CHECK_NS (100ULL * 1000000ULL)
 
@@ -119,6 +122,8 @@ struct zsm_ce_chan {
 	uint64_t help_seq; /* sender: the send being helped, number + 1 */
 	uint64_t help_off; /* sender: progress in its upper half */
 	uint64_t next_check_ns;
+	uint64_t last_event_ns; /* work outstanding and no progress since */
+	int stall_said;		/* this stall was reported */
 	int failed;
 	/* Receiver, GPU sends: the copy in flight on our stream, and the
 	 * sender's allocations opened so far (closed with the channel). */
@@ -156,6 +161,9 @@ int zsm_ce_cuda_copy(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
  */
 int zsm_ce_cuda_copy_up(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
 			zsm_cu_deviceptr dst, const void *src, size_t n);
+/* The channel's pinned bounce buffer (ZSM_CE_CHUNK bytes), made on first
+ * use (pinned in ctx, for every context); NULL when it cannot be had. */
+void *zsm_ce_cuda_bounce(struct zsm_ce_chan *ch, zsm_cu_context ctx);
 /* 1 the copy is done, 0 not yet, -errno it failed. */
 int zsm_ce_cuda_copy_done(struct zsm_ce_chan *ch);
 /* Close every mapping, the stream and the event. */

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -357,7 +358,7 @@ static int zsm_ce_copy_mixed(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 		zsm_ce_complete(ch, 0, s->size);
 		return 1;
 	}
-	if (!ch->bounce && !(ch->bounce = malloc(ZSM_CE_CHUNK))) {
+	if (!zsm_ce_cuda_bounce(ch, req->mh[sub]->gpu_mr.ctx)) {
 		zsm_ce_complete(ch, -ENOMEM, ch->cur_off);
 		return 1;
 	}
@@ -510,24 +511,79 @@ static int zsm_ce_progress_receiver(struct zsm_ce_chan *ch)
 	return events;
 }
 
+/*
+ * What a channel with work outstanding has waited for (at INFO: a receive
+ * posted long before its peer sends is normal): the trail a hang leaves.
+ */
+static void zsm_ce_say_stall(struct zsm_ce_chan *ch)
+{
+	struct zsm_ce_slot *s = zsm_ce_slot_of(
+		ch, ch->side == ZSM_CE_SENDER ? ch->oldest : ch->next);
+	const struct zsm_net_req *r = ch->head;
+	char subs[160] = "";
+	size_t used = 0;
+
+	for (int i = 0; r && i < r->n && used < sizeof(subs); i++)
+		used += (size_t)snprintf(subs + used, sizeof(subs) - used,
+					 " [tag %d, %zu B, %s, %s]", r->tag[i],
+					 r->len[i],
+					 r->mh[i] && r->mh[i]->gpu ? "gpu"
+								   : "host",
+					 r->ops[i].posted == 2	 ? "done"
+					 : r->ops[i].posted == 1 ? "taken"
+								 : "open");
+	/* acquire, both: pair with the releases in zsm_ce_post_send and
+	 * zsm_ce_complete; only read for the message. */
+	ZSM_INFO("ce: %s comm %u: no progress for %llu s: message %llu "
+		 "(slot seq %llu, done %llu, %llu B, tag %d, %s), oldest "
+		 "request %s%s, copy %s at %llu of %llu",
+		 ch->side == ZSM_CE_SENDER ? "send" : "receive",
+		 ch->comm->local_id, ZSM_CE_STALL_NS / 1000000000ULL,
+		 (unsigned long long)(ch->side == ZSM_CE_SENDER ? ch->oldest
+								 : ch->next),
+		 (unsigned long long)atomic_load_explicit(
+			 &s->seq, memory_order_acquire),
+		 (unsigned long long)atomic_load_explicit(
+			 &s->done, memory_order_acquire),
+		 (unsigned long long)s->size, s->tag, s->gpu ? "gpu" : "host",
+		 r ? (r->type == ZSM_REQ_SEND ? "send" : "receive") : "none",
+		 subs, ch->gpu_busy ? "on the GPU" : ch->cur_req ? "host" : "none",
+		 (unsigned long long)ch->cur_off,
+		 (unsigned long long)ch->cur_end);
+}
+
 static int zsm_ce_progress(void)
 {
 	uint64_t now = 0;
 	int events = 0;
 
 	for (struct zsm_ce_chan *ch = zsm_ce_chans; ch; ch = ch->next_chan) {
+		int got;
+
 		/* No copy in flight may use a mapping being closed. */
 		if (ch->maps && !ch->gpu_busy)
 			events += zsm_ce_cuda_forget(ch);
-		if (ch->failed || !ch->head)
+		if (ch->failed || !ch->head) {
+			ch->last_event_ns = 0;
 			continue;
-		events += ch->side == ZSM_CE_SENDER
-				  ? zsm_ce_progress_sender(ch)
-				  : zsm_ce_progress_receiver(ch);
-		if (!ch->head)
+		}
+		got = ch->side == ZSM_CE_SENDER ? zsm_ce_progress_sender(ch)
+						: zsm_ce_progress_receiver(ch);
+		events += got;
+		if (!ch->head) {
+			ch->last_event_ns = 0;
 			continue;
+		}
 		if (!now)
 			now = zsm_now_ns();
+		if (got || !ch->last_event_ns) {
+			ch->last_event_ns = now;
+			ch->stall_said = 0;
+		} else if (!ch->stall_said &&
+			   now - ch->last_event_ns > ZSM_CE_STALL_NS) {
+			ch->stall_said = 1;
+			zsm_ce_say_stall(ch);
+		}
 		if (now < ch->next_check_ns)
 			continue;
 		ch->next_check_ns = now + ZSM_CE_PEER_CHECK_NS;

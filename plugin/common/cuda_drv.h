@@ -62,6 +62,7 @@ typedef struct {
 #define ZSM_CU_MEM_LOCATION_TYPE_DEVICE 0x1
 #define ZSM_CU_MEM_ACCESS_FLAGS_PROT_READWRITE 0x3
 #define ZSM_CU_STREAM_NON_BLOCKING 0x1
+#define ZSM_CU_MEMHOSTREGISTER_PORTABLE 0x1
 #define ZSM_CU_EVENT_DISABLE_TIMING 0x2
 #define ZSM_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
 #define ZSM_CU_MEMORYTYPE_HOST 1
@@ -142,6 +143,9 @@ typedef struct {
 	  (zsm_cu_deviceptr ptr, size_t size, size_t offset,                  \
 	   zsm_cu_mem_handle handle, unsigned long long flags))               \
 	X(mem_unmap, "cuMemUnmap", (zsm_cu_deviceptr ptr, size_t size))       \
+	X(mem_host_register, "cuMemHostRegister_v2",                          \
+	  (void *p, size_t size, unsigned int flags))                         \
+	X(mem_host_unregister, "cuMemHostUnregister", (void *p))              \
 	X(mem_set_access, "cuMemSetAccess",                                   \
 	  (zsm_cu_deviceptr ptr, size_t size, const zsm_cu_mem_access *desc,  \
 	   size_t count))

@@ -62,24 +62,52 @@ viazsm=(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET_PLUGIN="$plugin"
 	NCCL_NET=zsm NCCL_NET_PLUGIN_REF_COUNT=1 ZSM_PROVIDER=tcp ZSM_DOMAIN=lo)
 gdr=(ZSM_CE_GPU=1 NCCL_NET_GDR_LEVEL=SYS NCCL_NET_GDR_READ=1)
 
+# Where every thread of the workers sits, when a run is about to time out.
+stacks() { # seconds log
+	sleep "$1"
+	for pid in $(pgrep -f "multiprocessing.spawn"); do
+		[ -d "/proc/$pid" ] || continue
+		echo "### stacks of pid $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" | cut -c1-80))"
+		for t in /proc/"$pid"/task/*; do
+			echo "# tid ${t##*/} $(cat "$t/comm") wchan=$(cat "$t/wchan" 2>/dev/null)"
+		done
+		if command -v gdb >/dev/null; then
+			timeout 30 gdb -p "$pid" -batch -ex "thread apply all bt 14" 2>&1 |
+				grep -E "^Thread|^#" | head -n 300
+		fi
+	done >>"$2" 2>&1
+}
+
 run() { # label seconds "nccl_check args" env...
 	local label=$1 t=$2 args=$3
 	shift 3
 	local log="$LOGS/$label.log"
+	if [ -n "${ZSM_GDR_RUNS:-}" ] && ! [[ ",$ZSM_GDR_RUNS," == *",$label,"* ]]; then
+		return 0
+	fi
 	if [ $((SECONDS + t / 2)) -gt "$BUDGET" ]; then
 		echo "== $label: left out (budget)" >>"$sum"
 		return 0
 	fi
 	echo "# env: $*" >"$log"
+	stacks $((t - 12)) "$LOGS/$label.stacks" &
+	local watcher=$!
 	# shellcheck disable=SC2086
 	env "${base[@]}" "$@" timeout -k 5 $((t + 15)) "$PY" "$here/nccl_check.py" \
 		--label "$label" --out "$LOGS" --timeout "$t" --op-timeout 60 $args >>"$log" 2>&1
 	local rc=$?
+	kill "$watcher" 2>/dev/null
+	wait "$watcher" 2>/dev/null
 	{
 		echo "== $label (rc $rc, $SECONDS s): $*"
 		grep -E "^\[$label\] (BW|rank [0-9]+ (ERROR|MISMATCH)|killing|[a-z_]+: [0-9]+ checks)" "$log" | head -n 12
 		grep -oE "GPU Direct RDMA (Enabled|Disabled)[^\n]*|via NET/zsm[^ ]*|NET/zsm/GDRDMA|GDRDMA" "$log" | sort | uniq -c | head -n 6
 		grep -m 3 -E "NCCL WARN|zsm [0-9]+ WARN" "$log"
+		grep -E "ce: .*(opens pid|open in|no progress)" "$log" | tail -n 8
+		if [ -s "$LOGS/$label.stacks" ]; then
+			grep -E "^###|wchan=" "$LOGS/$label.stacks" | grep -vE "wchan=(futex_wait_queue|do_epoll_wait|do_select|poll_schedule|hrtimer_nanosleep|pipe_read|do_sys_poll)" | head -n 12
+			grep -E "zsm_|cu[A-Z][a-zA-Z]+ \(" "$LOGS/$label.stacks" | head -n 12
+		fi
 	} >>"$sum"
 	return $rc
 }

@@ -51,7 +51,7 @@ static struct fake {
 	int queries;		  /* of the pending copy's event */
 	int fail_copy;
 	/* What the code under test did. */
-	int imports, ipc_opens, unmaps, ipc_closes, releases, copies;
+	int imports, ipc_opens, unmaps, ipc_closes, releases, copies, pinned;
 	int bad_ranges;
 } fk;
 
@@ -100,6 +100,15 @@ static zsm_cu_result fake_record(zsm_cu_event ev, zsm_cu_stream st)
 {
 	(void)ev;
 	(void)st;
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_host_register(void *p, size_t n, unsigned flags)
+{
+	(void)p;
+	(void)n;
+	(void)flags;
+	fk.pinned++;
 	return ZSM_CU_SUCCESS;
 }
 
@@ -379,6 +388,8 @@ static struct zsm_cuda_drv fake_table(void)
 	t.mem_map = fake_map;
 	t.mem_unmap = fake_unmap;
 	t.mem_set_access = fake_access;
+	t.mem_host_register = fake_host_register;
+	t.mem_host_unregister = fake_ptr_ok;
 	return t;
 }
 
@@ -649,6 +660,9 @@ static void test_ce_cuda_host_to_gpu_lands_whole(void **state)
 	zsm_assert_int_eq(r.sizes[0], (int)len);
 	assert_memory_equal(dst, src, len);
 	zsm_assert_int_eq(fk.copies, 3);
+	/* Up from pinned memory: pageable copies may wait for the kernel
+	 * that waits for them. */
+	zsm_assert_int_eq(fk.pinned, 1);
 	gpu_dereg(NULL, rmr);
 	free(src);
 }
