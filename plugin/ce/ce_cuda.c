@@ -332,6 +332,7 @@ static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
 static int zsm_ce_cuda_stream(struct zsm_ce_chan *ch, zsm_cu_context ctx)
 {
 	zsm_cu_result res;
+	int least, greatest;
 	char why[256];
 
 	if (ch->gpu_stream && ch->gpu_ctx == ctx)
@@ -343,8 +344,15 @@ static int zsm_ce_cuda_stream(struct zsm_ce_chan *ch, zsm_cu_context ctx)
 		ch->gpu_stream = NULL;
 		ch->gpu_event = NULL;
 	}
-	res = zsm_ce_cu.stream_create(&ch->gpu_stream,
-				      ZSM_CU_STREAM_NON_BLOCKING);
+	/*
+	 * Non-blocking, and first in line: NCCL's kernel on this device may
+	 * be spinning until this copy lands, and work queued behind it on
+	 * the same hardware queue would wait for it for ever.
+	 */
+	if (zsm_ce_cu.ctx_stream_prio_range(&least, &greatest) != ZSM_CU_SUCCESS)
+		greatest = 0;
+	res = zsm_ce_cu.stream_create_prio(&ch->gpu_stream,
+					   ZSM_CU_STREAM_NON_BLOCKING, greatest);
 	if (res == ZSM_CU_SUCCESS)
 		res = zsm_ce_cu.event_create(&ch->gpu_event,
 					     ZSM_CU_EVENT_DISABLE_TIMING);
@@ -470,6 +478,22 @@ int zsm_ce_cuda_copy_up(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
 		return zsm_cuda_drv_fail(&zsm_ce_cu, res, NULL, 0, "set ctx");
 	return zsm_ce_cuda_start(ch, ctx, dev, dst,
 				 (zsm_cu_deviceptr)(uintptr_t)src, n);
+}
+
+const char *zsm_ce_cuda_copy_state(struct zsm_ce_chan *ch)
+{
+	zsm_cu_result ev = zsm_ce_cu.event_query(ch->gpu_event);
+	zsm_cu_result st = zsm_ce_cu.stream_query
+				   ? zsm_ce_cu.stream_query(ch->gpu_stream)
+				   : -1;
+
+	if (ev == ZSM_CU_ERROR_NOT_READY && st == ZSM_CU_ERROR_NOT_READY)
+		return "on the GPU, not finished (event and stream busy)";
+	if (ev == ZSM_CU_ERROR_NOT_READY)
+		return "on the GPU, event not ready, stream idle";
+	if (ev == ZSM_CU_SUCCESS)
+		return "on the GPU, finished but not yet seen";
+	return "on the GPU, event query failed";
 }
 
 int zsm_ce_cuda_copy_done(struct zsm_ce_chan *ch)

@@ -124,6 +124,7 @@ struct zsm_ce_chan {
 	uint64_t next_check_ns;
 	uint64_t last_event_ns; /* work outstanding and no progress since */
 	int stall_said;		/* this stall was reported */
+	uint64_t last_print;	/* what the channel looked like last pass */
 	int failed;
 	/* Receiver, GPU sends: the copy in flight on our stream, and the
 	 * sender's allocations opened so far (closed with the channel). */
@@ -164,6 +165,8 @@ int zsm_ce_cuda_copy_up(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
 /* The channel's pinned bounce buffer (ZSM_CE_CHUNK bytes), made on first
  * use (pinned in ctx, for every context); NULL when it cannot be had. */
 void *zsm_ce_cuda_bounce(struct zsm_ce_chan *ch, zsm_cu_context ctx);
+/* For a stall report: what the driver says of the copy in flight. */
+const char *zsm_ce_cuda_copy_state(struct zsm_ce_chan *ch);
 /* 1 the copy is done, 0 not yet, -errno it failed. */
 int zsm_ce_cuda_copy_done(struct zsm_ce_chan *ch);
 /* Close every mapping, the stream and the event. */

@@ -511,6 +511,18 @@ static int zsm_ce_progress_receiver(struct zsm_ce_chan *ch)
 	return events;
 }
 
+/* Everything whose change means the channel moved. */
+static uint64_t zsm_ce_fingerprint(const struct zsm_ce_chan *ch)
+{
+	uint64_t h = ch->next * 0x9e3779b97f4a7c15ULL ^ ch->oldest;
+
+	h = h * 31 + ch->cur_off;
+	h = h * 31 + (uint64_t)(uintptr_t)ch->head;
+	h = h * 31 + (uint64_t)(uintptr_t)ch->cur_req;
+	h = h * 31 + (uint64_t)ch->gpu_busy;
+	return h * 31 + (ch->head ? ch->head->remaining : 0);
+}
+
 /*
  * What a channel with work outstanding has waited for (at INFO: a receive
  * posted long before its peer sends is normal): the trail a hang leaves.
@@ -547,7 +559,9 @@ static void zsm_ce_say_stall(struct zsm_ce_chan *ch)
 			 &s->done, memory_order_acquire),
 		 (unsigned long long)s->size, s->tag, s->gpu ? "gpu" : "host",
 		 r ? (r->type == ZSM_REQ_SEND ? "send" : "receive") : "none",
-		 subs, ch->gpu_busy ? "on the GPU" : ch->cur_req ? "host" : "none",
+		 subs,
+		 ch->gpu_busy ? zsm_ce_cuda_copy_state(ch)
+		 : ch->cur_req ? "host" : "none",
 		 (unsigned long long)ch->cur_off,
 		 (unsigned long long)ch->cur_end);
 }
@@ -570,6 +584,10 @@ static int zsm_ce_progress(void)
 		got = ch->side == ZSM_CE_SENDER ? zsm_ce_progress_sender(ch)
 						: zsm_ce_progress_receiver(ch);
 		events += got;
+		/* A copy in flight counts as an event every pass; what moved
+		 * is what tells a stall. */
+		got = zsm_ce_fingerprint(ch) != ch->last_print;
+		ch->last_print = zsm_ce_fingerprint(ch);
 		if (!ch->head) {
 			ch->last_event_ns = 0;
 			continue;

@@ -116,12 +116,17 @@ typedef struct {
 	X(ipc_close_mem_handle, "cuIpcCloseMemHandle", (zsm_cu_deviceptr dptr)) \
 	X(stream_create, "cuStreamCreate",                                    \
 	  (zsm_cu_stream * stream, unsigned int flags))                       \
+	X(stream_create_prio, "cuStreamCreateWithPriority",                   \
+	  (zsm_cu_stream * stream, unsigned int flags, int priority))         \
+	X(ctx_stream_prio_range, "cuCtxGetStreamPriorityRange",               \
+	  (int *least, int *greatest))                                        \
 	X(stream_destroy, "cuStreamDestroy_v2", (zsm_cu_stream stream))       \
 	X(event_create, "cuEventCreate",                                      \
 	  (zsm_cu_event * event, unsigned int flags))                         \
 	X(event_record, "cuEventRecord",                                      \
 	  (zsm_cu_event event, zsm_cu_stream stream))                         \
 	X(event_query, "cuEventQuery", (zsm_cu_event event))                  \
+	X(stream_query, "cuStreamQuery", (zsm_cu_stream stream))              \
 	X(event_destroy, "cuEventDestroy_v2", (zsm_cu_event event))           \
 	X(memcpy_async, "cuMemcpyAsync",                                      \
 	  (zsm_cu_deviceptr dst, zsm_cu_deviceptr src, size_t size,           \

@@ -113,9 +113,12 @@ run() { # label seconds "nccl_check args" env...
 }
 
 small="--dtypes int8,float32 --ops all_gather,all_reduce,sendrecv,broadcast --sizes 1,1024,65536,1048576,16777216 --bw-sizes="
-run simple 75 "$small" "${viazsm[@]}" "${gdr[@]}" NCCL_PROTO=Simple || fail=1
-run ll 75 "$small" "${viazsm[@]}" "${gdr[@]}" NCCL_PROTO=LL || fail=1
+run simple ${ZSM_T_CHECK:-75} "$small" "${viazsm[@]}" "${gdr[@]}" NCCL_PROTO=Simple || fail=1
+run ll ${ZSM_T_CHECK:-75} "$small" "${viazsm[@]}" "${gdr[@]}" NCCL_PROTO=LL || fail=1
 run auto 75 "$small" "${viazsm[@]}" "${gdr[@]}" || fail=1
+# More hardware queues per device: a copy stream sharing one with NCCL's
+# spinning kernel would wait behind it.
+run simple32 50 "$small" "${viazsm[@]}" "${gdr[@]}" NCCL_PROTO=Simple CUDA_DEVICE_MAX_CONNECTIONS=32 || fail=1
 
 bw="--dtypes float32 --ops sendrecv,all_reduce --sizes= --bw-sizes=268435456,1073741824 --warmup 2 --iters 5"
 run bw-gdr 60 "$bw" "${viazsm[@]}" "${gdr[@]}"

@@ -52,6 +52,7 @@ static struct fake {
 	int fail_copy;
 	/* What the code under test did. */
 	int imports, ipc_opens, unmaps, ipc_closes, releases, copies, pinned;
+	int stream_prio;
 	int bad_ranges;
 } fk;
 
@@ -324,6 +325,20 @@ static zsm_cu_result fake_new_handle(void **out, unsigned int flags)
 	return ZSM_CU_SUCCESS;
 }
 
+static zsm_cu_result fake_stream_prio(void **out, unsigned int flags,
+				      int prio)
+{
+	fk.stream_prio = prio;
+	return fake_new_handle(out, flags);
+}
+
+static zsm_cu_result fake_prio_range(int *least, int *greatest)
+{
+	*least = 0;
+	*greatest = -5;
+	return ZSM_CU_SUCCESS;
+}
+
 static zsm_cu_result fake_memcpy_async(zsm_cu_deviceptr dst,
 				       zsm_cu_deviceptr src, size_t n,
 				       zsm_cu_stream stream)
@@ -373,6 +388,8 @@ static struct zsm_cuda_drv fake_table(void)
 	t.ipc_open_mem_handle = fake_ipc_open;
 	t.ipc_close_mem_handle = fake_ipc_close;
 	t.stream_create = fake_new_handle;
+	t.stream_create_prio = fake_stream_prio;
+	t.ctx_stream_prio_range = fake_prio_range;
 	t.stream_destroy = fake_ptr_ok;
 	t.event_create = fake_new_handle;
 	t.event_destroy = fake_ptr_ok;
@@ -539,6 +556,8 @@ static void test_ce_cuda_opens_each_allocation_once(void **state)
 	zsm_assert_int_eq(fk.imports, 1);
 	zsm_assert_int_eq(fk.copies, 3);
 	zsm_assert_int_eq(fk.bad_ranges, 0);
+	/* The copy stream goes first: a kernel may spin until it lands. */
+	zsm_assert_int_eq(fk.stream_prio, -5);
 	gpu_dereg(p, smr);
 	gpu_dereg(NULL, rmr);
 }
