@@ -4,6 +4,7 @@
 # ce-gpu.sh: GPU buffers through the same-host transport, on the GPU
 # machine.  Runs test/gpu/run.sh first (deps, build, unit suites, NCCL
 # through zsm; no socket run), then with that build:
+# Arguments go to run.sh (e.g. --quick, --no-unit).
 #   1. zsm-conformance --gpu 0,1 and --gpu 0,0 (gpu_buffers and friends);
 #   2. zsm-bench --gpu 0,1 and 0,0 stream bandwidth, 4 MiB to 1 GiB;
 #   3. bench/zero-sm.sh: the 1 GiB transfer idle and with every SM busy.
@@ -19,7 +20,7 @@ fail=0
 step() { echo "== $*" | tee -a "$log"; }
 
 # NCCL first, with the plugin's defaults (host memory only).
-bash "$here/run.sh" --no-socket >"$OUT/run.txt" 2>&1 || fail=1
+bash "$here/run.sh" --no-socket "$@" >"$OUT/run.txt" 2>&1 || fail=1
 tail -n 45 "$OUT/run.txt"
 export LD_LIBRARY_PATH="${ZSM_DEPS:-/tmp/zsm-deps}/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export ZSM_PROVIDER=tcp ZSM_DOMAIN=lo ZSM_CE_GPU=1
