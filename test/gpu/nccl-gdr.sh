@@ -116,6 +116,11 @@ small="--dtypes int8,float32 --ops all_gather,all_reduce,sendrecv,broadcast --si
 run simple ${ZSM_T_CHECK:-75} "$small" "${viazsm[@]}" "${gdr[@]}" NCCL_PROTO=Simple || fail=1
 run ll ${ZSM_T_CHECK:-75} "$small" "${viazsm[@]}" "${gdr[@]}" NCCL_PROTO=LL || fail=1
 run auto 75 "$small" "${viazsm[@]}" "${gdr[@]}" || fail=1
+# Every module loaded up front: a copy the driver runs as a kernel of its
+# own, loaded lazily, may wait for the device to go idle.
+run simple-eager ${ZSM_T_CHECK:-75} "$small" "${viazsm[@]}" "${gdr[@]}" NCCL_PROTO=Simple CUDA_MODULE_LOADING=EAGER || fail=1
+run ll-eager ${ZSM_T_CHECK:-75} "$small" "${viazsm[@]}" "${gdr[@]}" NCCL_PROTO=LL CUDA_MODULE_LOADING=EAGER || fail=1
+run auto-eager 75 "$small" "${viazsm[@]}" "${gdr[@]}" CUDA_MODULE_LOADING=EAGER || fail=1
 # More hardware queues per device: a copy stream sharing one with NCCL's
 # spinning kernel would wait behind it.
 run simple32 50 "$small" "${viazsm[@]}" "${gdr[@]}" NCCL_PROTO=Simple CUDA_DEVICE_MAX_CONNECTIONS=32 || fail=1
