@@ -14,6 +14,7 @@
 #include "ce/ce.h"
 #include "ce/ce_int.h"
 #include "common/log.h"
+#include "common/param.h"
 #include "proxy/proxy.h"
 
 static struct zsm_cuda_drv zsm_ce_cu;
@@ -38,6 +39,12 @@ int zsm_ce_cuda_init(void)
 	ZSM_INFO("ce: CUDA driver %d, %d device(s): GPU buffers of "
 		 "same-host comms move on copy engines",
 		 zsm_ce_cu.driver_version, zsm_ce_cu.ndev);
+	if (zsm_ce_cu.lazy_loading && zsm_param_int(ZSM_P_CE_GPU))
+		ZSM_WARN("ce: CUDA loads modules lazily (CUDA_MODULE_LOADING="
+			 "LAZY, the default): when NCCL hands GPU buffers to "
+			 "ce, a kernel loaded while NCCL's kernel waits for "
+			 "one of ce's copies can hold that copy back for "
+			 "ever; set CUDA_MODULE_LOADING=EAGER");
 	return 0;
 }
 
@@ -488,7 +495,14 @@ const char *zsm_ce_cuda_copy_state(struct zsm_ce_chan *ch)
 				   : -1;
 
 	if (ev == ZSM_CU_ERROR_NOT_READY && st == ZSM_CU_ERROR_NOT_READY)
-		return "on the GPU, not finished (event and stream busy)";
+		return zsm_ce_cu.lazy_loading
+			       ? "on the GPU, not finished (event and stream "
+				 "busy; with CUDA_MODULE_LOADING=LAZY a "
+				 "kernel being loaded can hold it back while "
+				 "NCCL's kernel waits: set "
+				 "CUDA_MODULE_LOADING=EAGER)"
+			       : "on the GPU, not finished (event and stream "
+				 "busy)";
 	if (ev == ZSM_CU_ERROR_NOT_READY)
 		return "on the GPU, event not ready, stream idle";
 	if (ev == ZSM_CU_SUCCESS)

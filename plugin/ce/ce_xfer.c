@@ -545,8 +545,10 @@ static void zsm_ce_say_stall(struct zsm_ce_chan *ch)
 					 : r->ops[i].posted == 1 ? "taken"
 								 : "open");
 	/* acquire, both: pair with the releases in zsm_ce_post_send and
-	 * zsm_ce_complete; only read for the message. */
-	ZSM_INFO("ce: %s comm %u: no progress for %llu s: message %llu "
+	 * zsm_ce_complete; only read for the message.  A GPU copy that has
+	 * not finished in that time is wrong, not a quiet peer: WARN. */
+	ZSM_LOG_AT(ch->gpu_busy ? ZSM_LOG_WARN : ZSM_LOG_INFO,
+		 "ce: %s comm %u: no progress for %llu s: message %llu "
 		 "(slot seq %llu, done %llu, %llu B, tag %d, %s), oldest "
 		 "request %s%s, copy %s at %llu of %llu",
 		 ch->side == ZSM_CE_SENDER ? "send" : "receive",

@@ -127,6 +127,24 @@ static int zsm_cuda_drv_resolve(struct zsm_cuda_drv *d, char *why,
 	return -ENOSYS;
 }
 
+/*
+ * Whether modules load lazily (CUDA 12 and later default to it).  The
+ * entry point is newer than the rest of the table, so it is looked up
+ * on its own: a driver without it loads eagerly.
+ */
+static int zsm_cuda_drv_lazy(struct zsm_cuda_drv *d)
+{
+	zsm_cu_result (*mode_of)(int *mode);
+	void *sym = dlsym(d->lib, "cuModuleGetLoadingMode");
+	int mode = 0;
+
+	if (!sym)
+		return 0;
+	memcpy(&mode_of, &sym, sizeof(sym));
+	return mode_of(&mode) == ZSM_CU_SUCCESS &&
+	       mode == ZSM_CU_MODULE_LAZY_LOADING;
+}
+
 int zsm_cuda_drv_open(struct zsm_cuda_drv *d, char *why, size_t why_len)
 {
 	zsm_cu_result res;
@@ -176,6 +194,7 @@ int zsm_cuda_drv_open(struct zsm_cuda_drv *d, char *why, size_t why_len)
 		return -ENODEV;
 	}
 	d->ndev = n;
+	d->lazy_loading = zsm_cuda_drv_lazy(d);
 	return 0;
 }
 

@@ -63,6 +63,7 @@ typedef struct {
 #define ZSM_CU_MEM_ACCESS_FLAGS_PROT_READWRITE 0x3
 #define ZSM_CU_STREAM_NON_BLOCKING 0x1
 #define ZSM_CU_MEMHOSTREGISTER_PORTABLE 0x1
+#define ZSM_CU_MODULE_LAZY_LOADING 0x2
 #define ZSM_CU_EVENT_DISABLE_TIMING 0x2
 #define ZSM_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
 #define ZSM_CU_MEMORYTYPE_HOST 1
@@ -164,6 +165,7 @@ struct zsm_cuda_drv {
 	/* Filled by zsm_cuda_drv_open. */
 	int driver_version; /* 1000 * major + 10 * minor, e.g. 13000 */
 	int ndev;
+	int lazy_loading; /* CUDA_MODULE_LOADING is LAZY (cuda_drv.c) */
 	/* The device zsm_cuda_drv_use_device made current; -1 for none. */
 	int ordinal;
 	zsm_cu_device dev;

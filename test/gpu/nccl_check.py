@@ -665,10 +665,12 @@ def main():
             op, dtype, fmt_size(size), count, "ok" if ok else "FAIL"))
 
     # every check must have run on every rank it involves
-    check_sizes = CHECK_SIZES_QUICK if args.quick else CHECK_SIZES
-    expected = 0
-    for _ in check_sizes:
-        expected += len(args.dtypes) * (len(OPS) - 2 + args.world + args.world)
+    check_sizes = args.sizes if args.sizes is not None else (
+        CHECK_SIZES_QUICK if args.quick else CHECK_SIZES)
+    # broadcast reports one check per root, sendrecv one per pair
+    per_op = {op: (args.world if op in ("broadcast", "sendrecv") else 1)
+              for op in args.ops}
+    expected = len(check_sizes) * len(args.dtypes) * sum(per_op.values())
     complete = len(result["checks"]) == expected and all(
         (len(c["ranks"]) == args.world or c["op"].startswith("sendrecv"))
         for c in result["checks"])
