@@ -345,11 +345,17 @@ static int zsm_ce_cuda_stream(struct zsm_ce_chan *ch, zsm_cu_context ctx)
 	if (ch->gpu_stream && ch->gpu_ctx == ctx)
 		return 0;
 	if (ch->gpu_stream) {
-		/* Another device's buffer on this comm: a stream there. */
+		/* Another device's buffer on this comm: a stream there (no
+		 * copy is in flight: the callers see to it). */
 		zsm_ce_cu.event_destroy(ch->gpu_event);
 		zsm_ce_cu.stream_destroy(ch->gpu_stream);
 		ch->gpu_stream = NULL;
 		ch->gpu_event = NULL;
+		for (unsigned i = 0; i < ZSM_CE_PIPE; i++) {
+			if (ch->pipe_ev[i])
+				zsm_ce_cu.event_destroy(ch->pipe_ev[i]);
+			ch->pipe_ev[i] = NULL;
+		}
 	}
 	/*
 	 * Non-blocking, and first in line: NCCL's kernel on this device may
@@ -400,6 +406,115 @@ static int zsm_ce_cuda_start(struct zsm_ce_chan *ch, zsm_cu_context ctx,
 	}
 	ch->gpu_busy = 1;
 	return 0;
+}
+
+int zsm_ce_cuda_pipe_add(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
+			 const struct zsm_ce_slot *s, struct zsm_ce_gpu_op *op)
+{
+	zsm_cu_deviceptr src = 0;
+	zsm_cu_result res;
+	int ret;
+
+	/* One stream per channel, in one context at a time. */
+	if (ch->gpu_stream && ch->gpu_ctx != ctx && (ch->pipe_n || ch->gpu_busy))
+		return -EAGAIN;
+	res = zsm_ce_cu.ctx_set_current(ctx);
+	if (res != ZSM_CU_SUCCESS)
+		return zsm_cuda_drv_fail(&zsm_ce_cu, res, NULL, 0, "set ctx");
+	ret = zsm_ce_cuda_stream(ch, ctx);
+	if (ret)
+		return ret;
+	ch->gpu_dev = dev;
+	ret = zsm_ce_cuda_map(ch, s, dev, &src);
+	if (ret)
+		return ret;
+	op->src = src + s->ipc_off;
+	return 0;
+}
+
+int zsm_ce_cuda_pipe_issue(struct zsm_ce_chan *ch)
+{
+	zsm_cu_deviceptr dsts[ZSM_CE_PIPE], srcs[ZSM_CE_PIPE];
+	size_t sizes[ZSM_CE_PIPE], idx0 = 0;
+	zsm_cu_memcpy_attr attr = {
+		/* The sender may reuse its buffer once we say Complete,
+		 * which follows the event: stream order is all we need. */
+		.src_access_order = ZSM_CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
+		.flags = ZSM_CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE,
+	};
+	unsigned n = ch->pipe_new, first = ch->pipe_n - n, last;
+	zsm_cu_result res = ZSM_CU_SUCCESS;
+	char why[256];
+
+	if (!n)
+		return 0;
+	last = (ch->pipe_head + ch->pipe_n - 1) % ZSM_CE_PIPE;
+	for (unsigned k = 0; k < n; k++) {
+		struct zsm_ce_gpu_op *op =
+			&ch->pipe[(ch->pipe_head + first + k) % ZSM_CE_PIPE];
+
+		dsts[k] = op->dst;
+		srcs[k] = op->src;
+		sizes[k] = op->size;
+		op->last = 0;
+	}
+	if (!ch->pipe_ev[last])
+		res = zsm_ce_cu.event_create(&ch->pipe_ev[last],
+					     ZSM_CU_EVENT_DISABLE_TIMING);
+	if (res == ZSM_CU_SUCCESS && n > 1 && zsm_ce_cu.memcpy_batch)
+		res = zsm_ce_cu.memcpy_batch(dsts, srcs, sizes, n, &attr, &idx0,
+					     1, ch->gpu_stream);
+	else
+		for (unsigned k = 0; k < n && res == ZSM_CU_SUCCESS; k++)
+			res = zsm_ce_cu.memcpy_async(dsts[k], srcs[k], sizes[k],
+						     ch->gpu_stream);
+	if (res == ZSM_CU_SUCCESS)
+		res = zsm_ce_cu.event_record(ch->pipe_ev[last], ch->gpu_stream);
+	if (res != ZSM_CU_SUCCESS) {
+		int err = zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
+					    "queueing %u copies", n);
+
+		ZSM_WARN("ce: receive comm %u: %s", ch->comm->local_id, why);
+		return err;
+	}
+	ch->pipe[last].last = 1;
+	ch->pipe_new = 0;
+	return 0;
+}
+
+int zsm_ce_cuda_pipe_query(struct zsm_ce_chan *ch, unsigned i)
+{
+	zsm_cu_result res = zsm_ce_cu.event_query(ch->pipe_ev[i]);
+	char why[256];
+	int ret;
+
+	if (res == ZSM_CU_ERROR_NOT_READY)
+		return 0;
+	if (res == ZSM_CU_SUCCESS)
+		return 1;
+	ret = zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
+				"GPU copies of comm %u", ch->comm->local_id);
+	ZSM_WARN("ce: %s", why);
+	return ret;
+}
+
+void zsm_ce_cuda_pipe_drain(struct zsm_ce_chan *ch)
+{
+	unsigned issued = ch->pipe_n - ch->pipe_new;
+
+	/* Events complete in stream order: the newest issued group is the
+	 * last to finish. */
+	for (unsigned k = issued; k > 0; k--) {
+		unsigned i = (ch->pipe_head + k - 1) % ZSM_CE_PIPE;
+
+		if (!ch->pipe[i].last)
+			continue;
+		if (ch->gpu_ctx)
+			zsm_ce_cu.ctx_set_current(ch->gpu_ctx);
+		while (zsm_ce_cuda_pipe_query(ch, i) == 0)
+			;
+		break;
+	}
 }
 
 /* A context for copies into host memory: the channel's, or GPU 0's. */
@@ -489,7 +604,16 @@ int zsm_ce_cuda_copy_up(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
 
 const char *zsm_ce_cuda_copy_state(struct zsm_ce_chan *ch)
 {
-	zsm_cu_result ev = zsm_ce_cu.event_query(ch->gpu_event);
+	/* The oldest pipelined group, or the current copy. */
+	unsigned k = 0;
+	zsm_cu_event e = ch->gpu_event;
+
+	if (ch->pipe_n > ch->pipe_new) {
+		while (!ch->pipe[(ch->pipe_head + k) % ZSM_CE_PIPE].last)
+			k++;
+		e = ch->pipe_ev[(ch->pipe_head + k) % ZSM_CE_PIPE];
+	}
+	zsm_cu_result ev = zsm_ce_cu.event_query(e);
 	zsm_cu_result st = zsm_ce_cu.stream_query
 				   ? zsm_ce_cu.stream_query(ch->gpu_stream)
 				   : -1;
@@ -582,13 +706,20 @@ void zsm_ce_chan_forget(struct zsm_ce_chan *ch, const struct zsm_ce_gpu_mr *mr)
 
 void zsm_ce_cuda_chan_fini(struct zsm_ce_chan *ch)
 {
-	if (!ch->maps && !ch->gpu_stream && !ch->bounce)
+	if (!ch->maps && !ch->gpu_stream && !ch->bounce && !ch->pipe_n)
 		return;
 	if (ch->gpu_ctx)
 		zsm_ce_cu.ctx_set_current(ch->gpu_ctx);
 	/* A copy in flight still reads the peer's memory: let it end. */
 	while (ch->gpu_busy && !zsm_ce_cuda_copy_done(ch))
 		;
+	zsm_ce_cuda_pipe_drain(ch);
+	ch->pipe_n = ch->pipe_new = 0;
+	for (unsigned i = 0; i < ZSM_CE_PIPE; i++) {
+		if (ch->pipe_ev[i])
+			zsm_ce_cu.event_destroy(ch->pipe_ev[i]);
+		ch->pipe_ev[i] = NULL;
+	}
 	while (ch->maps)
 		zsm_ce_cuda_drop(&ch->maps);
 	if (ch->gpu_stream) {

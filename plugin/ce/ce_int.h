@@ -72,6 +72,23 @@ _Static_assert(sizeof(struct zsm_ce_slot) == 256, "four cache lines a slot");
 
 enum { ZSM_CE_SENDER = 0, ZSM_CE_RECEIVER = 1 };
 
+/*
+ * Receiver: GPU-to-GPU copies queued on the channel's stream without
+ * waiting for each other.  NCCL keeps several messages in flight per
+ * connection; copying them one at a time, each waiting for the previous
+ * one's event, would pay a round trip per message.
+ */
+#define ZSM_CE_PIPE 16
+
+struct zsm_ce_gpu_op {
+	uint64_t seq;		  /* the slot's message number */
+	struct zsm_net_req *req;  /* and the receive it lands in */
+	int sub;
+	int last;		  /* ends a group: pipe_ev[its index] follows it */
+	uint64_t size;
+	zsm_cu_deviceptr dst, src;
+};
+
 struct zsm_ce_window {
 	uint32_t magic;
 	uint32_t version;
@@ -136,6 +153,11 @@ struct zsm_ce_chan {
 	zsm_cu_event gpu_event;
 	struct zsm_ce_ipc_map *maps;
 	uint64_t forget_tail; /* receiver: deregMr notices handled */
+	/* Receiver: the pipelined copies, oldest first; the last pipe_new
+	 * of them are not issued yet. */
+	struct zsm_ce_gpu_op pipe[ZSM_CE_PIPE];
+	unsigned pipe_head, pipe_n, pipe_new;
+	zsm_cu_event pipe_ev[ZSM_CE_PIPE];
 	void *bounce;	/* host bytes on their way into our GPU buffer */
 	struct zsm_ce_chan *next_chan; /* every started channel */
 };
@@ -165,6 +187,20 @@ int zsm_ce_cuda_copy_up(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
 /* The channel's pinned bounce buffer (ZSM_CE_CHUNK bytes), made on first
  * use (pinned in ctx, for every context); NULL when it cannot be had. */
 void *zsm_ce_cuda_bounce(struct zsm_ce_chan *ch, zsm_cu_context ctx);
+/*
+ * Pipelined copies (ce_cuda.c).  pipe_add checks that op (dst in ctx,
+ * from the sender's allocation named by slot s) can join the pipe and
+ * fills op->src: 0, -EAGAIN when it cannot now (another context has
+ * copies in flight), -errno on failure.  pipe_issue queues the pipe_new
+ * newest ops on the stream (one batch where the driver has one) and
+ * records the group's event.  pipe_query: 1 the group ending at ring
+ * index i is done, 0 not yet, -errno failed.  pipe_drain waits for all.
+ */
+int zsm_ce_cuda_pipe_add(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
+			 const struct zsm_ce_slot *s, struct zsm_ce_gpu_op *op);
+int zsm_ce_cuda_pipe_issue(struct zsm_ce_chan *ch);
+int zsm_ce_cuda_pipe_query(struct zsm_ce_chan *ch, unsigned i);
+void zsm_ce_cuda_pipe_drain(struct zsm_ce_chan *ch);
 /* For a stall report: what the driver says of the copy in flight. */
 const char *zsm_ce_cuda_copy_state(struct zsm_ce_chan *ch);
 /* 1 the copy is done, 0 not yet, -errno it failed. */

@@ -64,6 +64,10 @@ void zsm_ce_xfer_abort(struct zsm_ce_chan *ch, int err)
 {
 	struct zsm_net_req *req;
 
+	/* Pipelined copies still write into these receives: let them land
+	 * before NCCL may reuse the buffers. */
+	zsm_ce_cuda_pipe_drain(ch);
+	ch->pipe_n = ch->pipe_new = 0;
 	ch->cur_req = NULL;
 	while ((req = ch->head)) {
 		ch->head = req->ce_next;
@@ -272,19 +276,27 @@ static void zsm_ce_sub_done(struct zsm_ce_chan *ch, struct zsm_net_req *req,
 	}
 }
 
-/* Receiver: the current send is over; the slot goes back to the sender. */
-static void zsm_ce_complete(struct zsm_ce_chan *ch, int err, size_t len)
+/* Receiver: message seq is over; its slot goes back to the sender. */
+static void zsm_ce_finish(struct zsm_ce_chan *ch, uint64_t seq,
+			  struct zsm_net_req *req, int sub, int err, size_t len)
 {
-	struct zsm_ce_slot *s = zsm_ce_slot_of(ch, ch->next);
-	struct zsm_net_req *req = ch->cur_req;
+	struct zsm_ce_slot *s = zsm_ce_slot_of(ch, seq);
 
 	s->err = err;
 	s->len = len;
 	/* release: pairs with the acquire in zsm_ce_progress_sender. */
-	atomic_store_explicit(&s->done, ch->next + 1, memory_order_release);
-	ch->next++;
+	atomic_store_explicit(&s->done, seq + 1, memory_order_release);
+	zsm_ce_sub_done(ch, req, sub, err, len);
+}
+
+/* Receiver: the current send is over. */
+static void zsm_ce_complete(struct zsm_ce_chan *ch, int err, size_t len)
+{
+	struct zsm_net_req *req = ch->cur_req;
+	uint64_t seq = ch->next++;
+
 	ch->cur_req = NULL;
-	zsm_ce_sub_done(ch, req, ch->cur_sub, err, len);
+	zsm_ce_finish(ch, seq, req, ch->cur_sub, err, len);
 }
 
 /*
@@ -389,8 +401,12 @@ static int zsm_ce_copy(struct zsm_ce_chan *ch)
 	size_t n = ch->cur_end - ch->cur_off;
 	ssize_t got;
 
-	if (s->gpu || zsm_ce_recv_gpu(req, ch->cur_sub))
+	if (s->gpu || zsm_ce_recv_gpu(req, ch->cur_sub)) {
+		/* One stream: pipelined copies first. */
+		if (ch->pipe_n)
+			return 0;
 		return zsm_ce_copy_mixed(ch, s, req);
+	}
 
 	if (n) {
 		if (n > ZSM_CE_CHUNK)
@@ -486,9 +502,90 @@ static int zsm_ce_take(struct zsm_ce_chan *ch)
 	return 1;
 }
 
-static int zsm_ce_progress_receiver(struct zsm_ce_chan *ch)
+/* Receiver: finish the pipelined copies whose group's event fired. */
+static int zsm_ce_pipe_reap(struct zsm_ce_chan *ch)
 {
 	int events = 0;
+
+	while (ch->pipe_n > ch->pipe_new) {
+		unsigned k = 0, i = ch->pipe_head;
+		int ret;
+
+		while (!ch->pipe[(i + k) % ZSM_CE_PIPE].last)
+			k++;
+		ret = zsm_ce_cuda_pipe_query(ch, (i + k) % ZSM_CE_PIPE);
+		if (!ret)
+			break;
+		for (unsigned j = 0; j <= k; j++) {
+			struct zsm_ce_gpu_op *op = &ch->pipe[ch->pipe_head];
+
+			ch->pipe_head = (ch->pipe_head + 1) % ZSM_CE_PIPE;
+			ch->pipe_n--;
+			zsm_ce_finish(ch, op->seq, op->req, op->sub,
+				      ret < 0 ? ret : 0, ret < 0 ? 0 : op->size);
+			events++;
+		}
+	}
+	return events;
+}
+
+/*
+ * Receiver, just taken: a GPU-to-GPU copy joins the pipe instead of
+ * becoming the current copy.  Returns 1 when it did.
+ */
+static int zsm_ce_pipe_join(struct zsm_ce_chan *ch)
+{
+	struct zsm_ce_slot *s = zsm_ce_slot_of(ch, ch->next);
+	struct zsm_net_req *req = ch->cur_req;
+	int sub = ch->cur_sub, ret;
+	struct zsm_ce_gpu_op *op;
+
+	if (!req || !s->gpu || !s->size || !zsm_ce_recv_gpu(req, sub) ||
+	    ch->gpu_busy || ch->pipe_n == ZSM_CE_PIPE)
+		return 0;
+	op = &ch->pipe[(ch->pipe_head + ch->pipe_n) % ZSM_CE_PIPE];
+	op->dst = (zsm_cu_deviceptr)(uintptr_t)req->data[sub];
+	ret = zsm_ce_cuda_pipe_add(ch, req->mh[sub]->gpu_mr.ctx,
+				   req->mh[sub]->gpu_mr.dev, s, op);
+	if (ret == -EAGAIN)
+		return 0; /* the current-copy path, once the pipe drains */
+	if (ret) {
+		zsm_ce_complete(ch, ret, 0);
+		return 1;
+	}
+	op->seq = ch->next++;
+	op->req = req;
+	op->sub = sub;
+	op->size = s->size;
+	op->last = 0;
+	ch->pipe_n++;
+	ch->pipe_new++;
+	ch->cur_req = NULL;
+	return 1;
+}
+
+/* Receiver: queue what joined the pipe this pass; on failure end them. */
+static void zsm_ce_pipe_issue(struct zsm_ce_chan *ch)
+{
+	unsigned first = ch->pipe_n - ch->pipe_new, n = ch->pipe_new;
+	int ret = zsm_ce_cuda_pipe_issue(ch);
+
+	if (!ret)
+		return;
+	/* The unissued ones are the ring's tail: drop them from it. */
+	ch->pipe_n = first;
+	ch->pipe_new = 0;
+	for (unsigned k = 0; k < n; k++) {
+		struct zsm_ce_gpu_op *op =
+			&ch->pipe[(ch->pipe_head + first + k) % ZSM_CE_PIPE];
+
+		zsm_ce_finish(ch, op->seq, op->req, op->sub, ret, 0);
+	}
+}
+
+static int zsm_ce_progress_receiver(struct zsm_ce_chan *ch)
+{
+	int events = zsm_ce_pipe_reap(ch);
 
 	for (;;) {
 		if (ch->cur_req) {
@@ -501,11 +598,16 @@ static int zsm_ce_progress_receiver(struct zsm_ce_chan *ch)
 		if (!zsm_ce_take(ch))
 			break;
 		events++;
+		zsm_ce_pipe_join(ch);
+	}
+	if (ch->pipe_new) {
+		zsm_ce_pipe_issue(ch);
+		events += zsm_ce_pipe_reap(ch);
 	}
 	/* A sender that closed sends nothing more, and what it published
 	 * but we did not take may no longer be read. */
 	/* seq_cst: see struct zsm_ce_window. */
-	if (ch->head && !ch->cur_req &&
+	if (ch->head && !ch->cur_req && !ch->pipe_n &&
 	    atomic_load(&ch->win->closed[ZSM_CE_SENDER]))
 		zsm_ce_xfer_abort(ch, -ECONNRESET);
 	return events;
@@ -520,6 +622,7 @@ static uint64_t zsm_ce_fingerprint(const struct zsm_ce_chan *ch)
 	h = h * 31 + (uint64_t)(uintptr_t)ch->head;
 	h = h * 31 + (uint64_t)(uintptr_t)ch->cur_req;
 	h = h * 31 + (uint64_t)ch->gpu_busy;
+	h = h * 31 + ch->pipe_head * 64 + ch->pipe_n;
 	return h * 31 + (ch->head ? ch->head->remaining : 0);
 }
 
@@ -547,7 +650,7 @@ static void zsm_ce_say_stall(struct zsm_ce_chan *ch)
 	/* acquire, both: pair with the releases in zsm_ce_post_send and
 	 * zsm_ce_complete; only read for the message.  A GPU copy that has
 	 * not finished in that time is wrong, not a quiet peer: WARN. */
-	ZSM_LOG_AT(ch->gpu_busy ? ZSM_LOG_WARN : ZSM_LOG_INFO,
+	ZSM_LOG_AT(ch->gpu_busy || ch->pipe_n ? ZSM_LOG_WARN : ZSM_LOG_INFO,
 		 "ce: %s comm %u: no progress for %llu s: message %llu "
 		 "(slot seq %llu, done %llu, %llu B, tag %d, %s), oldest "
 		 "request %s%s, copy %s at %llu of %llu",
@@ -562,7 +665,7 @@ static void zsm_ce_say_stall(struct zsm_ce_chan *ch)
 		 (unsigned long long)s->size, s->tag, s->gpu ? "gpu" : "host",
 		 r ? (r->type == ZSM_REQ_SEND ? "send" : "receive") : "none",
 		 subs,
-		 ch->gpu_busy ? zsm_ce_cuda_copy_state(ch)
+		 ch->gpu_busy || ch->pipe_n ? zsm_ce_cuda_copy_state(ch)
 		 : ch->cur_req ? "host" : "none",
 		 (unsigned long long)ch->cur_off,
 		 (unsigned long long)ch->cur_end);
@@ -577,7 +680,7 @@ static int zsm_ce_progress(void)
 		int got;
 
 		/* No copy in flight may use a mapping being closed. */
-		if (ch->maps && !ch->gpu_busy)
+		if (ch->maps && !ch->gpu_busy && !ch->pipe_n)
 			events += zsm_ce_cuda_forget(ch);
 		if (ch->failed || !ch->head) {
 			ch->last_event_ns = 0;

@@ -23,6 +23,13 @@
 _Static_assert(sizeof(void *) == sizeof(zsm_cu_result (*)(void)),
 	       "function pointers are not the size of void *");
 
+/* CUmemcpyAttributes as cuda.h 13.0 lays it out. */
+_Static_assert(sizeof(zsm_cu_memcpy_attr) == 24, "CUmemcpyAttributes size");
+_Static_assert(offsetof(zsm_cu_memcpy_attr, src_hint) == 4,
+	       "CUmemcpyAttributes.srcLocHint");
+_Static_assert(offsetof(zsm_cu_memcpy_attr, flags) == 20,
+	       "CUmemcpyAttributes.flags");
+
 struct zsm_cuda_drv_sym {
 	const char *name;
 	size_t offset;
@@ -195,6 +202,12 @@ int zsm_cuda_drv_open(struct zsm_cuda_drv *d, char *why, size_t why_len)
 	}
 	d->ndev = n;
 	d->lazy_loading = zsm_cuda_drv_lazy(d);
+	{
+		void *sym = dlsym(d->lib, "cuMemcpyBatchAsync_v2");
+
+		if (sym)
+			memcpy(&d->memcpy_batch, &sym, sizeof(sym));
+	}
 	return 0;
 }
 

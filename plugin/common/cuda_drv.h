@@ -28,12 +28,24 @@ typedef unsigned long long zsm_cu_deviceptr;
 typedef void *zsm_cu_stream;
 typedef void *zsm_cu_event;
 typedef unsigned long long zsm_cu_mem_handle; /* CUmemGenericAllocationHandle */
+/* CUmemLocation: a type and an id. */
+typedef struct {
+	int type;
+	int id;
+} zsm_cu_mem_location;
 /* CUmemAccessDesc: a location {type, id} and the access flags. */
 typedef struct {
 	int type;
 	int id;
 	int flags;
 } zsm_cu_mem_access;
+/* CUmemcpyAttributes: source order, two location hints, flags. */
+typedef struct {
+	int src_access_order;
+	zsm_cu_mem_location src_hint;
+	zsm_cu_mem_location dst_hint;
+	unsigned int flags;
+} zsm_cu_memcpy_attr;
 /* CUipcMemHandle: 64 opaque bytes, passed by value. */
 typedef struct {
 	char reserved[64];
@@ -64,6 +76,8 @@ typedef struct {
 #define ZSM_CU_STREAM_NON_BLOCKING 0x1
 #define ZSM_CU_MEMHOSTREGISTER_PORTABLE 0x1
 #define ZSM_CU_MODULE_LAZY_LOADING 0x2
+#define ZSM_CU_MEMCPY_SRC_ACCESS_ORDER_STREAM 0x1
+#define ZSM_CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE 0x1
 #define ZSM_CU_EVENT_DISABLE_TIMING 0x2
 #define ZSM_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
 #define ZSM_CU_MEMORYTYPE_HOST 1
@@ -166,6 +180,13 @@ struct zsm_cuda_drv {
 	int driver_version; /* 1000 * major + 10 * minor, e.g. 13000 */
 	int ndev;
 	int lazy_loading; /* CUDA_MODULE_LOADING is LAZY (cuda_drv.c) */
+	/* cuMemcpyBatchAsync_v2 (CUDA 13), or NULL: newer than the rest, so
+	 * looked up on its own. */
+	zsm_cu_result (*memcpy_batch)(zsm_cu_deviceptr *dsts,
+				      zsm_cu_deviceptr *srcs, size_t *sizes,
+				      size_t count, zsm_cu_memcpy_attr *attrs,
+				      size_t *attr_idxs, size_t nattrs,
+				      zsm_cu_stream stream);
 	/* The device zsm_cuda_drv_use_device made current; -1 for none. */
 	int ordinal;
 	zsm_cu_device dev;

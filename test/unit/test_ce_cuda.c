@@ -3,7 +3,8 @@
  * ce's GPU paths on a fake CUDA driver table: what regMr records of a GPU
  * buffer, the receiver's cache of the sender's opened allocations (one
  * open per allocation, closed on deregMr and on close), copies that end
- * only when their event does, and failures that end both requests.
+ * only when their event does, several copies queued at once (batched
+ * where the driver can), and failures that end both requests.
  *
  * "Device memory" here is host memory the fake calls device memory.  The
  * receiver's opened mappings get addresses of their own, which only the
@@ -47,8 +48,14 @@ static struct fake {
 	struct fake_alloc alloc[FAKE_ALLOCS];
 	struct fake_map map[FAKE_MAPS];
 	zsm_cu_deviceptr next_va;
-	struct fake_copy pending; /* queued, lands at the event's 2nd query */
-	int queries;		  /* of the pending copy's event */
+	/* Queued copies land one per event query that finds its own not
+	 * landed yet: a copy is never done at the first look. */
+	struct fake_copy q[64];
+	int nq, landed;
+	struct fake_event {
+		int wm; /* done once this many copies landed */
+	} ev[48];
+	int nev, batches, batch_bad_attr;
 	int fail_copy;
 	/* What the code under test did. */
 	int imports, ipc_opens, unmaps, ipc_closes, releases, copies, pinned;
@@ -99,8 +106,8 @@ static zsm_cu_result fake_ptr_ok(void *p)
 
 static zsm_cu_result fake_record(zsm_cu_event ev, zsm_cu_stream st)
 {
-	(void)ev;
 	(void)st;
+	((struct fake_event *)ev)->wm = fk.nq;
 	return ZSM_CU_SUCCESS;
 }
 
@@ -339,32 +346,68 @@ static zsm_cu_result fake_prio_range(int *least, int *greatest)
 	return ZSM_CU_SUCCESS;
 }
 
-static zsm_cu_result fake_memcpy_async(zsm_cu_deviceptr dst,
-				       zsm_cu_deviceptr src, size_t n,
-				       zsm_cu_stream stream)
+static zsm_cu_result fake_event_new(void **out, unsigned int flags)
+{
+	(void)flags;
+	if (fk.nev == (int)(sizeof(fk.ev) / sizeof(fk.ev[0])))
+		return ZSM_CU_ERROR_OUT_OF_MEMORY;
+	*out = &fk.ev[fk.nev++];
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_queue(zsm_cu_deviceptr dst, zsm_cu_deviceptr src,
+				size_t n)
 {
 	void *d = fake_resolve(dst, n), *s = fake_resolve(src, n);
 
-	(void)stream;
-	if (fk.fail_copy || !d || !s || fk.pending.n)
+	if (fk.fail_copy || !d || !s || fk.nq == 64)
 		return ZSM_CU_ERROR_INVALID_VALUE;
-	fk.pending = (struct fake_copy){ .dst = d, .src = s, .n = n };
-	fk.queries = 0;
+	fk.q[fk.nq++] = (struct fake_copy){ .dst = d, .src = s, .n = n };
 	fk.copies++;
 	return ZSM_CU_SUCCESS;
 }
 
-/* A copy is still running at the first query and done at the second. */
-static zsm_cu_result fake_event_query(zsm_cu_event ev)
+static zsm_cu_result fake_memcpy_async(zsm_cu_deviceptr dst,
+				       zsm_cu_deviceptr src, size_t n,
+				       zsm_cu_stream stream)
 {
-	(void)ev;
-	if (!fk.pending.n)
-		return ZSM_CU_SUCCESS;
-	if (fk.queries++ == 0)
-		return ZSM_CU_ERROR_NOT_READY;
-	memcpy(fk.pending.dst, fk.pending.src, fk.pending.n);
-	fk.pending.n = 0;
+	(void)stream;
+	return fake_queue(dst, src, n);
+}
+
+static zsm_cu_result fake_memcpy_batch(zsm_cu_deviceptr *dsts,
+				       zsm_cu_deviceptr *srcs, size_t *sizes,
+				       size_t count, zsm_cu_memcpy_attr *attrs,
+				       size_t *idxs, size_t nattrs,
+				       zsm_cu_stream stream)
+{
+	(void)stream;
+	if (nattrs != 1 || idxs[0] != 0 ||
+	    attrs[0].src_access_order != ZSM_CU_MEMCPY_SRC_ACCESS_ORDER_STREAM ||
+	    !(attrs[0].flags & ZSM_CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE))
+		fk.batch_bad_attr++;
+	for (size_t i = 0; i < count; i++)
+		if (fake_queue(dsts[i], srcs[i], sizes[i]))
+			return ZSM_CU_ERROR_INVALID_VALUE;
+	fk.batches++;
 	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_event_query(zsm_cu_event e)
+{
+	struct fake_event *ev = e;
+
+	if (fk.landed >= ev->wm)
+		return ZSM_CU_SUCCESS;
+	memcpy(fk.q[fk.landed].dst, fk.q[fk.landed].src, fk.q[fk.landed].n);
+	fk.landed++;
+	return ZSM_CU_ERROR_NOT_READY;
+}
+
+static zsm_cu_result fake_stream_query(zsm_cu_stream st)
+{
+	(void)st;
+	return fk.landed == fk.nq ? ZSM_CU_SUCCESS : ZSM_CU_ERROR_NOT_READY;
 }
 
 static struct zsm_cuda_drv fake_table(void)
@@ -391,7 +434,8 @@ static struct zsm_cuda_drv fake_table(void)
 	t.stream_create_prio = fake_stream_prio;
 	t.ctx_stream_prio_range = fake_prio_range;
 	t.stream_destroy = fake_ptr_ok;
-	t.event_create = fake_new_handle;
+	t.event_create = fake_event_new;
+	t.stream_query = fake_stream_query;
 	t.event_destroy = fake_ptr_ok;
 	t.event_record = fake_record;
 	t.event_query = fake_event_query;
@@ -714,6 +758,61 @@ static void test_ce_cuda_failed_copy_fails_both(void **state)
 	gpu_dereg(p, smr);
 }
 
+/* Several GPU-to-GPU messages: queued together, not one per event. */
+static void pipeline_four(struct pair *p)
+{
+	unsigned char *src = fake_alloc(1 << 14, 1, 21);
+	unsigned char *dst = fake_alloc(1 << 14, 1, 0);
+	struct zsm_net_mr *smr = gpu_reg(src, 1 << 14);
+	struct zsm_net_mr *rmr = gpu_reg(dst, 1 << 14);
+	struct zsm_net_req s[4], r[4];
+	size_t cap = 4096;
+
+	memset(dst, 0, 1 << 14);
+	for (int i = 0; i < 4; i++) {
+		void *bufs[1] = { dst + i * 4096 };
+
+		post_recv(p, &r[i], 1, bufs, &cap, (int[]){ i }, &rmr);
+	}
+	for (int i = 0; i < 4; i++)
+		post_send(p, &s[i], src + i * 4096 + i, 1000 + i, i, smr);
+	pump(1);
+	zsm_assert_int_eq(fk.copies, 4);
+	for (int i = 0; i < 4; i++)
+		zsm_assert_int_eq(state_of(&r[i]), ZSM_REQ_PENDING);
+	pump_until_done(&s[3]);
+	for (int i = 0; i < 4; i++) {
+		zsm_assert_int_eq(state_of(&r[i]), ZSM_REQ_DONE);
+		zsm_assert_int_eq(state_of(&s[i]), ZSM_REQ_DONE);
+		zsm_assert_int_eq(r[i].sizes[0], 1000 + i);
+		assert_memory_equal(dst + i * 4096, src + i * 4096 + i,
+				    1000 + i);
+	}
+	zsm_assert_int_eq(fk.bad_ranges, 0);
+	gpu_dereg(p, smr);
+	gpu_dereg(NULL, rmr);
+}
+
+static void test_ce_cuda_pipelines_gpu_copies(void **state)
+{
+	pipeline_four(need_pair(state));
+	zsm_assert_int_eq(fk.batches, 0);
+}
+
+/* Where the driver has cuMemcpyBatchAsync, one call queues them all,
+ * in stream order and with the overlap-with-compute hint. */
+static void test_ce_cuda_batches_copies_where_the_driver_can(void **state)
+{
+	struct pair *p = need_pair(state);
+	struct zsm_cuda_drv t = fake_table();
+
+	t.memcpy_batch = fake_memcpy_batch;
+	zsm_ce_cuda_use_table(&t);
+	pipeline_four(p);
+	zsm_assert_int_eq(fk.batches, 1);
+	zsm_assert_int_eq(fk.batch_bad_attr, 0);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fake_setup, fake_teardown)
@@ -725,6 +824,8 @@ int main(void)
 		T(test_ce_cuda_close_releases_mappings),
 		T(test_ce_cuda_host_to_gpu_lands_whole),
 		T(test_ce_cuda_failed_copy_fails_both),
+		T(test_ce_cuda_pipelines_gpu_copies),
+		T(test_ce_cuda_batches_copies_where_the_driver_can),
 	};
 #undef T
 	if (!ce_possible())
