@@ -48,6 +48,8 @@ static void zsm_plugin_teardown_locked(void)
 /* Per device: does it take GPU buffers (said once, at INFO)? */
 static void zsm_plugin_plan_gdr(void)
 {
+	int gpu = zsm_ce_cuda_ready() && zsm_param_int(ZSM_P_CE_GPU);
+
 	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
 		struct zsm_net_dev *dev = &zsm_net_topo.devs[i];
 		struct zsm_net_hmem_in in = {
@@ -60,7 +62,16 @@ static void zsm_plugin_plan_gdr(void)
 
 		zsm_net_hmem_decide(&in, &dev->gdr);
 		ZSM_INFO("net: %s: %s", dev->name, dev->gdr.why);
+		gpu |= dev->gdr.reg == ZSM_HMEM_REG_CUDA;
 	}
+	/* GPU buffers of same-host comms are copied by ce on a stream while
+	 * NCCL's kernel waits for them (docs/ce.md, "Lazy module loading"). */
+	if (gpu && zsm_ce_enabled() && zsm_ce_cuda_lazy())
+		ZSM_WARN("ce: CUDA loads modules lazily (CUDA_MODULE_LOADING="
+			 "LAZY, the default): when NCCL hands GPU buffers to "
+			 "a same-host comm, a kernel loaded while NCCL's "
+			 "kernel waits for one of ce's copies can hold that "
+			 "copy back for ever; set CUDA_MODULE_LOADING=EAGER");
 }
 
 static int zsm_plugin_open_endpoints(void)

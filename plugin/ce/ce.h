@@ -81,6 +81,8 @@ void zsm_ce_cuda_mr_release(struct zsm_ce_gpu_mr *mr);
 int zsm_ce_cuda_init(void);
 /* Whether GPU buffers can be taken (the driver is there, with a device). */
 int zsm_ce_cuda_ready(void);
+/* Whether the driver loads modules lazily (CUDA_MODULE_LOADING=LAZY). */
+int zsm_ce_cuda_lazy(void);
 /* The lowest compute capability of the devices (10 * major + minor), 0
  * when unknown or no driver. */
 int zsm_ce_cuda_min_cc(void);

@@ -14,7 +14,6 @@
 #include "ce/ce.h"
 #include "ce/ce_int.h"
 #include "common/log.h"
-#include "common/param.h"
 #include "proxy/proxy.h"
 
 static struct zsm_cuda_drv zsm_ce_cu;
@@ -39,18 +38,17 @@ int zsm_ce_cuda_init(void)
 	ZSM_INFO("ce: CUDA driver %d, %d device(s): GPU buffers of "
 		 "same-host comms move on copy engines",
 		 zsm_ce_cu.driver_version, zsm_ce_cu.ndev);
-	if (zsm_ce_cu.lazy_loading && zsm_param_int(ZSM_P_CE_GPU))
-		ZSM_WARN("ce: CUDA loads modules lazily (CUDA_MODULE_LOADING="
-			 "LAZY, the default): when NCCL hands GPU buffers to "
-			 "ce, a kernel loaded while NCCL's kernel waits for "
-			 "one of ce's copies can hold that copy back for "
-			 "ever; set CUDA_MODULE_LOADING=EAGER");
 	return 0;
 }
 
 int zsm_ce_cuda_ready(void)
 {
 	return zsm_ce_cu_state > 0;
+}
+
+int zsm_ce_cuda_lazy(void)
+{
+	return zsm_ce_cu_state > 0 && zsm_ce_cu.lazy_loading;
 }
 
 int zsm_ce_cuda_min_cc(void)

@@ -3,8 +3,8 @@
 #
 # ce-gpu.sh: GPU buffers through the same-host transport, on the GPU
 # machine.  Runs test/gpu/run.sh first (deps, build, unit suites, NCCL
-# through zsm; no socket run), then with that build:
-# Arguments go to run.sh (e.g. --quick, --no-unit).
+# through zsm; no socket run; its arguments, e.g. --quick or --no-unit),
+# then with that build:
 #   1. zsm-conformance --gpu 0,1 and --gpu 0,0 (gpu_buffers and friends);
 #   2. zsm-bench --gpu 0,1 and 0,0 stream bandwidth, 4 MiB to 1 GiB;
 #   3. bench/zero-sm.sh: the 1 GiB transfer idle and with every SM busy.
