@@ -12,7 +12,8 @@
 #   3. sendrecv and all_reduce bandwidth at 256 MiB and 1 GiB: zsm with
 #      GPUDirect under NCCL's defaults and with each large-transfer
 #      setting (NCCL_P2P_NET_CHUNKSIZE, NCCL_BUFFSIZE,
-#      NCCL_NCHANNELS_PER_NET_PEER) alone and together; zsm through host
+#      NCCL_NCHANNELS_PER_NET_PEER) alone and together, and with PyTorch
+#      registering its tensors with NCCL; zsm through host
 #      staging (its defaults); NCCL's NVLink path; NCCL's socket transport.
 # Writes $OUT/gdr-summary.txt as it goes and, at the end, every log in
 # $OUT/gdr-logs.tar.gz (the device tool brings back 8 files at most).
@@ -132,6 +133,13 @@ run bw-chunk 60 "$bw" "${viazsm[@]}" "${gdr[@]}" NCCL_P2P_NET_CHUNKSIZE=4194304
 run bw-buff 60 "$bw" "${viazsm[@]}" "${gdr[@]}" NCCL_BUFFSIZE=33554432
 run bw-nch 60 "$bw" "${viazsm[@]}" "${gdr[@]}" NCCL_NCHANNELS_PER_NET_PEER=8
 run bw-all 60 "$bw" "${viazsm[@]}" "${gdr[@]}" NCCL_P2P_NET_CHUNKSIZE=4194304 \
+	NCCL_BUFFSIZE=33554432 NCCL_NCHANNELS_PER_NET_PEER=8
+# PyTorch registers its allocations with NCCL, which may then send from
+# and receive into the tensors themselves.
+ub=(TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK=1)
+run exact-ub 120 "--bw-sizes=" "${viazsm[@]}" "${gdr[@]}" "${ub[@]}" || fail=1
+run bw-ub 60 "$bw" "${viazsm[@]}" "${gdr[@]}" "${ub[@]}"
+run bw-ub-all 60 "$bw" "${viazsm[@]}" "${gdr[@]}" "${ub[@]}" NCCL_P2P_NET_CHUNKSIZE=4194304 \
 	NCCL_BUFFSIZE=33554432 NCCL_NCHANNELS_PER_NET_PEER=8
 run bw-host 60 "$bw" "${viazsm[@]}"
 run bw-nvlink 45 "$bw" NCCL_NET_PLUGIN=none
