@@ -59,10 +59,10 @@ enum zsm_param_type {
 	  "refuse them, so keep it off for multi-host jobs where NCCL would " \
 	  "use GPUDirect.")                                                   \
 	X(GDR, ZSM_PARAM_BOOL, "1", 0, 1, NULL,                               \
-	  "GPU buffers over the network (GPUDirect RDMA) where the provider " \
-	  "offers FI_HMEM, a CUDA driver is there and the GPUs need no "      \
-	  "flush (Hopper and later). 0: network devices take host memory "    \
-	  "only.")                                                            \
+	  "GPU buffers over the network (GPUDirect RDMA) where an RDMA "      \
+	  "provider (efa, cxi, verbs) offers FI_HMEM, a CUDA driver is there "\
+	  "and the GPUs need no flush (Hopper and later). 0: network devices "\
+	  "take host memory only.")                                           \
 	X(PEER_CHECK_MS, ZSM_PARAM_INT, "1000", 0, 600000, NULL,              \
 	  "A comm with work outstanding and no traffic for this long probes " \
 	  "its peer; a peer that takes no probe for 4 such periods has its "  \

@@ -14,6 +14,22 @@ static void zsm_net_hmem_host(struct zsm_net_hmem_plan *out, const char *why)
 	snprintf(out->why, sizeof(out->why), "host memory only: %s", why);
 }
 
+/*
+ * Providers whose FI_HMEM means the NIC reads and writes GPU memory
+ * itself.  Others (tcp, shm, sockets) may offer FI_HMEM by copying through
+ * host memory with CUDA calls of their own: slower than NCCL's staging,
+ * and CUDA calls inside the provider can deadlock against NCCL's.
+ */
+static int zsm_net_hmem_rdma_prov(const char *prov)
+{
+	static const char *const rdma[] = { "efa", "cxi", "verbs;ofi_rxm" };
+
+	for (size_t i = 0; prov && i < sizeof(rdma) / sizeof(rdma[0]); i++)
+		if (strcmp(prov, rdma[i]) == 0)
+			return 1;
+	return 0;
+}
+
 void zsm_net_hmem_decide(const struct zsm_net_hmem_in *in,
 			 struct zsm_net_hmem_plan *out)
 {
@@ -26,6 +42,14 @@ void zsm_net_hmem_decide(const struct zsm_net_hmem_in *in,
 	}
 	if (!in->cuda) {
 		zsm_net_hmem_host(out, "no CUDA driver or device");
+		return;
+	}
+	if (in->prov_hmem && !zsm_net_hmem_rdma_prov(in->prov)) {
+		snprintf(why, sizeof(why),
+			 "%s offers FI_HMEM, but not as GPUDirect RDMA (it "
+			 "would copy through host memory itself)",
+			 in->prov ? in->prov : "the provider");
+		zsm_net_hmem_host(out, why);
 		return;
 	}
 	if (!in->prov_hmem) {

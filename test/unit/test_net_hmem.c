@@ -81,6 +81,26 @@ static void test_net_hmem_needs_provider_hmem(void **state)
 	assert_host_only(&in, "tcp;ofi_rxm offers no FI_HMEM");
 }
 
+/* FI_HMEM from a provider that copies through host memory is no
+ * GPUDirect; the RDMA providers all count. */
+static void test_net_hmem_wants_an_rdma_provider(void **state)
+{
+	struct zsm_net_hmem_in in = everything();
+	struct zsm_net_hmem_plan plan;
+
+	(void)state;
+	in.prov = "tcp;ofi_rxm";
+	assert_host_only(&in, "not as GPUDirect RDMA");
+	in.prov = "shm";
+	assert_host_only(&in, "not as GPUDirect RDMA");
+	in.prov = "cxi";
+	zsm_net_hmem_decide(&in, &plan);
+	zsm_assert_int_eq(plan.reg, ZSM_HMEM_REG_CUDA);
+	in.prov = "verbs;ofi_rxm";
+	zsm_net_hmem_decide(&in, &plan);
+	zsm_assert_int_eq(plan.reg, ZSM_HMEM_REG_CUDA);
+}
+
 /* Before Hopper every GPUDirect receive needs a flush zsm cannot do. */
 static void test_net_hmem_refuses_gpus_that_need_a_flush(void **state)
 {
@@ -101,6 +121,7 @@ int main(void)
 		cmocka_unit_test(test_net_hmem_user_off_wins),
 		cmocka_unit_test(test_net_hmem_needs_a_driver),
 		cmocka_unit_test(test_net_hmem_needs_provider_hmem),
+		cmocka_unit_test(test_net_hmem_wants_an_rdma_provider),
 		cmocka_unit_test(test_net_hmem_refuses_gpus_that_need_a_flush),
 	};
 
