@@ -14,6 +14,7 @@
 #include "ce/ce.h"
 #include "ce/ce_int.h"
 #include "common/log.h"
+#include "common/param.h"
 #include "proxy/proxy.h"
 
 static struct zsm_cuda_drv zsm_ce_cu;
@@ -670,6 +671,11 @@ int zsm_ce_cuda_forget(struct zsm_ce_chan *ch)
 
 	if (head == ch->forget_tail)
 		return 0;
+	if (!zsm_param_int(ZSM_P_CE_GPU_UNMAP)) {
+		/* Kept until the comm closes: the notices are only read. */
+		ch->forget_tail = head;
+		return 0;
+	}
 	if (ch->maps && ch->gpu_ctx)
 		zsm_ce_cu.ctx_set_current(ch->gpu_ctx);
 	for (; ch->forget_tail < head; ch->forget_tail++) {
@@ -677,7 +683,22 @@ int zsm_ce_cuda_forget(struct zsm_ce_chan *ch)
 
 		for (link = &ch->maps; *link;) {
 			if (all || (*link)->reg_id == id) {
+				/* Rare, and a call that might wait on the
+				 * device: the pair of lines shows where a
+				 * hang sits (as for opening). */
+				uint64_t t0 = zsm_now_ns(),
+					 reg = (*link)->reg_id;
+
+				ZSM_INFO("ce: receive comm %u closes pid %d's "
+					 "GPU allocation %llu",
+					 ch->comm->local_id, (int)ch->peer_pid,
+					 (unsigned long long)reg);
 				zsm_ce_cuda_drop(link);
+				ZSM_INFO("ce: receive comm %u: allocation %llu "
+					 "closed in %.3f ms",
+					 ch->comm->local_id,
+					 (unsigned long long)reg,
+					 (double)(zsm_now_ns() - t0) / 1e6);
 				closed++;
 			} else {
 				link = &(*link)->next;

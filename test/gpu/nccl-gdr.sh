@@ -110,7 +110,7 @@ run() { # label seconds "nccl_check args" env...
 		grep -E "^\[$label\] (BW|rank [0-9]+ (ERROR|MISMATCH)|killing|(PASS|FAIL): [0-9]+ checks)" "$log" | head -n 12
 		grep -oE "GPU Direct RDMA (Enabled|Disabled)[^\n]*|via NET/zsm[^ ]*|NET/zsm/GDRDMA|GDRDMA" "$log" | sort | uniq -c | head -n 6
 		grep -m 3 -E "NCCL WARN|zsm [0-9]+ WARN" "$log"
-		grep -E "ce: .*(opens pid|open in|no progress)" "$log" | tail -n 8
+		grep -E "ce: .*(opens pid|open in|closes pid|closed in|no progress)" "$log" | tail -n 8
 		if [ -s "$LOGS/$label.stacks" ]; then
 			grep -E "^###|wchan=" "$LOGS/$label.stacks" | grep -vE "wchan=(futex_wait_queue|do_epoll_wait|do_select|poll_schedule|hrtimer_nanosleep|pipe_read|do_sys_poll)" | head -n 12
 			grep -E "zsm_|cu[A-Z][a-zA-Z]+ \(" "$LOGS/$label.stacks" | head -n 12
@@ -141,6 +141,9 @@ run exact-ub 120 "--bw-sizes=" "${viazsm[@]}" "${gdr[@]}" "${ub[@]}" || fail=1
 run bw-ub 60 "$bw" "${viazsm[@]}" "${gdr[@]}" "${ub[@]}"
 run bw-ub-all 60 "$bw" "${viazsm[@]}" "${gdr[@]}" "${ub[@]}" NCCL_P2P_NET_CHUNKSIZE=4194304 \
 	NCCL_BUFFSIZE=33554432 NCCL_NCHANNELS_PER_NET_PEER=8
+# The same with ce's mappings kept until close: does the all_reduce hang
+# that follows freed tensors go away?
+run bw-ub-keep 60 "$bw" "${viazsm[@]}" "${gdr[@]}" "${ub[@]}" ZSM_CE_GPU_UNMAP=0
 run bw-host 60 "$bw" "${viazsm[@]}"
 run bw-nvlink 45 "$bw" NCCL_NET_PLUGIN=none
 run bw-socket 60 "--dtypes float32 --ops sendrecv,all_reduce --sizes= --bw-sizes=268435456 --warmup 1 --iters 5" \

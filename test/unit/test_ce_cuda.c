@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "ce_pair.h"
+#include "common/param.h"
 #include "zsm_test.h"
 
 #define FAKE_ALLOCS 8
@@ -489,6 +490,7 @@ static int fake_teardown(void **state)
 {
 	int ret = pair_teardown(state);
 
+	zsm_param_load(NULL); /* a test may have changed them */
 	zsm_ce_cuda_use_table(NULL);
 	for (int i = 0; i < FAKE_ALLOCS; i++)
 		free(fk.alloc[i].mem);
@@ -646,6 +648,37 @@ static void test_ce_cuda_dereg_closes_the_peer_mapping(void **state)
 	zsm_assert_int_eq(fk.imports, 2);
 	gpu_dereg(p, smr);
 	free(dst);
+}
+
+static const char *keep_mappings_env(const char *name)
+{
+	return strcmp(name, "ZSM_CE_GPU_UNMAP") == 0 ? "0" : getenv(name);
+}
+
+/* ZSM_CE_GPU_UNMAP=0: deregMr notices are read, mappings stay until the
+ * channel closes. */
+static void test_ce_cuda_unmap_off_keeps_mappings_until_close(void **state)
+{
+	struct pair *p = need_pair(state);
+	unsigned char *src = fake_alloc(2048, 1, 8), dst[2048];
+	struct zsm_net_mr *smr = gpu_reg(src, 2048);
+	struct zsm_net_req s, r;
+	void *bufs[1] = { dst };
+	size_t cap = sizeof(dst);
+
+	zsm_assert_int_eq(zsm_param_load(keep_mappings_env), 0);
+	post_recv(p, &r, 1, bufs, &cap, (int[]){ 5 }, NULL);
+	post_send(p, &s, src, 2048, 5, smr);
+	pump_until_done(&s);
+	zsm_assert_int_eq(state_of(&s), ZSM_REQ_DONE);
+	gpu_dereg(p, smr);
+	pump(2);
+	zsm_assert_int_eq(fk.unmaps, 0);
+	zsm_assert_int_eq(p->r->forget_tail,
+			  atomic_load(&p->r->win->forget_head));
+	zsm_ce_chan_close(p->r, -ECANCELED);
+	p->r = NULL;
+	zsm_assert_int_eq(fk.unmaps, 1);
 }
 
 /* More deregMr notices than the window holds: the receiver closes every
@@ -821,6 +854,7 @@ int main(void)
 		T(test_ce_cuda_opens_each_allocation_once),
 		T(test_ce_cuda_dereg_closes_the_peer_mapping),
 		T(test_ce_cuda_forget_overflow_closes_everything),
+		T(test_ce_cuda_unmap_off_keeps_mappings_until_close),
 		T(test_ce_cuda_close_releases_mappings),
 		T(test_ce_cuda_host_to_gpu_lands_whole),
 		T(test_ce_cuda_failed_copy_fails_both),
