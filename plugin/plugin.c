@@ -48,19 +48,13 @@ static void zsm_plugin_teardown_locked(void)
 /* Per device: does it take GPU buffers (said once, at INFO)? */
 static void zsm_plugin_plan_gdr(void)
 {
-	int gpu = zsm_ce_cuda_ready() && zsm_param_int(ZSM_P_CE_GPU);
+	int cuda = zsm_ce_cuda_ready(), min_cc = zsm_ce_cuda_min_cc();
+	int gpu = cuda && zsm_param_int(ZSM_P_CE_GPU);
 
 	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
 		struct zsm_net_dev *dev = &zsm_net_topo.devs[i];
-		struct zsm_net_hmem_in in = {
-			.prov = dev->info->fabric_attr->prov_name,
-			.prov_hmem = dev->hmem,
-			.cuda = zsm_ce_cuda_ready(),
-			.min_cc = zsm_ce_cuda_min_cc(),
-			.gdr_param = (int)zsm_param_int(ZSM_P_GDR),
-		};
 
-		zsm_net_hmem_decide(&in, &dev->gdr);
+		zsm_net_dev_plan_gdr(dev, cuda, min_cc);
 		ZSM_INFO("net: %s: %s", dev->name, dev->gdr.why);
 		gpu |= dev->gdr.reg == ZSM_HMEM_REG_CUDA;
 	}

@@ -161,21 +161,10 @@ int main(int argc, char **argv)
 		       p.plane_id);
 		printf("      mr_mode=0x%llx\n",
 		       (unsigned long long)topo.devs[i].info->domain_attr->mr_mode);
-		{
-			struct zsm_net_hmem_in in = {
-				.prov = topo.devs[i]
-						.info->fabric_attr->prov_name,
-				.prov_hmem = topo.devs[i].hmem,
-				.cuda = zsm_ce_cuda_ready(),
-				.min_cc = zsm_ce_cuda_min_cc(),
-				.gdr_param = (int)zsm_param_int(ZSM_P_GDR),
-			};
-			struct zsm_net_hmem_plan plan;
-
-			zsm_net_hmem_decide(&in, &plan);
-			printf("      GPU buffers to other hosts: %s\n",
-			       plan.why);
-		}
+		zsm_net_dev_plan_gdr(&topo.devs[i], zsm_ce_cuda_ready(),
+				     zsm_ce_cuda_min_cc());
+		printf("      GPU buffers to other hosts: %s\n",
+		       topo.devs[i].gdr.why);
 	}
 	zsm_net_topo_free(&topo);
 	return 0;

@@ -481,9 +481,11 @@ int zsm_ce_cuda_pipe_issue(struct zsm_ce_chan *ch)
 	return 0;
 }
 
-int zsm_ce_cuda_pipe_query(struct zsm_ce_chan *ch, unsigned i)
+/* 1 the event fired, 0 not yet, -errno (said, naming what) on failure. */
+static int zsm_ce_cuda_event_done(struct zsm_ce_chan *ch, zsm_cu_event e,
+				  const char *what)
 {
-	zsm_cu_result res = zsm_ce_cu.event_query(ch->pipe_ev[i]);
+	zsm_cu_result res = zsm_ce_cu.event_query(e);
 	char why[256];
 	int ret;
 
@@ -492,28 +494,29 @@ int zsm_ce_cuda_pipe_query(struct zsm_ce_chan *ch, unsigned i)
 	if (res == ZSM_CU_SUCCESS)
 		return 1;
 	ret = zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
-				"GPU copies of comm %u", ch->comm->local_id);
+				"%s of comm %u", what, ch->comm->local_id);
 	ZSM_WARN("ce: %s", why);
 	return ret;
+}
+
+int zsm_ce_cuda_pipe_query(struct zsm_ce_chan *ch, unsigned i)
+{
+	return zsm_ce_cuda_event_done(ch, ch->pipe_ev[i], "GPU copies");
 }
 
 void zsm_ce_cuda_pipe_drain(struct zsm_ce_chan *ch)
 {
 	unsigned issued = ch->pipe_n - ch->pipe_new;
 
-	/* Events complete in stream order: the newest issued group is the
-	 * last to finish. */
-	for (unsigned k = issued; k > 0; k--) {
-		unsigned i = (ch->pipe_head + k - 1) % ZSM_CE_PIPE;
-
-		if (!ch->pipe[i].last)
-			continue;
-		if (ch->gpu_ctx)
-			zsm_ce_cu.ctx_set_current(ch->gpu_ctx);
-		while (zsm_ce_cuda_pipe_query(ch, i) == 0)
-			;
-		break;
-	}
+	if (!issued)
+		return;
+	if (ch->gpu_ctx)
+		zsm_ce_cu.ctx_set_current(ch->gpu_ctx);
+	/* The newest issued op ends its group, and events complete in
+	 * stream order: its event is the last to fire. */
+	while (zsm_ce_cuda_pipe_query(
+		       ch, (ch->pipe_head + issued - 1) % ZSM_CE_PIPE) == 0)
+		;
 }
 
 /* A context for copies into host memory: the channel's, or GPU 0's. */
@@ -604,18 +607,11 @@ int zsm_ce_cuda_copy_up(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
 const char *zsm_ce_cuda_copy_state(struct zsm_ce_chan *ch)
 {
 	/* The oldest pipelined group, or the current copy. */
-	unsigned k = 0;
-	zsm_cu_event e = ch->gpu_event;
-
-	if (ch->pipe_n > ch->pipe_new) {
-		while (!ch->pipe[(ch->pipe_head + k) % ZSM_CE_PIPE].last)
-			k++;
-		e = ch->pipe_ev[(ch->pipe_head + k) % ZSM_CE_PIPE];
-	}
+	zsm_cu_event e = ch->pipe_n > ch->pipe_new
+				 ? ch->pipe_ev[zsm_ce_pipe_first_end(ch)]
+				 : ch->gpu_event;
 	zsm_cu_result ev = zsm_ce_cu.event_query(e);
-	zsm_cu_result st = zsm_ce_cu.stream_query
-				   ? zsm_ce_cu.stream_query(ch->gpu_stream)
-				   : -1;
+	zsm_cu_result st = zsm_ce_cu.stream_query(ch->gpu_stream);
 
 	if (ev == ZSM_CU_ERROR_NOT_READY && st == ZSM_CU_ERROR_NOT_READY)
 		return zsm_ce_cu.lazy_loading
@@ -635,18 +631,10 @@ const char *zsm_ce_cuda_copy_state(struct zsm_ce_chan *ch)
 
 int zsm_ce_cuda_copy_done(struct zsm_ce_chan *ch)
 {
-	zsm_cu_result res = zsm_ce_cu.event_query(ch->gpu_event);
-	char why[256];
-	int ret;
+	int ret = zsm_ce_cuda_event_done(ch, ch->gpu_event, "a GPU copy");
 
-	if (res == ZSM_CU_ERROR_NOT_READY)
-		return 0;
-	ch->gpu_busy = 0;
-	if (res == ZSM_CU_SUCCESS)
-		return 1;
-	ret = zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
-				"a GPU copy of comm %u", ch->comm->local_id);
-	ZSM_WARN("ce: %s", why);
+	if (ret)
+		ch->gpu_busy = 0;
 	return ret;
 }
 

@@ -201,6 +201,16 @@ int zsm_ce_cuda_pipe_add(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
 int zsm_ce_cuda_pipe_issue(struct zsm_ce_chan *ch);
 int zsm_ce_cuda_pipe_query(struct zsm_ce_chan *ch, unsigned i);
 void zsm_ce_cuda_pipe_drain(struct zsm_ce_chan *ch);
+/* The ring index whose event ends the oldest issued group of the pipe;
+ * only while some op is issued (pipe_n > pipe_new). */
+static inline unsigned zsm_ce_pipe_first_end(const struct zsm_ce_chan *ch)
+{
+	unsigned i = ch->pipe_head;
+
+	while (!ch->pipe[i].last)
+		i = (i + 1) % ZSM_CE_PIPE;
+	return i;
+}
 /* For a stall report: what the driver says of the copy in flight. */
 const char *zsm_ce_cuda_copy_state(struct zsm_ce_chan *ch);
 /* 1 the copy is done, 0 not yet, -errno it failed. */

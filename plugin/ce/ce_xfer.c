@@ -508,23 +508,22 @@ static int zsm_ce_pipe_reap(struct zsm_ce_chan *ch)
 	int events = 0;
 
 	while (ch->pipe_n > ch->pipe_new) {
-		unsigned k = 0, i = ch->pipe_head;
-		int ret;
+		unsigned end = zsm_ce_pipe_first_end(ch), i;
+		int ret = zsm_ce_cuda_pipe_query(ch, end);
 
-		while (!ch->pipe[(i + k) % ZSM_CE_PIPE].last)
-			k++;
-		ret = zsm_ce_cuda_pipe_query(ch, (i + k) % ZSM_CE_PIPE);
 		if (!ret)
 			break;
-		for (unsigned j = 0; j <= k; j++) {
-			struct zsm_ce_gpu_op *op = &ch->pipe[ch->pipe_head];
+		do {
+			struct zsm_ce_gpu_op *op;
 
+			i = ch->pipe_head;
+			op = &ch->pipe[i];
 			ch->pipe_head = (ch->pipe_head + 1) % ZSM_CE_PIPE;
 			ch->pipe_n--;
 			zsm_ce_finish(ch, op->seq, op->req, op->sub,
 				      ret < 0 ? ret : 0, ret < 0 ? 0 : op->size);
 			events++;
-		}
+		} while (i != end);
 	}
 	return events;
 }
@@ -541,7 +540,7 @@ static int zsm_ce_pipe_join(struct zsm_ce_chan *ch)
 	struct zsm_ce_gpu_op *op;
 
 	if (!req || !s->gpu || !s->size || !zsm_ce_recv_gpu(req, sub) ||
-	    ch->gpu_busy || ch->pipe_n == ZSM_CE_PIPE)
+	    ch->gpu_busy)
 		return 0;
 	op = &ch->pipe[(ch->pipe_head + ch->pipe_n) % ZSM_CE_PIPE];
 	op->dst = (zsm_cu_deviceptr)(uintptr_t)req->data[sub];
@@ -595,7 +594,9 @@ static int zsm_ce_progress_receiver(struct zsm_ce_chan *ch)
 				break;
 			continue;
 		}
-		if (!zsm_ce_take(ch))
+		/* A full pipe takes no more: a GPU message taken now would
+		 * wait for the whole pipe to drain on the one-copy path. */
+		if (ch->pipe_n == ZSM_CE_PIPE || !zsm_ce_take(ch))
 			break;
 		events++;
 		zsm_ce_pipe_join(ch);
@@ -677,6 +678,7 @@ static int zsm_ce_progress(void)
 	int events = 0;
 
 	for (struct zsm_ce_chan *ch = zsm_ce_chans; ch; ch = ch->next_chan) {
+		uint64_t print;
 		int got;
 
 		/* No copy in flight may use a mapping being closed. */
@@ -691,8 +693,9 @@ static int zsm_ce_progress(void)
 		events += got;
 		/* A copy in flight counts as an event every pass; what moved
 		 * is what tells a stall. */
-		got = zsm_ce_fingerprint(ch) != ch->last_print;
-		ch->last_print = zsm_ce_fingerprint(ch);
+		print = zsm_ce_fingerprint(ch);
+		got = print != ch->last_print;
+		ch->last_print = print;
 		if (!ch->head) {
 			ch->last_event_ns = 0;
 			continue;

@@ -134,6 +134,16 @@ static int zsm_cuda_drv_resolve(struct zsm_cuda_drv *d, char *why,
 	return -ENOSYS;
 }
 
+/* An entry point newer than the table's: *slot stays NULL without it. */
+static void zsm_cuda_drv_optional(struct zsm_cuda_drv *d, const char *name,
+				  void *slot)
+{
+	void *sym = dlsym(d->lib, name);
+
+	if (sym)
+		memcpy(slot, &sym, sizeof(sym));
+}
+
 /*
  * Whether modules load lazily (CUDA 12 and later default to it).  The
  * entry point is newer than the rest of the table, so it is looked up
@@ -141,14 +151,11 @@ static int zsm_cuda_drv_resolve(struct zsm_cuda_drv *d, char *why,
  */
 static int zsm_cuda_drv_lazy(struct zsm_cuda_drv *d)
 {
-	zsm_cu_result (*mode_of)(int *mode);
-	void *sym = dlsym(d->lib, "cuModuleGetLoadingMode");
+	zsm_cu_result (*mode_of)(int *mode) = NULL;
 	int mode = 0;
 
-	if (!sym)
-		return 0;
-	memcpy(&mode_of, &sym, sizeof(sym));
-	return mode_of(&mode) == ZSM_CU_SUCCESS &&
+	zsm_cuda_drv_optional(d, "cuModuleGetLoadingMode", &mode_of);
+	return mode_of && mode_of(&mode) == ZSM_CU_SUCCESS &&
 	       mode == ZSM_CU_MODULE_LAZY_LOADING;
 }
 
@@ -202,12 +209,7 @@ int zsm_cuda_drv_open(struct zsm_cuda_drv *d, char *why, size_t why_len)
 	}
 	d->ndev = n;
 	d->lazy_loading = zsm_cuda_drv_lazy(d);
-	{
-		void *sym = dlsym(d->lib, "cuMemcpyBatchAsync_v2");
-
-		if (sym)
-			memcpy(&d->memcpy_batch, &sym, sizeof(sym));
-	}
+	zsm_cuda_drv_optional(d, "cuMemcpyBatchAsync_v2", &d->memcpy_batch);
 	return 0;
 }
 

@@ -166,6 +166,9 @@ const char *zsm_net_topo_why(const struct zsm_net_topo *topo,
 			     const struct fi_info *fi, char *buf, size_t len);
 void zsm_net_dev_props(const struct zsm_net_dev *dev, int index,
 		       struct zsm_props *props);
+/* Decide dev->gdr: does the device take GPU buffers (net_hmem.h)?  cuda:
+ * a driver with a device; min_cc: the lowest compute capability. */
+void zsm_net_dev_plan_gdr(struct zsm_net_dev *dev, int cuda, int min_cc);
 
 /* Kind of a libfabric operation, from its context. */
 enum zsm_net_op_kind {

@@ -350,6 +350,19 @@ void zsm_net_topo_free(struct zsm_net_topo *topo)
 	memset(topo, 0, sizeof(*topo));
 }
 
+void zsm_net_dev_plan_gdr(struct zsm_net_dev *dev, int cuda, int min_cc)
+{
+	struct zsm_net_hmem_in in = {
+		.prov = dev->info->fabric_attr->prov_name,
+		.prov_hmem = dev->hmem,
+		.cuda = cuda,
+		.min_cc = min_cc,
+		.gdr_param = (int)zsm_param_int(ZSM_P_GDR),
+	};
+
+	zsm_net_hmem_decide(&in, &dev->gdr);
+}
+
 void zsm_net_dev_props(const struct zsm_net_dev *dev, int index,
 		       struct zsm_props *p)
 {

@@ -826,6 +826,37 @@ static void pipeline_four(struct pair *p)
 	gpu_dereg(NULL, rmr);
 }
 
+/* More messages than the pipe holds: the rest wait their turn untaken
+ * and still land in order. */
+static void test_ce_cuda_full_pipe_takes_no_more(void **state)
+{
+	struct pair *p = need_pair(state);
+	enum { N = ZSM_CE_PIPE + 4 };
+	unsigned char *src = fake_alloc(N * 64, 1, 33);
+	unsigned char *dst = fake_alloc(N * 64, 0, 0);
+	struct zsm_net_mr *smr = gpu_reg(src, N * 64);
+	struct zsm_net_mr *rmr = gpu_reg(dst, N * 64);
+	struct zsm_net_req s[N], r[N];
+	size_t cap = 64;
+
+	memset(dst, 0, N * 64);
+	for (int i = 0; i < N; i++) {
+		void *bufs[1] = { dst + i * 64 };
+
+		post_recv(p, &r[i], 1, bufs, &cap, (int[]){ 1 }, &rmr);
+		post_send(p, &s[i], src + i * 64, 64, 1, smr);
+	}
+	pump(1);
+	zsm_assert_int_eq(fk.copies, ZSM_CE_PIPE);
+	zsm_assert_int_eq(p->r->cur_req == NULL, 1);
+	pump_until_done(&s[N - 1]);
+	for (int i = 0; i < N; i++)
+		zsm_assert_int_eq(state_of(&r[i]), ZSM_REQ_DONE);
+	assert_memory_equal(dst, src, N * 64);
+	gpu_dereg(p, smr);
+	gpu_dereg(NULL, rmr);
+}
+
 static void test_ce_cuda_pipelines_gpu_copies(void **state)
 {
 	pipeline_four(need_pair(state));
@@ -859,6 +890,7 @@ int main(void)
 		T(test_ce_cuda_host_to_gpu_lands_whole),
 		T(test_ce_cuda_failed_copy_fails_both),
 		T(test_ce_cuda_pipelines_gpu_copies),
+		T(test_ce_cuda_full_pipe_takes_no_more),
 		T(test_ce_cuda_batches_copies_where_the_driver_can),
 	};
 #undef T
