@@ -40,11 +40,39 @@ static void zsm_plugin_teardown_locked(void)
 	for (int i = 0; i < zsm_net_topo.ndevs; i++)
 		zsm_net_ep_close(zsm_net_topo.devs[i].ep);
 	zsm_proxy_unlock();
+	/* The comms' GPU mappings are closing on their own thread, which
+	 * must be gone before NCCL unloads us. */
+	zsm_ce_unmap_stop(5000);
 	zsm_net_topo_free(&zsm_net_topo);
 	zsm_plugin_refs = 0;
 }
 
-/* Devices whose endpoint does not open are dropped, with a warning. */
+/*
+ * Streams share the device's hardware queues, in order, once there are
+ * more of them than CUDA_DEVICE_MAX_CONNECTIONS (8 unless set): ce's
+ * copy stream may then sit behind NCCL's kernel, which spins until the
+ * copy lands.  Frameworks set 1 to order their kernels; say what it
+ * costs here.
+ */
+static void zsm_plugin_check_connections(void)
+{
+	const char *v = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+	char *end;
+	long n;
+
+	if (!v || !*v)
+		return;
+	n = strtol(v, &end, 10);
+	if (*end || n >= 8)
+		return;
+	ZSM_WARN("ce: CUDA_DEVICE_MAX_CONNECTIONS=%s gives each GPU fewer "
+		 "hardware queues than the default 8: ce's copies for a "
+		 "same-host comm can queue behind the NCCL kernel that waits "
+		 "for them, and NCCL hangs; unset it, or keep GPU buffers "
+		 "off ce (ZSM_CE_GPU=0, NCCL_NET_GDR_LEVEL unset)",
+		 v);
+}
+
 /* Per device: does it take GPU buffers (said once, at INFO)? */
 static void zsm_plugin_plan_gdr(void)
 {
@@ -66,8 +94,11 @@ static void zsm_plugin_plan_gdr(void)
 			 "a same-host comm, a kernel loaded while NCCL's "
 			 "kernel waits for one of ce's copies can hold that "
 			 "copy back for ever; set CUDA_MODULE_LOADING=EAGER");
+	if (gpu && zsm_ce_enabled())
+		zsm_plugin_check_connections();
 }
 
+/* Devices whose endpoint does not open are dropped, with a warning. */
 static int zsm_plugin_open_endpoints(void)
 {
 	struct zsm_net_topo *t = &zsm_net_topo;

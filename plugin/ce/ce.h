@@ -56,6 +56,11 @@ void zsm_ce_chan_close(struct zsm_ce_chan *ch, int err);
 
 extern const struct zsm_transport_ops zsm_ce_ops;
 
+/* Teardown: let the closes of peers' GPU mappings end (up to timeout_ms)
+ * and end their thread; a close still waiting for the device is left
+ * behind, with a warning. */
+void zsm_ce_unmap_stop(unsigned timeout_ms);
+
 /*
  * GPU buffers (ce_cuda.c).  libcuda is loaded at run time: without it
  * the plugin serves host memory only.

@@ -302,6 +302,10 @@ static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
 		 (unsigned long long)s->alloc_size,
 		 s->vmm_fd >= 0 ? "cuMem export" : "IPC handle");
 	m->reg_id = s->reg_id;
+	m->comm_id = ch->comm->local_id;
+	m->peer = ch->peer_pid;
+	/* The caller made ctx current: the mapping lives there. */
+	zsm_ce_cu.ctx_get_current(&m->ctx);
 	if (s->vmm_fd >= 0) {
 		m->vmm = 1;
 		err = zsm_ce_cuda_import(ch, s, dev, m);
@@ -335,39 +339,52 @@ static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
 	return 0;
 }
 
-static int zsm_ce_cuda_stream(struct zsm_ce_chan *ch, zsm_cu_context ctx)
+/*
+ * One copy stream per context, shared by every channel of the process.
+ * A device has a few hardware queues (CUDA_DEVICE_MAX_CONNECTIONS, 8 by
+ * default) and streams beyond that share them in order: with a stream
+ * per channel, 16 channels put ce's copies behind NCCL's own spinning
+ * kernel, which waits for them, and NCCL hung (32 channels, every run).
+ * Engine only.
+ */
+struct zsm_ce_stream {
+	zsm_cu_context ctx;
+	zsm_cu_stream stream;
+	unsigned users;
+};
+#define ZSM_CE_STREAMS 64
+static struct zsm_ce_stream zsm_ce_streams[ZSM_CE_STREAMS];
+
+static int zsm_ce_stream_get(struct zsm_ce_chan *ch, zsm_cu_context ctx,
+			     zsm_cu_stream *out)
 {
+	struct zsm_ce_stream *free_slot = NULL;
 	zsm_cu_result res;
 	int least, greatest;
 	char why[256];
 
-	if (ch->gpu_stream && ch->gpu_ctx == ctx)
-		return 0;
-	if (ch->gpu_stream) {
-		/* Another device's buffer on this comm: a stream there (no
-		 * copy is in flight: the callers see to it). */
-		zsm_ce_cu.event_destroy(ch->gpu_event);
-		zsm_ce_cu.stream_destroy(ch->gpu_stream);
-		ch->gpu_stream = NULL;
-		ch->gpu_event = NULL;
-		for (unsigned i = 0; i < ZSM_CE_PIPE; i++) {
-			if (ch->pipe_ev[i])
-				zsm_ce_cu.event_destroy(ch->pipe_ev[i]);
-			ch->pipe_ev[i] = NULL;
+	for (int i = 0; i < ZSM_CE_STREAMS; i++) {
+		struct zsm_ce_stream *st = &zsm_ce_streams[i];
+
+		if (st->users && st->ctx == ctx) {
+			st->users++;
+			*out = st->stream;
+			return 0;
 		}
+		if (!st->users && !free_slot)
+			free_slot = st;
 	}
-	/*
-	 * Non-blocking, and first in line: NCCL's kernel on this device may
-	 * be spinning until this copy lands, and work queued behind it on
-	 * the same hardware queue would wait for it for ever.
-	 */
+	if (!free_slot) {
+		ZSM_WARN("ce: receive comm %u: more than %d CUDA contexts",
+			 ch->comm->local_id, ZSM_CE_STREAMS);
+		return -ENOSPC;
+	}
+	/* Non-blocking, and first in line: NCCL's kernel may be spinning
+	 * until this copy lands. */
 	if (zsm_ce_cu.ctx_stream_prio_range(&least, &greatest) != ZSM_CU_SUCCESS)
 		greatest = 0;
-	res = zsm_ce_cu.stream_create_prio(&ch->gpu_stream,
+	res = zsm_ce_cu.stream_create_prio(&free_slot->stream,
 					   ZSM_CU_STREAM_NON_BLOCKING, greatest);
-	if (res == ZSM_CU_SUCCESS)
-		res = zsm_ce_cu.event_create(&ch->gpu_event,
-					     ZSM_CU_EVENT_DISABLE_TIMING);
 	if (res != ZSM_CU_SUCCESS) {
 		int err = zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
 					    "a copy stream for comm %u",
@@ -376,7 +393,76 @@ static int zsm_ce_cuda_stream(struct zsm_ce_chan *ch, zsm_cu_context ctx)
 		ZSM_WARN("ce: %s", why);
 		return err;
 	}
+	free_slot->ctx = ctx;
+	free_slot->users = 1;
+	*out = free_slot->stream;
+	return 0;
+}
+
+/* The caller is in ctx, and its copies there are over. */
+static void zsm_ce_stream_put(zsm_cu_context ctx)
+{
+	for (int i = 0; i < ZSM_CE_STREAMS; i++) {
+		struct zsm_ce_stream *st = &zsm_ce_streams[i];
+
+		if (!st->users || st->ctx != ctx)
+			continue;
+		if (--st->users == 0) {
+			zsm_ce_cu.stream_destroy(st->stream);
+			st->stream = NULL;
+			st->ctx = NULL;
+		}
+		return;
+	}
+}
+
+/* The channel's events and its hold on the stream of its context. */
+static void zsm_ce_cuda_stream_drop(struct zsm_ce_chan *ch)
+{
+	if (ch->gpu_event)
+		zsm_ce_cu.event_destroy(ch->gpu_event);
+	ch->gpu_event = NULL;
+	for (unsigned i = 0; i < ZSM_CE_PIPE; i++) {
+		if (ch->pipe_ev[i])
+			zsm_ce_cu.event_destroy(ch->pipe_ev[i]);
+		ch->pipe_ev[i] = NULL;
+	}
+	if (ch->gpu_stream)
+		zsm_ce_stream_put(ch->gpu_ctx);
+	ch->gpu_stream = NULL;
+}
+
+static int zsm_ce_cuda_stream(struct zsm_ce_chan *ch, zsm_cu_context ctx)
+{
+	zsm_cu_result res;
+	char why[256];
+	int ret;
+
+	if (ch->gpu_stream && ch->gpu_ctx == ctx)
+		return 0;
+	if (ch->gpu_stream) {
+		/* Another device's buffer on this comm (no copy is in
+		 * flight: the callers see to it). */
+		zsm_cu_context now = ctx;
+
+		zsm_ce_cu.ctx_set_current(ch->gpu_ctx);
+		zsm_ce_cuda_stream_drop(ch);
+		zsm_ce_cu.ctx_set_current(now);
+	}
+	ret = zsm_ce_stream_get(ch, ctx, &ch->gpu_stream);
+	if (ret)
+		return ret;
 	ch->gpu_ctx = ctx;
+	res = zsm_ce_cu.event_create(&ch->gpu_event,
+				     ZSM_CU_EVENT_DISABLE_TIMING);
+	if (res != ZSM_CU_SUCCESS) {
+		ret = zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
+					"an event for comm %u",
+					ch->comm->local_id);
+		ZSM_WARN("ce: %s", why);
+		zsm_ce_cuda_stream_drop(ch);
+		return ret;
+	}
 	return 0;
 }
 
@@ -638,14 +724,31 @@ int zsm_ce_cuda_copy_done(struct zsm_ce_chan *ch)
 	return ret;
 }
 
-/* Close one opened allocation; the caller is in its context. */
+void zsm_ce_cuda_close_map(struct zsm_ce_ipc_map *m)
+{
+	/* Rare, and a call that may wait for the device: the pair of
+	 * lines shows where a hang sits (as for opening). */
+	uint64_t t0 = zsm_now_ns();
+
+	ZSM_INFO("ce: receive comm %u closes pid %d's GPU allocation %llu",
+		 m->comm_id, (int)m->peer, (unsigned long long)m->reg_id);
+	zsm_ce_cu.ctx_set_current(m->ctx);
+	zsm_ce_cuda_unmap(m);
+	ZSM_INFO("ce: receive comm %u: allocation %llu closed in %.3f ms",
+		 m->comm_id, (unsigned long long)m->reg_id,
+		 (double)(zsm_now_ns() - t0) / 1e6);
+	free(m);
+}
+
+/* Close one opened allocation, on the unmap thread where there is one:
+ * the engine must not wait for the device. */
 static void zsm_ce_cuda_drop(struct zsm_ce_ipc_map **link)
 {
 	struct zsm_ce_ipc_map *m = *link;
 
 	*link = m->next;
-	zsm_ce_cuda_unmap(m);
-	free(m);
+	if (zsm_ce_unmap_post(m))
+		zsm_ce_cuda_close_map(m);
 }
 
 int zsm_ce_cuda_forget(struct zsm_ce_chan *ch)
@@ -664,29 +767,12 @@ int zsm_ce_cuda_forget(struct zsm_ce_chan *ch)
 		ch->forget_tail = head;
 		return 0;
 	}
-	if (ch->maps && ch->gpu_ctx)
-		zsm_ce_cu.ctx_set_current(ch->gpu_ctx);
 	for (; ch->forget_tail < head; ch->forget_tail++) {
 		uint64_t id = ch->win->forget[ch->forget_tail % ZSM_CE_FORGET];
 
 		for (link = &ch->maps; *link;) {
 			if (all || (*link)->reg_id == id) {
-				/* Rare, and a call that might wait on the
-				 * device: the pair of lines shows where a
-				 * hang sits (as for opening). */
-				uint64_t t0 = zsm_now_ns(),
-					 reg = (*link)->reg_id;
-
-				ZSM_INFO("ce: receive comm %u closes pid %d's "
-					 "GPU allocation %llu",
-					 ch->comm->local_id, (int)ch->peer_pid,
-					 (unsigned long long)reg);
 				zsm_ce_cuda_drop(link);
-				ZSM_INFO("ce: receive comm %u: allocation %llu "
-					 "closed in %.3f ms",
-					 ch->comm->local_id,
-					 (unsigned long long)reg,
-					 (double)(zsm_now_ns() - t0) / 1e6);
 				closed++;
 			} else {
 				link = &(*link)->next;
@@ -722,18 +808,9 @@ void zsm_ce_cuda_chan_fini(struct zsm_ce_chan *ch)
 		;
 	zsm_ce_cuda_pipe_drain(ch);
 	ch->pipe_n = ch->pipe_new = 0;
-	for (unsigned i = 0; i < ZSM_CE_PIPE; i++) {
-		if (ch->pipe_ev[i])
-			zsm_ce_cu.event_destroy(ch->pipe_ev[i]);
-		ch->pipe_ev[i] = NULL;
-	}
 	while (ch->maps)
 		zsm_ce_cuda_drop(&ch->maps);
-	if (ch->gpu_stream) {
-		zsm_ce_cu.event_destroy(ch->gpu_event);
-		zsm_ce_cu.stream_destroy(ch->gpu_stream);
-		ch->gpu_stream = NULL;
-	}
+	zsm_ce_cuda_stream_drop(ch);
 	if (ch->bounce) {
 		zsm_ce_cu.mem_host_unregister(ch->bounce);
 		free(ch->bounce);

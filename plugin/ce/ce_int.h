@@ -170,8 +170,24 @@ struct zsm_ce_ipc_map {
 	size_t size;		/* cuMem: the mapped range */
 	zsm_cu_mem_handle handle;
 	zsm_cu_deviceptr ptr;
+	zsm_cu_context ctx;	/* where it was opened, to close it there */
+	unsigned comm_id;	/* for the log: the channel's comm */
+	pid_t peer;		/* and the sender */
 	struct zsm_ce_ipc_map *next;
 };
+
+/* ce_cuda.c: close m in its context, saying so with the time it took,
+ * and free it.  Any thread. */
+void zsm_ce_cuda_close_map(struct zsm_ce_ipc_map *m);
+/*
+ * ce_unmap.c: close m on the unmap thread (started on first use), so
+ * the engine never waits for the device.  0, or -errno when there is no
+ * thread (the caller closes m itself).  flush waits up to timeout_ms
+ * for every queued close to end (0, or -ETIMEDOUT); zsm_ce_unmap_stop
+ * is in ce.h.
+ */
+int zsm_ce_unmap_post(struct zsm_ce_ipc_map *m);
+int zsm_ce_unmap_flush(unsigned timeout_ms);
 
 /* ce_cuda.c, engine only.  Start dst <- the peer's allocation ipc at
  * off, n bytes, on the channel's stream in ctx; 0 or -errno. */

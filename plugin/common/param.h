@@ -58,11 +58,12 @@ enum zsm_param_type {
 	  "Same-host comms move them on copy engines; comms to other hosts "  \
 	  "refuse them, so keep it off for multi-host jobs where NCCL would " \
 	  "use GPUDirect.")                                                   \
-	X(CE_GPU_UNMAP, ZSM_PARAM_BOOL, "1", 0, 1, NULL,                      \
-	  "Close ce's mapping of a peer's GPU buffer as soon as the peer "    \
-	  "deregisters it, so its memory can be freed (1), or keep every "    \
-	  "mapping until the comm closes (0). Closing a CUDA mapping may "     \
-	  "wait for the device; if a hang follows deregistrations, try 0.")   \
+	X(CE_GPU_UNMAP, ZSM_PARAM_BOOL, "0", 0, 1, NULL,                      \
+	  "Keep ce's mapping of a peer's GPU buffer until the comm closes "   \
+	  "(0), or close it as soon as the peer deregisters the buffer, so "  \
+	  "that its memory is freed at once (1). A close waits for the "      \
+	  "device while holding the CUDA driver's lock, and NCCL can hang "   \
+	  "when one lands while its kernel waits for ce's copies.")           \
 	X(GDR, ZSM_PARAM_BOOL, "1", 0, 1, NULL,                               \
 	  "GPU buffers over the network (GPUDirect RDMA) where an RDMA "      \
 	  "provider (efa, cxi, verbs) offers FI_HMEM, a CUDA driver is there "\

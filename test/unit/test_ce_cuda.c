@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,9 @@ static struct fake {
 	/* What the code under test did. */
 	int imports, ipc_opens, unmaps, ipc_closes, releases, copies, pinned;
 	int stream_prio;
+	int streams, streams_gone;
+	int closes_off_main; /* closes made on another thread than main's */
+	pthread_t main;
 	int bad_ranges;
 } fk;
 
@@ -210,6 +214,7 @@ static zsm_cu_result fake_ipc_open(zsm_cu_deviceptr *p, zsm_cu_ipc_handle h,
 static zsm_cu_result fake_ipc_close(zsm_cu_deviceptr p)
 {
 	fk.ipc_closes++;
+	fk.closes_off_main += !pthread_equal(pthread_self(), fk.main);
 	return fake_map_drop(p) ? ZSM_CU_ERROR_INVALID_VALUE : ZSM_CU_SUCCESS;
 }
 
@@ -290,6 +295,7 @@ static zsm_cu_result fake_unmap(zsm_cu_deviceptr p, size_t size)
 {
 	(void)size;
 	fk.unmaps++;
+	fk.closes_off_main += !pthread_equal(pthread_self(), fk.main);
 	return fake_map_drop(p) ? ZSM_CU_ERROR_INVALID_VALUE : ZSM_CU_SUCCESS;
 }
 
@@ -337,7 +343,20 @@ static zsm_cu_result fake_stream_prio(void **out, unsigned int flags,
 				      int prio)
 {
 	fk.stream_prio = prio;
+	fk.streams++;
 	return fake_new_handle(out, flags);
+}
+
+static zsm_cu_result fake_stream_destroy(void *st)
+{
+	fk.streams_gone++;
+	return fake_ptr_ok(st);
+}
+
+static zsm_cu_result fake_ctx_get(zsm_cu_context *ctx)
+{
+	*ctx = (zsm_cu_context)&fk;
+	return ZSM_CU_SUCCESS;
 }
 
 static zsm_cu_result fake_prio_range(int *least, int *greatest)
@@ -434,7 +453,8 @@ static struct zsm_cuda_drv fake_table(void)
 	t.stream_create = fake_new_handle;
 	t.stream_create_prio = fake_stream_prio;
 	t.ctx_stream_prio_range = fake_prio_range;
-	t.stream_destroy = fake_ptr_ok;
+	t.stream_destroy = fake_stream_destroy;
+	t.ctx_get_current = fake_ctx_get;
 	t.event_create = fake_event_new;
 	t.stream_query = fake_stream_query;
 	t.event_destroy = fake_ptr_ok;
@@ -482,6 +502,7 @@ static int fake_setup(void **state)
 	for (int i = 0; i < FAKE_MAPS; i++)
 		fk.map[i].alloc = -1;
 	fk.next_va = FAKE_VA;
+	fk.main = pthread_self();
 	zsm_ce_cuda_use_table(&t);
 	return pair_setup(state);
 }
@@ -490,6 +511,9 @@ static int fake_teardown(void **state)
 {
 	int ret = pair_teardown(state);
 
+	/* Mappings close on their own thread: let it finish with the
+	 * table before it goes. */
+	zsm_assert_int_eq(zsm_ce_unmap_flush(5000), 0);
 	zsm_param_load(NULL); /* a test may have changed them */
 	zsm_ce_cuda_use_table(NULL);
 	for (int i = 0; i < FAKE_ALLOCS; i++)
@@ -527,6 +551,12 @@ static int pump_until_done(struct zsm_net_req *req)
 		passes++;
 	}
 	return passes;
+}
+
+/* The closes posted so far are over (they run on the unmap thread). */
+static void closes_done(void)
+{
+	zsm_assert_int_eq(zsm_ce_unmap_flush(5000), 0);
 }
 
 /* regMr of cudaMalloc memory records its IPC handle, the allocation's
@@ -608,8 +638,14 @@ static void test_ce_cuda_opens_each_allocation_once(void **state)
 	gpu_dereg(NULL, rmr);
 }
 
-/* deregMr on the sender closes the receiver's mapping of it (at the
- * receiver's next pass); a new registration is opened anew. */
+static const char *unmap_on_env(const char *name)
+{
+	return strcmp(name, "ZSM_CE_GPU_UNMAP") == 0 ? "1" : getenv(name);
+}
+
+/* ZSM_CE_GPU_UNMAP=1: deregMr on the sender closes the receiver's
+ * mapping of it (at the receiver's next pass); a new registration is
+ * opened anew. */
 static void test_ce_cuda_dereg_closes_the_peer_mapping(void **state)
 {
 	struct pair *p = need_pair(state);
@@ -621,6 +657,7 @@ static void test_ce_cuda_dereg_closes_the_peer_mapping(void **state)
 	int releases;
 
 	assert_non_null(dst);
+	zsm_assert_int_eq(zsm_param_load(unmap_on_env), 0);
 	/* A GPU send into host memory. */
 	post_recv(p, &r, 1, bufs, &cap, (int[]){ 2 }, NULL);
 	post_send(p, &s, src, 4096, 2, smr);
@@ -635,8 +672,11 @@ static void test_ce_cuda_dereg_closes_the_peer_mapping(void **state)
 	releases = fk.releases;
 	gpu_dereg(p, smr);
 	pump(1);
+	closes_done();
 	zsm_assert_int_eq(fk.unmaps, 1);
 	zsm_assert_int_eq(fk.releases, releases + 1);
+	/* Not on the engine, which must not wait for the device. */
+	zsm_assert_int_eq(fk.closes_off_main, 1);
 
 	smr = gpu_reg(src, 4096);
 	memset(dst, 0, 4096);
@@ -655,8 +695,8 @@ static const char *keep_mappings_env(const char *name)
 	return strcmp(name, "ZSM_CE_GPU_UNMAP") == 0 ? "0" : getenv(name);
 }
 
-/* ZSM_CE_GPU_UNMAP=0: deregMr notices are read, mappings stay until the
- * channel closes. */
+/* ZSM_CE_GPU_UNMAP=0 (the default): deregMr notices are read, mappings
+ * stay until the channel closes. */
 static void test_ce_cuda_unmap_off_keeps_mappings_until_close(void **state)
 {
 	struct pair *p = need_pair(state);
@@ -678,11 +718,12 @@ static void test_ce_cuda_unmap_off_keeps_mappings_until_close(void **state)
 			  atomic_load(&p->r->win->forget_head));
 	zsm_ce_chan_close(p->r, -ECANCELED);
 	p->r = NULL;
+	closes_done();
 	zsm_assert_int_eq(fk.unmaps, 1);
 }
 
-/* More deregMr notices than the window holds: the receiver closes every
- * mapping rather than miss one. */
+/* ZSM_CE_GPU_UNMAP=1 and more deregMr notices than the window holds:
+ * the receiver closes every mapping rather than miss one. */
 static void test_ce_cuda_forget_overflow_closes_everything(void **state)
 {
 	struct pair *p = need_pair(state);
@@ -693,6 +734,7 @@ static void test_ce_cuda_forget_overflow_closes_everything(void **state)
 	void *bufs[1] = { dst };
 	size_t cap = sizeof(dst);
 
+	zsm_assert_int_eq(zsm_param_load(unmap_on_env), 0);
 	post_recv(p, &r, 1, bufs, &cap, (int[]){ 3 }, NULL);
 	post_send(p, &s, src, 1024, 3, smr);
 	pump_until_done(&s);
@@ -700,6 +742,7 @@ static void test_ce_cuda_forget_overflow_closes_everything(void **state)
 	for (int i = 0; i <= ZSM_CE_FORGET; i++)
 		zsm_ce_chan_forget(p->s, &other);
 	pump(1);
+	closes_done();
 	zsm_assert_int_eq(fk.ipc_closes, 1);
 	zsm_assert_int_eq(p->r->maps == NULL, 1);
 	gpu_dereg(p, smr);
@@ -726,8 +769,10 @@ static void test_ce_cuda_close_releases_mappings(void **state)
 	zsm_assert_int_eq(fk.imports + fk.ipc_opens, 2);
 	zsm_ce_chan_close(p->r, -ECANCELED);
 	p->r = NULL;
+	closes_done();
 	zsm_assert_int_eq(fk.unmaps, 1);
 	zsm_assert_int_eq(fk.ipc_closes, 1);
+	zsm_assert_int_eq(fk.closes_off_main, 2);
 	gpu_dereg(NULL, ma);
 	gpu_dereg(NULL, mb);
 }
@@ -826,6 +871,41 @@ static void pipeline_four(struct pair *p)
 	gpu_dereg(NULL, rmr);
 }
 
+/* Two receiving channels copy on one stream, made once and destroyed
+ * with the last: a stream each would outnumber the device's hardware
+ * queues and put copies behind NCCL's kernel. */
+static void test_ce_cuda_channels_share_one_stream(void **state)
+{
+	struct pair *p = need_pair(state);
+	void *second = NULL;
+	struct pair *q;
+
+	pipeline_four(p);
+	zsm_assert_int_eq(fk.streams, 1);
+	zsm_assert_int_eq(pair_setup(&second), 0);
+	q = second;
+	assert_non_null(q);
+	fk.copies = 0;
+	pipeline_four(q);
+	zsm_assert_int_eq(fk.streams, 1);
+	zsm_ce_chan_close(p->r, -ECANCELED);
+	p->r = NULL;
+	zsm_assert_int_eq(fk.streams_gone, 0);
+	fk.copies = 0;
+	pipeline_four(q);
+	zsm_ce_chan_close(q->r, -ECANCELED);
+	q->r = NULL;
+	zsm_assert_int_eq(fk.streams_gone, 1);
+	pair_teardown(&second);
+	/* A new channel after that makes a new one. */
+	zsm_assert_int_eq(pair_setup(&second), 0);
+	fk.copies = 0;
+	pipeline_four(second);
+	zsm_assert_int_eq(fk.streams, 2);
+	pair_teardown(&second);
+	zsm_assert_int_eq(fk.streams_gone, 2);
+}
+
 /* More messages than the pipe holds: the rest wait their turn untaken
  * and still land in order. */
 static void test_ce_cuda_full_pipe_takes_no_more(void **state)
@@ -892,6 +972,7 @@ int main(void)
 		T(test_ce_cuda_pipelines_gpu_copies),
 		T(test_ce_cuda_full_pipe_takes_no_more),
 		T(test_ce_cuda_batches_copies_where_the_driver_can),
+		T(test_ce_cuda_channels_share_one_stream),
 	};
 #undef T
 	if (!ce_possible())
