@@ -72,11 +72,13 @@ lazy=(ZSM_CE_GPU=1 NCCL_NET_GDR_LEVEL=SYS NCCL_NET_GDR_READ=1)
 # Where every thread of the workers sits, when a run is about to time out.
 stacks() { # seconds log
 	sleep "$1"
+	# Python stacks, on each worker's stderr (nccl_check.py registers it).
+	pkill -USR1 -f "multiprocessing.spawn" 2>/dev/null
 	for pid in $(pgrep -f "multiprocessing.spawn"); do
 		[ -d "/proc/$pid" ] || continue
 		echo "### stacks of pid $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" | cut -c1-80))"
 		for t in /proc/"$pid"/task/*; do
-			echo "# tid ${t##*/} $(cat "$t/comm") wchan=$(cat "$t/wchan" 2>/dev/null)"
+			echo "# tid ${t##*/} $(cat "$t/comm") wchan=$(cat "$t/wchan" 2>/dev/null) syscall=$(cut -d' ' -f1 "$t/syscall" 2>/dev/null) utime=$(cut -d' ' -f14 "$t/stat" 2>/dev/null)"
 		done
 		if command -v gdb >/dev/null; then
 			timeout 30 gdb -p "$pid" -batch -ex "thread apply all bt 14" 2>&1 |
@@ -110,10 +112,13 @@ run() { # label seconds "nccl_check args" env...
 		grep -E "^\[$label\] (BW|rank [0-9]+ (ERROR|MISMATCH)|killing|(PASS|FAIL): [0-9]+ checks)" "$log" | head -n 12
 		grep -oE "GPU Direct RDMA (Enabled|Disabled)[^\n]*|via NET/zsm[^ ]*|NET/zsm/GDRDMA|GDRDMA" "$log" | sort | uniq -c | head -n 6
 		grep -m 3 -E "NCCL WARN|zsm [0-9]+ WARN" "$log"
+		grep -oE "[0-9]+ coll channels, .*p2p channels per peer" "$log" | sort | uniq -c | head -n 2
 		grep -E "ce: .*(opens pid|open in|closes pid|closed in|no progress)" "$log" | tail -n 8
 		if [ -s "$LOGS/$label.stacks" ]; then
 			grep -E "^###|wchan=" "$LOGS/$label.stacks" | grep -vE "wchan=(futex_wait_queue|do_epoll_wait|do_select|poll_schedule|hrtimer_nanosleep|pipe_read|do_sys_poll)" | head -n 12
 			grep -E "zsm_|cu[A-Z][a-zA-Z]+ \(" "$LOGS/$label.stacks" | head -n 12
+			# Where each worker's Python threads were (faulthandler).
+			grep -E "^(Current thread|Thread) 0x|^  File .*(nccl_check|distributed_c10d|cuda/__init__)" "$log" | head -n 16
 		fi
 	} >>"$sum"
 	return $rc
@@ -134,6 +139,24 @@ run bw-buff 60 "$bw" "${viazsm[@]}" "${gdr[@]}" NCCL_BUFFSIZE=33554432
 run bw-nch 60 "$bw" "${viazsm[@]}" "${gdr[@]}" NCCL_NCHANNELS_PER_NET_PEER=8
 run bw-all 60 "$bw" "${viazsm[@]}" "${gdr[@]}" NCCL_P2P_NET_CHUNKSIZE=4194304 \
 	NCCL_BUFFSIZE=33554432 NCCL_NCHANNELS_PER_NET_PEER=8
+# More channels.  NCCL's search gives this topology 2 (one GPU per
+# "node", the PCIe uplink modelled at 48 GB/s, our device at its NIC
+# speed): each channel's kernel is one block, so a ring runs at about
+# 17 GB/s a channel whatever the transport does.  NCCL_MIN_NCHANNELS
+# copies the rings; NCCL_NTHREADS=512 undoes the 256 threads NCCL gives a
+# ring it models as slow; sendrecv needs its own per-peer count.
+ch16=(NCCL_MIN_NCHANNELS=16 NCCL_NTHREADS=512 NCCL_NCHANNELS_PER_NET_PEER=16
+	NCCL_P2P_NET_CHUNKSIZE=524288)
+ch32=(NCCL_MIN_NCHANNELS=32 NCCL_MAX_NCHANNELS=32 NCCL_NTHREADS=512
+	NCCL_NCHANNELS_PER_NET_PEER=32 NCCL_P2P_NET_CHUNKSIZE=524288)
+run bw-ch16 60 "$bw" "${viazsm[@]}" "${gdr[@]}" "${ch16[@]}"
+run bw-ch32 60 "$bw" "${viazsm[@]}" "${gdr[@]}" "${ch32[@]}"
+# And larger steps: 2 MiB for collectives (NCCL_BUFFSIZE / 8) and p2p.
+best=("${ch32[@]}" NCCL_BUFFSIZE=16777216 NCCL_P2P_NET_CHUNKSIZE=2097152)
+run bw-ch32-buf 60 "$bw" "${viazsm[@]}" "${gdr[@]}" "${best[@]}"
+run bw-ch32-buf32 60 "$bw" "${viazsm[@]}" "${gdr[@]}" "${ch32[@]}" NCCL_BUFFSIZE=33554432 \
+	NCCL_P2P_NET_CHUNKSIZE=4194304
+run exact-ch32 ${ZSM_T_CHECK:-75} "$small" "${viazsm[@]}" "${gdr[@]}" "${ch32[@]}" || fail=1
 # PyTorch registers its allocations with NCCL, which may then send from
 # and receive into the tensors themselves.
 ub=(TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK=1)
@@ -141,9 +164,16 @@ run exact-ub 120 "--bw-sizes=" "${viazsm[@]}" "${gdr[@]}" "${ub[@]}" || fail=1
 run bw-ub 60 "$bw" "${viazsm[@]}" "${gdr[@]}" "${ub[@]}"
 run bw-ub-all 60 "$bw" "${viazsm[@]}" "${gdr[@]}" "${ub[@]}" NCCL_P2P_NET_CHUNKSIZE=4194304 \
 	NCCL_BUFFSIZE=33554432 NCCL_NCHANNELS_PER_NET_PEER=8
-# The same with ce's mappings kept until close: does the all_reduce hang
-# that follows freed tensors go away?
-run bw-ub-keep 60 "$bw" "${viazsm[@]}" "${gdr[@]}" "${ub[@]}" ZSM_CE_GPU_UNMAP=0
+# The same with ce closing the mappings of freed tensors at once.
+run bw-ub-unmap 60 "$bw" "${viazsm[@]}" "${gdr[@]}" "${ub[@]}" ZSM_CE_GPU_UNMAP=1
+run bw-ub-ch32 60 "$bw" "${viazsm[@]}" "${gdr[@]}" "${ub[@]}" "${ch32[@]}"
+# Everything that helps: registered tensors, 32 channels, 2 MiB steps.
+run exact-best 150 "--bw-sizes=" "${viazsm[@]}" "${gdr[@]}" "${ub[@]}" "${best[@]}" || fail=1
+run bw-best 60 "$bw" "${viazsm[@]}" "${gdr[@]}" "${ub[@]}" "${best[@]}"
+run bw-best-again 60 "$bw" "${viazsm[@]}" "${gdr[@]}" "${ub[@]}" "${best[@]}"
+# ce closing a freed tensor's mapping at once (ZSM_CE_GPU_UNMAP=1): the
+# close waits for the device holding the driver's lock, and hung NCCL.
+run bw-best-unmap 60 "$bw" "${viazsm[@]}" "${gdr[@]}" "${ub[@]}" "${best[@]}" ZSM_CE_GPU_UNMAP=1
 run bw-host 60 "$bw" "${viazsm[@]}"
 run bw-nvlink 45 "$bw" NCCL_NET_PLUGIN=none
 run bw-socket 60 "--dtypes float32 --ops sendrecv,all_reduce --sizes= --bw-sizes=268435456 --warmup 1 --iters 5" \

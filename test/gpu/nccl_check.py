@@ -29,6 +29,7 @@ emulated there, and bfloat16 may be unsupported).
 """
 
 import argparse
+import faulthandler
 import json
 import os
 import queue as pyqueue
@@ -400,6 +401,9 @@ def worker_main(rank, world, args, q, t_start):
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except Exception:  # noqa: BLE001
         pass
+    # SIGUSR1 prints where every Python thread is (nccl-gdr.sh sends it to
+    # a run about to time out): the C stacks need gdb, which may be absent.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     w = None
     try:
         w = Worker(rank, world, args, q, t_start)
