@@ -777,6 +777,39 @@ static void test_ce_cuda_close_releases_mappings(void **state)
 	gpu_dereg(NULL, mb);
 }
 
+/* Teardown ends the unmap thread once the closes queued on it are over;
+ * a close after that starts it again. */
+static void test_ce_cuda_unmap_stop_finishes_the_queue(void **state)
+{
+	struct pair *p = need_pair(state);
+	unsigned char *a = fake_alloc(2048, 0, 6), dst[2048];
+	struct zsm_net_mr *ma = gpu_reg(a, 2048);
+	struct zsm_net_req s, r;
+	void *bufs[1] = { dst };
+	size_t cap = sizeof(dst);
+	void *second = NULL;
+
+	post_recv(p, &r, 1, bufs, &cap, (int[]){ 1 }, NULL);
+	post_send(p, &s, a, 2048, 1, ma);
+	pump_until_done(&s);
+	zsm_ce_chan_close(p->r, -ECANCELED);
+	p->r = NULL;
+	zsm_ce_unmap_stop(5000);
+	zsm_assert_int_eq(fk.ipc_closes, 1);
+	zsm_assert_int_eq(fk.closes_off_main, 1);
+
+	zsm_assert_int_eq(pair_setup(&second), 0);
+	post_recv(second, &r, 1, bufs, &cap, (int[]){ 1 }, NULL);
+	post_send(second, &s, a, 2048, 1, ma);
+	pump_until_done(&s);
+	zsm_assert_int_eq(state_of(&s), ZSM_REQ_DONE);
+	pair_teardown(&second);
+	closes_done();
+	zsm_assert_int_eq(fk.ipc_closes, 2);
+	zsm_assert_int_eq(fk.closes_off_main, 2);
+	gpu_dereg(NULL, ma);
+}
+
 /* Host bytes into a GPU buffer go through the bounce buffer, piece by
  * piece, and land whole. */
 static void test_ce_cuda_host_to_gpu_lands_whole(void **state)
@@ -890,11 +923,13 @@ static void test_ce_cuda_channels_share_one_stream(void **state)
 	zsm_assert_int_eq(fk.streams, 1);
 	zsm_ce_chan_close(p->r, -ECANCELED);
 	p->r = NULL;
+	closes_done(); /* the fake table is not thread-safe */
 	zsm_assert_int_eq(fk.streams_gone, 0);
 	fk.copies = 0;
 	pipeline_four(q);
 	zsm_ce_chan_close(q->r, -ECANCELED);
 	q->r = NULL;
+	closes_done();
 	zsm_assert_int_eq(fk.streams_gone, 1);
 	pair_teardown(&second);
 	/* A new channel after that makes a new one. */
@@ -903,6 +938,7 @@ static void test_ce_cuda_channels_share_one_stream(void **state)
 	pipeline_four(second);
 	zsm_assert_int_eq(fk.streams, 2);
 	pair_teardown(&second);
+	closes_done();
 	zsm_assert_int_eq(fk.streams_gone, 2);
 }
 
@@ -973,6 +1009,7 @@ int main(void)
 		T(test_ce_cuda_full_pipe_takes_no_more),
 		T(test_ce_cuda_batches_copies_where_the_driver_can),
 		T(test_ce_cuda_channels_share_one_stream),
+		T(test_ce_cuda_unmap_stop_finishes_the_queue),
 	};
 #undef T
 	if (!ce_possible())
