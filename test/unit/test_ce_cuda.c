@@ -553,6 +553,19 @@ static int pump_until_done(struct zsm_net_req *req)
 	return passes;
 }
 
+/* Send len bytes of GPU memory at src (registered as smr) into host
+ * memory at dst, pumping until the send is over. */
+static void gpu_to_host(struct pair *p, struct zsm_net_req *s,
+			struct zsm_net_req *r, void *src, size_t len,
+			struct zsm_net_mr *smr, void *dst, size_t cap, int tag)
+{
+	void *bufs[1] = { dst };
+
+	post_recv(p, r, 1, bufs, &cap, (int[]){ tag }, NULL);
+	post_send(p, s, src, len, tag, smr);
+	pump_until_done(s);
+}
+
 /* The closes posted so far are over (they run on the unmap thread). */
 static void closes_done(void)
 {
@@ -652,16 +665,13 @@ static void test_ce_cuda_dereg_closes_the_peer_mapping(void **state)
 	unsigned char *src = fake_alloc(4096, 1, 3), *dst = calloc(1, 4096);
 	struct zsm_net_mr *smr = gpu_reg(src, 4096);
 	struct zsm_net_req s, r;
-	void *bufs[1] = { dst };
 	size_t cap = 4096;
 	int releases;
 
 	assert_non_null(dst);
 	zsm_assert_int_eq(zsm_param_load(unmap_on_env), 0);
 	/* A GPU send into host memory. */
-	post_recv(p, &r, 1, bufs, &cap, (int[]){ 2 }, NULL);
-	post_send(p, &s, src, 4096, 2, smr);
-	pump_until_done(&s);
+	gpu_to_host(p, &s, &r, src, 4096, smr, dst, cap, 2);
 	zsm_assert_int_eq(state_of(&s), ZSM_REQ_DONE);
 	assert_memory_equal(dst, src, 4096);
 	zsm_assert_int_eq(fk.imports, 1);
@@ -680,9 +690,7 @@ static void test_ce_cuda_dereg_closes_the_peer_mapping(void **state)
 
 	smr = gpu_reg(src, 4096);
 	memset(dst, 0, 4096);
-	post_recv(p, &r, 1, bufs, &cap, (int[]){ 2 }, NULL);
-	post_send(p, &s, src, 4096, 2, smr);
-	pump_until_done(&s);
+	gpu_to_host(p, &s, &r, src, 4096, smr, dst, cap, 2);
 	zsm_assert_int_eq(state_of(&s), ZSM_REQ_DONE);
 	assert_memory_equal(dst, src, 4096);
 	zsm_assert_int_eq(fk.imports, 2);
@@ -703,13 +711,10 @@ static void test_ce_cuda_unmap_off_keeps_mappings_until_close(void **state)
 	unsigned char *src = fake_alloc(2048, 1, 8), dst[2048];
 	struct zsm_net_mr *smr = gpu_reg(src, 2048);
 	struct zsm_net_req s, r;
-	void *bufs[1] = { dst };
 	size_t cap = sizeof(dst);
 
 	zsm_assert_int_eq(zsm_param_load(keep_mappings_env), 0);
-	post_recv(p, &r, 1, bufs, &cap, (int[]){ 5 }, NULL);
-	post_send(p, &s, src, 2048, 5, smr);
-	pump_until_done(&s);
+	gpu_to_host(p, &s, &r, src, 2048, smr, dst, cap, 5);
 	zsm_assert_int_eq(state_of(&s), ZSM_REQ_DONE);
 	gpu_dereg(p, smr);
 	pump(2);
@@ -731,13 +736,10 @@ static void test_ce_cuda_forget_overflow_closes_everything(void **state)
 	struct zsm_net_mr *smr = gpu_reg(src, 1024);
 	struct zsm_ce_gpu_mr other = { .reg_id = ~0ULL };
 	struct zsm_net_req s, r;
-	void *bufs[1] = { dst };
 	size_t cap = sizeof(dst);
 
 	zsm_assert_int_eq(zsm_param_load(unmap_on_env), 0);
-	post_recv(p, &r, 1, bufs, &cap, (int[]){ 3 }, NULL);
-	post_send(p, &s, src, 1024, 3, smr);
-	pump_until_done(&s);
+	gpu_to_host(p, &s, &r, src, 1024, smr, dst, cap, 3);
 	zsm_assert_int_eq(fk.ipc_opens, 1);
 	for (int i = 0; i <= ZSM_CE_FORGET; i++)
 		zsm_ce_chan_forget(p->s, &other);
@@ -756,15 +758,10 @@ static void test_ce_cuda_close_releases_mappings(void **state)
 	struct zsm_net_mr *ma = gpu_reg(a, 2048), *mb = gpu_reg(b, 2048);
 	unsigned char dst[2048];
 	struct zsm_net_req s, r;
-	void *bufs[1] = { dst };
 	size_t cap = sizeof(dst);
 
-	post_recv(p, &r, 1, bufs, &cap, (int[]){ 1 }, NULL);
-	post_send(p, &s, a, 2048, 1, ma);
-	pump_until_done(&s);
-	post_recv(p, &r, 1, bufs, &cap, (int[]){ 1 }, NULL);
-	post_send(p, &s, b, 2048, 1, mb);
-	pump_until_done(&s);
+	gpu_to_host(p, &s, &r, a, 2048, ma, dst, cap, 1);
+	gpu_to_host(p, &s, &r, b, 2048, mb, dst, cap, 1);
 	assert_memory_equal(dst, b, 2048);
 	zsm_assert_int_eq(fk.imports + fk.ipc_opens, 2);
 	zsm_ce_chan_close(p->r, -ECANCELED);
@@ -785,13 +782,10 @@ static void test_ce_cuda_unmap_stop_finishes_the_queue(void **state)
 	unsigned char *a = fake_alloc(2048, 0, 6), dst[2048];
 	struct zsm_net_mr *ma = gpu_reg(a, 2048);
 	struct zsm_net_req s, r;
-	void *bufs[1] = { dst };
 	size_t cap = sizeof(dst);
 	void *second = NULL;
 
-	post_recv(p, &r, 1, bufs, &cap, (int[]){ 1 }, NULL);
-	post_send(p, &s, a, 2048, 1, ma);
-	pump_until_done(&s);
+	gpu_to_host(p, &s, &r, a, 2048, ma, dst, cap, 1);
 	zsm_ce_chan_close(p->r, -ECANCELED);
 	p->r = NULL;
 	zsm_ce_unmap_stop(5000);
@@ -799,9 +793,7 @@ static void test_ce_cuda_unmap_stop_finishes_the_queue(void **state)
 	zsm_assert_int_eq(fk.closes_off_main, 1);
 
 	zsm_assert_int_eq(pair_setup(&second), 0);
-	post_recv(second, &r, 1, bufs, &cap, (int[]){ 1 }, NULL);
-	post_send(second, &s, a, 2048, 1, ma);
-	pump_until_done(&s);
+	gpu_to_host(second, &s, &r, a, 2048, ma, dst, cap, 1);
 	zsm_assert_int_eq(state_of(&s), ZSM_REQ_DONE);
 	pair_teardown(&second);
 	closes_done();
@@ -853,16 +845,12 @@ static void test_ce_cuda_failed_copy_fails_both(void **state)
 	size_t cap = sizeof(dst);
 
 	fk.fail_copy = 1;
-	post_recv(p, &r, 1, bufs, &cap, (int[]){ 4 }, NULL);
-	post_send(p, &s, src, 512, 4, smr);
-	pump_until_done(&s);
+	gpu_to_host(p, &s, &r, src, 512, smr, bufs[0], cap, 4);
 	assert_true(state_of(&r) < 0);
 	assert_true(state_of(&s) < 0);
 
 	fk.fail_copy = 0;
-	post_recv(p, &r, 1, bufs, &cap, (int[]){ 4 }, NULL);
-	post_send(p, &s, src, 512, 4, smr);
-	pump_until_done(&s);
+	gpu_to_host(p, &s, &r, src, 512, smr, bufs[0], cap, 4);
 	zsm_assert_int_eq(state_of(&r), ZSM_REQ_DONE);
 	zsm_assert_int_eq(state_of(&s), ZSM_REQ_DONE);
 	assert_memory_equal(dst, src, 512);
