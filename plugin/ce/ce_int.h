@@ -16,16 +16,19 @@
  */
 #define ZSM_CE_SLOTS ZSM_MAX_REQUESTS
 #define ZSM_CE_MAGIC 0x45434d5aU /* "ZMCE" */
-#define ZSM_CE_VERSION 2
+#define ZSM_CE_VERSION 3
 /* One process_vm_readv moves at most this much, so that a 1 GiB receive
  * does not hold the engine from every other comm for 100 ms. */
 #define ZSM_CE_CHUNK ((size_t)8 << 20)
 /*
- * From this size on the sender copies the upper half of a message into
- * the receiver's buffer (process_vm_writev) while the receiver copies the
- * lower half: two processes, two cores, one copy of each byte.
+ * From this size on both sides copy a message: the receiver reads pieces
+ * (process_vm_readv) and the sender writes pieces into the receiver's
+ * buffer (process_vm_writev), each claiming the next piece from a shared
+ * counter.  Two processes, two cores, one copy of each byte; a side that
+ * runs slower, or later, simply claims fewer pieces.
  */
 #define ZSM_CE_SPLIT_MIN ((size_t)1 << 20)
+#define ZSM_CE_PIECE ((size_t)512 << 10)
 /* deregMr notices a window holds (struct zsm_ce_window). */
 #define ZSM_CE_FORGET 64
 /* A channel with work outstanding and no progress for this long says what
@@ -38,10 +41,13 @@
  * One send, in shared memory.  The sender writes the fields, then seq
  * (release); the receiver reads seq (acquire), copies, writes the
  * result, then done (release); the sender reads done (acquire).  For a
- * split copy the receiver also writes dst and split, then matched
- * (release), and the sender writes help_err, then helped (release), once
- * its half [split, size) is in place.  The counters hold the send's
- * number + 1, so a reused slot is never mistaken for its previous use.
+ * shared copy the receiver also writes dst and zeroes claim, then
+ * matched (release); both sides take pieces with fetch-adds on claim
+ * (relaxed: the counter is all they share through it), and the sender,
+ * once a claim comes back past the end or a write failed, writes
+ * help_err and the failed range, then helped (release): every byte it
+ * wrote is in place by then.  The counters hold the send's number + 1,
+ * so a reused slot is never mistaken for its previous use.
  */
 struct zsm_ce_slot {
 	_Atomic uint64_t seq;
@@ -54,7 +60,7 @@ struct zsm_ce_slot {
 	uint64_t pad[2];
 	/* Second line: the split copy. */
 	uint64_t dst;	 /* receiver: its buffer */
-	uint64_t split;	 /* receiver: where the sender's half starts */
+	_Atomic uint64_t claim; /* the next piece either side may copy */
 	_Atomic uint64_t matched;
 	_Atomic uint64_t helped;
 	int32_t help_err; /* sender: 0, or -errno and the receiver does it */
@@ -66,7 +72,10 @@ struct zsm_ce_slot {
 	zsm_cu_ipc_handle ipc;
 	uint64_t reg_id;  /* the registration's number in the sender */
 	uint64_t alloc_size;
-	uint64_t pad3[7];
+	/* Sender: what it claimed but could not write (help_err set). */
+	uint64_t help_fail_off;
+	uint64_t help_fail_len;
+	uint64_t pad3[5];
 };
 _Static_assert(sizeof(struct zsm_ce_slot) == 256, "four cache lines a slot");
 
@@ -134,10 +143,17 @@ struct zsm_ce_chan {
 	struct zsm_net_req *cur_req;
 	int cur_sub;
 	uint64_t cur_off;
-	uint64_t cur_end;  /* receiver: its part ends here (split copies) */
+	uint64_t cur_end;  /* receiver, one side copying: its range ends here */
+	/* Receiver, shared copy: taking pieces (claiming), the one being
+	 * copied (cur_off, piece_left), none left to claim (claims_over),
+	 * and a failure to report once the sender is done (claim_err). */
+	int claiming, claims_over, claim_err;
+	uint64_t piece_left;
 	int no_help;	   /* receiver: the sender cannot write to us */
 	uint64_t help_seq; /* sender: the send being helped, number + 1 */
-	uint64_t help_off; /* sender: progress in its upper half */
+	uint64_t help_off; /* sender: the piece it copies, */
+	uint64_t help_left; /* and what is left of it */
+	uint64_t shared_bytes; /* bytes this side copied of shared messages */
 	uint64_t next_check_ns;
 	uint64_t last_event_ns; /* work outstanding and no progress since */
 	int stall_said;		/* this stall was reported */

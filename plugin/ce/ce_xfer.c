@@ -69,6 +69,7 @@ void zsm_ce_xfer_abort(struct zsm_ce_chan *ch, int err)
 	zsm_ce_cuda_pipe_drain(ch);
 	ch->pipe_n = ch->pipe_new = 0;
 	ch->cur_req = NULL;
+	ch->claiming = 0;
 	while ((req = ch->head)) {
 		ch->head = req->ce_next;
 		if (!req->error)
@@ -188,16 +189,31 @@ static int zsm_ce_post(struct zsm_desc *desc)
 	return 0;
 }
 
+/* Take the next piece of s for this side; its length, 0 when none is
+ * left.  Both sides call it on the same slot. */
+static uint64_t zsm_ce_claim(struct zsm_ce_slot *s, uint64_t *off)
+{
+	/* relaxed: only the count is shared; the bytes are published by
+	 * helped and done. */
+	uint64_t k = atomic_fetch_add_explicit(&s->claim, 1,
+					       memory_order_relaxed);
+
+	if (k >= (s->size + ZSM_CE_PIECE - 1) / ZSM_CE_PIECE)
+		return 0;
+	*off = k * ZSM_CE_PIECE;
+	return s->size - *off < ZSM_CE_PIECE ? s->size - *off : ZSM_CE_PIECE;
+}
+
 /*
- * Sender: the receiver split the oldest send; copy the next piece of the
- * upper half into its buffer.  Returns 1 when it did something.
+ * Sender: the receiver shares the oldest send; write pieces of it into
+ * the receiver's buffer, up to a chunk per pass.  Returns 1 when it did
+ * something.
  */
 static int zsm_ce_help(struct zsm_ce_chan *ch)
 {
 	struct zsm_net_req *req = ch->head;
 	struct zsm_ce_slot *s;
-	uint64_t mark;
-	size_t n;
+	uint64_t mark, budget = ZSM_CE_CHUNK;
 	ssize_t got;
 
 	if (!req)
@@ -211,25 +227,35 @@ static int zsm_ce_help(struct zsm_ce_chan *ch)
 		return 0;
 	if (ch->help_seq != mark) {
 		ch->help_seq = mark;
-		ch->help_off = s->split;
+		ch->help_left = 0;
 	}
-	n = s->size - ch->help_off;
-	if (n > ZSM_CE_CHUNK)
-		n = ZSM_CE_CHUNK;
-	got = n ? zsm_ce_peer_copy(ch, (char *)req->data[0] + ch->help_off,
-				   s->dst + ch->help_off, n)
-		: 0;
-	if (got < 0) {
-		/* The receiver copies it all instead. */
-		s->help_err = (int32_t)got;
-	} else {
+	s->help_err = 0;
+	while (budget) {
+		if (!ch->help_left) {
+			ch->help_left = zsm_ce_claim(s, &ch->help_off);
+			if (!ch->help_left)
+				break; /* all claimed: ours are written */
+		}
+		got = zsm_ce_peer_copy(ch, (char *)req->data[0] + ch->help_off,
+				       s->dst + ch->help_off,
+				       ch->help_left < budget ? ch->help_left
+							      : budget);
+		if (got < 0) {
+			/* The receiver copies this piece itself. */
+			s->help_err = (int32_t)got;
+			s->help_fail_off = ch->help_off;
+			s->help_fail_len = ch->help_left;
+			break;
+		}
 		ch->help_off += (uint64_t)got;
-		if (ch->help_off < s->size)
-			return 1;
-		s->help_err = 0;
+		ch->help_left -= (uint64_t)got;
+		ch->shared_bytes += (uint64_t)got;
+		budget -= (uint64_t)got < budget ? (uint64_t)got : budget;
 	}
-	/* release: pairs with the acquire in zsm_ce_copy; our bytes and
-	 * help_err are written first. */
+	if (!s->help_err && (ch->help_left || budget == 0))
+		return 1; /* more next pass */
+	/* release: pairs with the acquire in zsm_ce_copy_shared; our bytes,
+	 * help_err and the failed range are written first. */
 	atomic_store_explicit(&s->helped, mark, memory_order_release);
 	return 1;
 }
@@ -390,10 +416,89 @@ static int zsm_ce_copy_mixed(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 	return 0;
 }
 
+/* Receiver: the copy of the current send failed (err, a read of n bytes). */
+static int zsm_ce_copy_failed(struct zsm_ce_chan *ch, ssize_t err, size_t n)
+{
+	if (err != -ECONNRESET)
+		ZSM_WARN("ce: receive comm %u: reading %zu bytes of pid %d: %s",
+			 ch->comm->local_id, n, (int)ch->peer_pid,
+			 strerror((int)-err));
+	return err == -ECONNRESET ? -ECONNRESET : -EIO;
+}
+
 /*
- * Receiver: copy the next piece of its part of the current send, or see
- * whether the sender finished its part.  Returns 1 when the send is over.
+ * Receiver, a shared send: read pieces until none is left to claim, then
+ * wait for the sender's word that its pieces are written.  Returns 1
+ * when the send is over.
  */
+static int zsm_ce_copy_shared(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
+			      struct zsm_net_req *req)
+{
+	char *local = req->data[ch->cur_sub];
+	uint64_t budget = ZSM_CE_CHUNK;
+	ssize_t got;
+
+	while (!ch->claims_over && budget) {
+		if (!ch->piece_left) {
+			ch->piece_left = zsm_ce_claim(s, &ch->cur_off);
+			if (!ch->piece_left) {
+				ch->claims_over = 1;
+				break;
+			}
+		}
+		got = zsm_ce_peer_copy(ch, local + ch->cur_off,
+				       s->addr + ch->cur_off,
+				       ch->piece_left < budget ? ch->piece_left
+							       : budget);
+		if (got < 0) {
+			ch->claim_err = zsm_ce_copy_failed(
+				ch, got, ch->piece_left);
+			if (ch->claim_err == -ECONNRESET) {
+				/* The sender is gone or closing: it writes
+				 * nothing more. */
+				ch->claiming = 0;
+				zsm_ce_complete(ch, -ECONNRESET, 0);
+				return 1;
+			}
+			ch->claims_over = 1;
+			break;
+		}
+		ch->cur_off += (uint64_t)got;
+		ch->piece_left -= (uint64_t)got;
+		ch->shared_bytes += (uint64_t)got;
+		budget -= (uint64_t)got < budget ? (uint64_t)got : budget;
+	}
+	if (!ch->claims_over)
+		return 0;
+	/* acquire: pairs with the release in zsm_ce_help; the sender's
+	 * bytes are in our buffer before its word.  Until then it may still
+	 * be writing, so the receive cannot end, not even in error. */
+	if (atomic_load_explicit(&s->helped, memory_order_acquire) !=
+	    ch->next + 1)
+		return 0;
+	ch->claiming = 0;
+	if (ch->claim_err) {
+		zsm_ce_complete(ch, ch->claim_err, 0);
+		return 1;
+	}
+	if (s->help_err) {
+		if (!ch->no_help)
+			ZSM_INFO("ce: receive comm %u: pid %d cannot write into "
+				 "this process (%s): this side copies whole "
+				 "messages from now on",
+				 ch->comm->local_id, (int)ch->peer_pid,
+				 strerror(-s->help_err));
+		ch->no_help = 1;
+		/* The piece it could not write, by the one-side path. */
+		ch->cur_off = s->help_fail_off;
+		ch->cur_end = s->help_fail_off + s->help_fail_len;
+		return 0;
+	}
+	zsm_ce_complete(ch, 0, s->size);
+	return 1;
+}
+
+/* Receiver: copy the next piece of the current send; 1 when it is over. */
 static int zsm_ce_copy(struct zsm_ce_chan *ch)
 {
 	struct zsm_ce_slot *s = zsm_ce_slot_of(ch, ch->next);
@@ -407,7 +512,8 @@ static int zsm_ce_copy(struct zsm_ce_chan *ch)
 			return 0;
 		return zsm_ce_copy_mixed(ch, s, req);
 	}
-
+	if (ch->claiming)
+		return zsm_ce_copy_shared(ch, s, req);
 	if (n) {
 		if (n > ZSM_CE_CHUNK)
 			n = ZSM_CE_CHUNK;
@@ -416,39 +522,13 @@ static int zsm_ce_copy(struct zsm_ce_chan *ch)
 					       ch->cur_off,
 				       s->addr + ch->cur_off, n);
 		if (got < 0) {
-			if (got != -ECONNRESET)
-				ZSM_WARN("ce: receive comm %u: reading %zu "
-					 "bytes of pid %d: %s",
-					 ch->comm->local_id, n,
-					 (int)ch->peer_pid,
-					 strerror((int)-got));
-			zsm_ce_complete(ch, got == -ECONNRESET ? -ECONNRESET
-							       : -EIO,
+			zsm_ce_complete(ch, zsm_ce_copy_failed(ch, got, n),
 					ch->cur_off);
 			return 1;
 		}
 		ch->cur_off += (uint64_t)got;
 		if (ch->cur_off < ch->cur_end)
 			return 0;
-	}
-	if (ch->cur_end < s->size) {
-		/* acquire: pairs with the release in zsm_ce_help; the
-		 * sender's bytes are in our buffer before its word. */
-		if (atomic_load_explicit(&s->helped, memory_order_acquire) !=
-		    ch->next + 1)
-			return 0;
-		if (s->help_err) {
-			if (!ch->no_help)
-				ZSM_INFO("ce: receive comm %u: pid %d cannot "
-					 "write into this process (%s): this "
-					 "side copies whole messages from now "
-					 "on",
-					 ch->comm->local_id, (int)ch->peer_pid,
-					 strerror(-s->help_err));
-			ch->no_help = 1;
-			ch->cur_end = s->size;
-			return 0;
-		}
 	}
 	zsm_ce_complete(ch, 0, s->size);
 	return 1;
@@ -490,12 +570,16 @@ static int zsm_ce_take(struct zsm_ce_chan *ch)
 		zsm_ce_complete(ch, -EMSGSIZE, 0);
 	} else if (s->size >= ZSM_CE_SPLIT_MIN && !ch->no_help && !s->gpu &&
 		   !zsm_ce_recv_gpu(req, i)) {
-		/* The sender's core copies the upper half meanwhile. */
-		ch->cur_end = (s->size / 2) & ~(uint64_t)4095;
+		/* The sender's core takes pieces too. */
+		ch->claiming = 1;
+		ch->claims_over = 0;
+		ch->claim_err = 0;
+		ch->piece_left = 0;
 		s->dst = (uint64_t)(uintptr_t)req->data[i];
-		s->split = ch->cur_end;
+		/* relaxed: published by the release below. */
+		atomic_store_explicit(&s->claim, 0, memory_order_relaxed);
 		/* release: pairs with the acquire in zsm_ce_help; dst and
-		 * split are written first. */
+		 * claim are written first. */
 		atomic_store_explicit(&s->matched, ch->next + 1,
 				      memory_order_release);
 	}
