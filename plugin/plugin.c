@@ -86,16 +86,17 @@ static void zsm_plugin_plan_gdr(void)
 		ZSM_INFO("net: %s: %s", dev->name, dev->gdr.why);
 		gpu |= dev->gdr.reg == ZSM_HMEM_REG_CUDA;
 	}
+	if (!gpu || !zsm_ce_enabled())
+		return;
 	/* GPU buffers of same-host comms are copied by ce on a stream while
 	 * NCCL's kernel waits for them (docs/ce.md, "Lazy module loading"). */
-	if (gpu && zsm_ce_enabled() && zsm_ce_cuda_lazy())
+	if (zsm_ce_cuda_lazy())
 		ZSM_WARN("ce: CUDA loads modules lazily (CUDA_MODULE_LOADING="
 			 "LAZY, the default): when NCCL hands GPU buffers to "
 			 "a same-host comm, a kernel loaded while NCCL's "
 			 "kernel waits for one of ce's copies can hold that "
 			 "copy back for ever; set CUDA_MODULE_LOADING=EAGER");
-	if (gpu && zsm_ce_enabled())
-		zsm_plugin_check_connections();
+	zsm_plugin_check_connections();
 }
 
 /* Devices whose endpoint does not open are dropped, with a warning. */
@@ -394,13 +395,14 @@ static int zsm_reg_mr_gpu(struct zsm_net_comm *c, void *data, size_t size,
 			 "loaded (ptrSupport says host only)");
 		return -EINVAL;
 	}
-	if (!c->ce && c->ep->dev->gdr.reg == ZSM_HMEM_REG_CUDA) {
-		ret = zsm_net_mr_reg(c->ep, data, size, NCCL_PTR_CUDA, &mr);
-		if (!ret)
-			*mh = mr;
-		return ret;
-	}
 	if (!c->ce) {
+		if (c->ep->dev->gdr.reg == ZSM_HMEM_REG_CUDA) {
+			ret = zsm_net_mr_reg(c->ep, data, size, NCCL_PTR_CUDA,
+					     &mr);
+			if (!ret)
+				*mh = mr;
+			return ret;
+		}
 		ZSM_WARN("net: %s: GPU buffers on a comm to another host, "
 			 "and this device takes host memory only (%s)",
 			 c->ep->dev->name, c->ep->dev->gdr.why);

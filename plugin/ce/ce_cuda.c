@@ -2,8 +2,9 @@
 /*
  * Owns ce's use of CUDA: the driver table (loaded at run time), what regMr
  * records of a GPU buffer, the receiver's cache of the sender's opened
- * allocations, and the copies on the channel's own stream: cuMemcpyAsync
- * between two GPUs' memory runs on a copy engine, so no SM is used.
+ * allocations, and the copies on ce's own stream (one per context):
+ * cuMemcpyAsync between two GPUs' memory runs on a copy engine, so no SM
+ * is used.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -466,7 +467,19 @@ static int zsm_ce_cuda_stream(struct zsm_ce_chan *ch, zsm_cu_context ctx)
 	return 0;
 }
 
-/* Queue dst <- src on the channel's stream in ctx and mark it. */
+/* Make ctx current on this thread: the proxy serves comms of every
+ * device.  0 or -errno. */
+static int zsm_ce_cuda_enter(zsm_cu_context ctx)
+{
+	zsm_cu_result res = zsm_ce_cu.ctx_set_current(ctx);
+
+	return res == ZSM_CU_SUCCESS
+		       ? 0
+		       : zsm_cuda_drv_fail(&zsm_ce_cu, res, NULL, 0, "set ctx");
+}
+
+/* Queue dst <- src on ce's stream in ctx and mark it with the channel's
+ * event. */
 static int zsm_ce_cuda_start(struct zsm_ce_chan *ch, zsm_cu_context ctx,
 			     int dev, zsm_cu_deviceptr dst, zsm_cu_deviceptr src,
 			     size_t n)
@@ -497,16 +510,14 @@ int zsm_ce_cuda_pipe_add(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
 			 const struct zsm_ce_slot *s, struct zsm_ce_gpu_op *op)
 {
 	zsm_cu_deviceptr src = 0;
-	zsm_cu_result res;
 	int ret;
 
-	/* One stream per channel, in one context at a time. */
+	/* A channel copies in one context at a time. */
 	if (ch->gpu_stream && ch->gpu_ctx != ctx && (ch->pipe_n || ch->gpu_busy))
 		return -EAGAIN;
-	res = zsm_ce_cu.ctx_set_current(ctx);
-	if (res != ZSM_CU_SUCCESS)
-		return zsm_cuda_drv_fail(&zsm_ce_cu, res, NULL, 0, "set ctx");
-	ret = zsm_ce_cuda_stream(ch, ctx);
+	ret = zsm_ce_cuda_enter(ctx);
+	if (!ret)
+		ret = zsm_ce_cuda_stream(ch, ctx);
 	if (ret)
 		return ret;
 	ch->gpu_dev = dev;
@@ -630,19 +641,12 @@ int zsm_ce_cuda_copy(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
 		     zsm_cu_deviceptr dst, const struct zsm_ce_slot *s)
 {
 	zsm_cu_deviceptr src = 0;
-	zsm_cu_result res;
-	int ret;
+	int ret = ctx ? 0 : zsm_ce_cuda_any_ctx(ch, &ctx, &dev);
 
-	if (!ctx) {
-		ret = zsm_ce_cuda_any_ctx(ch, &ctx, &dev);
-		if (ret)
-			return ret;
-	}
-	/* The proxy thread serves comms of every device: say which. */
-	res = zsm_ce_cu.ctx_set_current(ctx);
-	if (res != ZSM_CU_SUCCESS)
-		return zsm_cuda_drv_fail(&zsm_ce_cu, res, NULL, 0, "set ctx");
-	ret = zsm_ce_cuda_map(ch, s, dev, &src);
+	if (!ret)
+		ret = zsm_ce_cuda_enter(ctx);
+	if (!ret)
+		ret = zsm_ce_cuda_map(ch, s, dev, &src);
 	if (ret)
 		return ret;
 	return zsm_ce_cuda_start(ch, ctx, dev, dst, src + s->ipc_off, s->size);
@@ -682,10 +686,10 @@ void *zsm_ce_cuda_bounce(struct zsm_ce_chan *ch, zsm_cu_context ctx)
 int zsm_ce_cuda_copy_up(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
 			zsm_cu_deviceptr dst, const void *src, size_t n)
 {
-	zsm_cu_result res = zsm_ce_cu.ctx_set_current(ctx);
+	int ret = zsm_ce_cuda_enter(ctx);
 
-	if (res != ZSM_CU_SUCCESS)
-		return zsm_cuda_drv_fail(&zsm_ce_cu, res, NULL, 0, "set ctx");
+	if (ret)
+		return ret;
 	return zsm_ce_cuda_start(ch, ctx, dev, dst,
 				 (zsm_cu_deviceptr)(uintptr_t)src, n);
 }

@@ -82,7 +82,7 @@ _Static_assert(sizeof(struct zsm_ce_slot) == 256, "four cache lines a slot");
 enum { ZSM_CE_SENDER = 0, ZSM_CE_RECEIVER = 1 };
 
 /*
- * Receiver: GPU-to-GPU copies queued on the channel's stream without
+ * Receiver: GPU-to-GPU copies queued on ce's stream without
  * waiting for each other.  NCCL keeps several messages in flight per
  * connection; copying them one at a time, each waiting for the previous
  * one's event, would pay a round trip per message.
@@ -206,13 +206,13 @@ int zsm_ce_unmap_post(struct zsm_ce_ipc_map *m);
 int zsm_ce_unmap_flush(unsigned timeout_ms);
 
 /* ce_cuda.c, engine only.  Start dst <- the peer's allocation ipc at
- * off, n bytes, on the channel's stream in ctx; 0 or -errno. */
+ * off, n bytes, on ce's stream in ctx; 0 or -errno. */
 int zsm_ce_cuda_copy(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
 		     zsm_cu_deviceptr dst, const struct zsm_ce_slot *s);
 /*
  * The same into host memory: ctx NULL picks a context (a GPU send into a
  * host receive).  And host bytes already read from the peer (src, here)
- * up into our GPU buffer.  Both queue on the channel's stream.
+ * up into our GPU buffer.  Both queue on ce's stream in ctx.
  */
 int zsm_ce_cuda_copy_up(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
 			zsm_cu_deviceptr dst, const void *src, size_t n);
@@ -247,7 +247,8 @@ static inline unsigned zsm_ce_pipe_first_end(const struct zsm_ce_chan *ch)
 const char *zsm_ce_cuda_copy_state(struct zsm_ce_chan *ch);
 /* 1 the copy is done, 0 not yet, -errno it failed. */
 int zsm_ce_cuda_copy_done(struct zsm_ce_chan *ch);
-/* Close every mapping, the stream and the event. */
+/* Close every mapping (on the unmap thread), the channel's events and
+ * its hold on ce's stream. */
 void zsm_ce_cuda_chan_fini(struct zsm_ce_chan *ch);
 /*
  * Receiver, no copy in flight: close what was opened for the sender's

@@ -205,6 +205,39 @@ static uint64_t zsm_ce_claim(struct zsm_ce_slot *s, uint64_t *off)
 }
 
 /*
+ * Copy claimed pieces of s between local and the peer's remote (reads on
+ * the receiving side, writes on the sending side), up to a chunk; the
+ * piece in hand is *off and *left.  1: the chunk is spent; 0: no piece
+ * is left to claim and ours are copied; -errno: a copy failed, and *off
+ * and *left name what is left of its piece.
+ */
+static int zsm_ce_copy_pieces(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
+			      char *local, uint64_t remote, uint64_t *off,
+			      uint64_t *left)
+{
+	uint64_t budget = ZSM_CE_CHUNK;
+
+	while (budget) {
+		ssize_t got;
+
+		if (!*left) {
+			*left = zsm_ce_claim(s, off);
+			if (!*left)
+				return 0;
+		}
+		got = zsm_ce_peer_copy(ch, local + *off, remote + *off,
+				       *left < budget ? *left : budget);
+		if (got < 0)
+			return (int)got;
+		*off += (uint64_t)got;
+		*left -= (uint64_t)got;
+		ch->shared_bytes += (uint64_t)got;
+		budget -= (uint64_t)got < budget ? (uint64_t)got : budget;
+	}
+	return 1;
+}
+
+/*
  * Sender: the receiver shares the oldest send; write pieces of it into
  * the receiver's buffer, up to a chunk per pass.  Returns 1 when it did
  * something.
@@ -213,8 +246,8 @@ static int zsm_ce_help(struct zsm_ce_chan *ch)
 {
 	struct zsm_net_req *req = ch->head;
 	struct zsm_ce_slot *s;
-	uint64_t mark, budget = ZSM_CE_CHUNK;
-	ssize_t got;
+	uint64_t mark;
+	int ret;
 
 	if (!req)
 		return 0;
@@ -228,32 +261,18 @@ static int zsm_ce_help(struct zsm_ce_chan *ch)
 	if (ch->help_seq != mark) {
 		ch->help_seq = mark;
 		ch->help_left = 0;
+		s->help_err = 0;
 	}
-	s->help_err = 0;
-	while (budget) {
-		if (!ch->help_left) {
-			ch->help_left = zsm_ce_claim(s, &ch->help_off);
-			if (!ch->help_left)
-				break; /* all claimed: ours are written */
-		}
-		got = zsm_ce_peer_copy(ch, (char *)req->data[0] + ch->help_off,
-				       s->dst + ch->help_off,
-				       ch->help_left < budget ? ch->help_left
-							      : budget);
-		if (got < 0) {
-			/* The receiver copies this piece itself. */
-			s->help_err = (int32_t)got;
-			s->help_fail_off = ch->help_off;
-			s->help_fail_len = ch->help_left;
-			break;
-		}
-		ch->help_off += (uint64_t)got;
-		ch->help_left -= (uint64_t)got;
-		ch->shared_bytes += (uint64_t)got;
-		budget -= (uint64_t)got < budget ? (uint64_t)got : budget;
-	}
-	if (!s->help_err && (ch->help_left || budget == 0))
+	ret = zsm_ce_copy_pieces(ch, s, req->data[0], s->dst, &ch->help_off,
+				 &ch->help_left);
+	if (ret > 0)
 		return 1; /* more next pass */
+	if (ret < 0) {
+		/* The receiver copies the rest of this piece itself. */
+		s->help_err = ret;
+		s->help_fail_off = ch->help_off;
+		s->help_fail_len = ch->help_left;
+	}
 	/* release: pairs with the acquire in zsm_ce_copy_shared; our bytes,
 	 * help_err and the failed range are written first. */
 	atomic_store_explicit(&s->helped, mark, memory_order_release);
@@ -434,25 +453,16 @@ static int zsm_ce_copy_failed(struct zsm_ce_chan *ch, ssize_t err, size_t n)
 static int zsm_ce_copy_shared(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 			      struct zsm_net_req *req)
 {
-	char *local = req->data[ch->cur_sub];
-	uint64_t budget = ZSM_CE_CHUNK;
-	ssize_t got;
+	if (!ch->claims_over) {
+		int ret = zsm_ce_copy_pieces(ch, s, req->data[ch->cur_sub],
+					     s->addr, &ch->cur_off,
+					     &ch->piece_left);
 
-	while (!ch->claims_over && budget) {
-		if (!ch->piece_left) {
-			ch->piece_left = zsm_ce_claim(s, &ch->cur_off);
-			if (!ch->piece_left) {
-				ch->claims_over = 1;
-				break;
-			}
-		}
-		got = zsm_ce_peer_copy(ch, local + ch->cur_off,
-				       s->addr + ch->cur_off,
-				       ch->piece_left < budget ? ch->piece_left
-							       : budget);
-		if (got < 0) {
-			ch->claim_err = zsm_ce_copy_failed(
-				ch, got, ch->piece_left);
+		if (ret > 0)
+			return 0;
+		if (ret < 0) {
+			ch->claim_err = zsm_ce_copy_failed(ch, ret,
+							   ch->piece_left);
 			if (ch->claim_err == -ECONNRESET) {
 				/* The sender is gone or closing: it writes
 				 * nothing more. */
@@ -460,16 +470,9 @@ static int zsm_ce_copy_shared(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 				zsm_ce_complete(ch, -ECONNRESET, 0);
 				return 1;
 			}
-			ch->claims_over = 1;
-			break;
 		}
-		ch->cur_off += (uint64_t)got;
-		ch->piece_left -= (uint64_t)got;
-		ch->shared_bytes += (uint64_t)got;
-		budget -= (uint64_t)got < budget ? (uint64_t)got : budget;
+		ch->claims_over = 1;
 	}
-	if (!ch->claims_over)
-		return 0;
 	/* acquire: pairs with the release in zsm_ce_help; the sender's
 	 * bytes are in our buffer before its word.  Until then it may still
 	 * be writing, so the receive cannot end, not even in error. */
@@ -503,7 +506,7 @@ static int zsm_ce_copy(struct zsm_ce_chan *ch)
 {
 	struct zsm_ce_slot *s = zsm_ce_slot_of(ch, ch->next);
 	struct zsm_net_req *req = ch->cur_req;
-	size_t n = ch->cur_end - ch->cur_off;
+	size_t n;
 	ssize_t got;
 
 	if (s->gpu || zsm_ce_recv_gpu(req, ch->cur_sub)) {
@@ -514,6 +517,7 @@ static int zsm_ce_copy(struct zsm_ce_chan *ch)
 	}
 	if (ch->claiming)
 		return zsm_ce_copy_shared(ch, s, req);
+	n = ch->cur_end - ch->cur_off;
 	if (n) {
 		if (n > ZSM_CE_CHUNK)
 			n = ZSM_CE_CHUNK;

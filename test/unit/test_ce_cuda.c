@@ -651,9 +651,19 @@ static void test_ce_cuda_opens_each_allocation_once(void **state)
 	gpu_dereg(NULL, rmr);
 }
 
-static const char *unmap_on_env(const char *name)
+/* ZSM_CE_GPU_UNMAP as a test sets it (zsm_param_load reads it here). */
+static const char *unmap_value;
+
+static const char *unmap_env(const char *name)
 {
-	return strcmp(name, "ZSM_CE_GPU_UNMAP") == 0 ? "1" : getenv(name);
+	return strcmp(name, "ZSM_CE_GPU_UNMAP") == 0 ? unmap_value
+						     : getenv(name);
+}
+
+static void set_unmap(const char *value)
+{
+	unmap_value = value;
+	zsm_assert_int_eq(zsm_param_load(unmap_env), 0);
 }
 
 /* ZSM_CE_GPU_UNMAP=1: deregMr on the sender closes the receiver's
@@ -669,7 +679,7 @@ static void test_ce_cuda_dereg_closes_the_peer_mapping(void **state)
 	int releases;
 
 	assert_non_null(dst);
-	zsm_assert_int_eq(zsm_param_load(unmap_on_env), 0);
+	set_unmap("1");
 	/* A GPU send into host memory. */
 	gpu_to_host(p, &s, &r, src, 4096, smr, dst, cap, 2);
 	zsm_assert_int_eq(state_of(&s), ZSM_REQ_DONE);
@@ -698,11 +708,6 @@ static void test_ce_cuda_dereg_closes_the_peer_mapping(void **state)
 	free(dst);
 }
 
-static const char *keep_mappings_env(const char *name)
-{
-	return strcmp(name, "ZSM_CE_GPU_UNMAP") == 0 ? "0" : getenv(name);
-}
-
 /* ZSM_CE_GPU_UNMAP=0 (the default): deregMr notices are read, mappings
  * stay until the channel closes. */
 static void test_ce_cuda_unmap_off_keeps_mappings_until_close(void **state)
@@ -713,7 +718,7 @@ static void test_ce_cuda_unmap_off_keeps_mappings_until_close(void **state)
 	struct zsm_net_req s, r;
 	size_t cap = sizeof(dst);
 
-	zsm_assert_int_eq(zsm_param_load(keep_mappings_env), 0);
+	set_unmap("0");
 	gpu_to_host(p, &s, &r, src, 2048, smr, dst, cap, 5);
 	zsm_assert_int_eq(state_of(&s), ZSM_REQ_DONE);
 	gpu_dereg(p, smr);
@@ -738,7 +743,7 @@ static void test_ce_cuda_forget_overflow_closes_everything(void **state)
 	struct zsm_net_req s, r;
 	size_t cap = sizeof(dst);
 
-	zsm_assert_int_eq(zsm_param_load(unmap_on_env), 0);
+	set_unmap("1");
 	gpu_to_host(p, &s, &r, src, 1024, smr, dst, cap, 3);
 	zsm_assert_int_eq(fk.ipc_opens, 1);
 	for (int i = 0; i <= ZSM_CE_FORGET; i++)
