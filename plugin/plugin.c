@@ -77,14 +77,15 @@ static void zsm_plugin_check_connections(void)
 static void zsm_plugin_plan_gdr(void)
 {
 	int cuda = zsm_ce_cuda_ready(), min_cc = zsm_ce_cuda_min_cc();
+	int dmabuf = zsm_ce_cuda_dmabuf_ok();
 	int gpu = cuda && zsm_param_int(ZSM_P_CE_GPU);
 
 	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
 		struct zsm_net_dev *dev = &zsm_net_topo.devs[i];
 
-		zsm_net_dev_plan_gdr(dev, cuda, min_cc);
+		zsm_net_dev_plan_gdr(dev, cuda, min_cc, dmabuf);
 		ZSM_INFO("net: %s: %s", dev->name, dev->gdr.why);
-		gpu |= dev->gdr.reg == ZSM_HMEM_REG_CUDA;
+		gpu |= dev->gdr.reg != ZSM_HMEM_REG_NONE;
 	}
 	if (!gpu || !zsm_ce_enabled())
 		return;
@@ -396,7 +397,7 @@ static int zsm_reg_mr_gpu(struct zsm_net_comm *c, void *data, size_t size,
 		return -EINVAL;
 	}
 	if (!c->ce) {
-		if (c->ep->dev->gdr.reg == ZSM_HMEM_REG_CUDA) {
+		if (c->ep->dev->gdr.reg != ZSM_HMEM_REG_NONE) {
 			ret = zsm_net_mr_reg(c->ep, data, size, NCCL_PTR_CUDA,
 					     &mr);
 			if (!ret)
@@ -444,10 +445,22 @@ int zsm_reg_mr(void *comm, void *data, size_t size, int type, void **mh)
 int zsm_reg_mr_dmabuf(void *comm, void *data, size_t size, int type,
 		      uint64_t offset, int fd, void **mh)
 {
-	(void)offset;
-	(void)fd;
-	/* Only host memory is advertised, so a dma-buf is a plain region. */
-	return zsm_reg_mr(comm, data, size, type, mh);
+	struct zsm_net_comm *c = zsm_any_comm(comm);
+	struct zsm_net_mr *mr;
+	int ret;
+
+	*mh = NULL;
+	if (!c)
+		return -EINVAL;
+	/* Only devices that register dma-bufs advertise them; ce maps GPU
+	 * memory by IPC, and host memory is plain memory. */
+	if (type != NCCL_PTR_CUDA || c->ce ||
+	    c->ep->dev->gdr.reg != ZSM_HMEM_REG_DMABUF || fd < 0)
+		return zsm_reg_mr(comm, data, size, type, mh);
+	ret = zsm_net_mr_reg_dmabuf(c->ep, data, size, fd, offset, &mr);
+	if (!ret)
+		*mh = mr;
+	return ret;
 }
 
 int zsm_dereg_mr(void *comm, void *mh)
@@ -633,19 +646,98 @@ int zsm_irecv(void *recv_comm, int n, void **data, const size_t *sizes,
 	return 0;
 }
 
+/*
+ * The buffer a flush reads back: the last one that received bytes (the
+ * NIC's writes to it were the last posted), or -1 when none did or the
+ * device's plan needs no flush for its memory.
+ */
+static int zsm_iflush_pick(const struct zsm_net_comm *c, int n,
+			   const int *sizes, void **mhs, int *err)
+{
+	const struct zsm_net_hmem_plan *plan = &c->ep->dev->gdr;
+	const struct zsm_net_mr *mr;
+	int last = -1;
+
+	if (!plan->flush_gpu && !plan->flush_host)
+		return -1;
+	for (int i = n - 1; i >= 0 && last < 0; i--)
+		if (sizes[i] > 0)
+			last = i;
+	if (last < 0)
+		return -1;
+	mr = mhs ? mhs[last] : NULL;
+	if (!mr || mr->magic != ZSM_MR_MAGIC) {
+		ZSM_WARN("net: iflush: buffer %d's memory handle is not a live "
+			 "zsm registration",
+			 last);
+		*err = -EINVAL;
+		return -1;
+	}
+	if (!(mr->type == NCCL_PTR_CUDA ? plan->flush_gpu : plan->flush_host))
+		return -1;
+	return last;
+}
+
 int zsm_iflush(void *recv_comm, int n, void **data, const int *sizes,
 	       void **mhs, void **request)
 {
-	(void)n;
-	(void)data;
-	(void)sizes;
-	(void)mhs;
+	struct zsm_net_comm *c = recv_comm;
+	struct zsm_net_req *req;
+	int last, err = 0;
+
 	*request = NULL;
-	if (!zsm_net_comm_valid(recv_comm, ZSM_COMM_RECV)) {
+	if (!zsm_net_comm_valid(c, ZSM_COMM_RECV)) {
 		ZSM_WARN("net: iflush: not a receive comm");
 		return -EINVAL;
 	}
-	/* Host memory only: the data is visible once test() said done. */
+	if (n < 1 || n > ZSM_MAX_RECVS || !data || !sizes) {
+		ZSM_WARN("net: iflush of %d buffers (maxRecvs %d)%s", n,
+			 ZSM_MAX_RECVS, data && sizes ? "" : ", NULL arrays");
+		return -EINVAL;
+	}
+	/* ce's copies are complete on the device before test() says done;
+	 * host memory is visible once test() said done. */
+	if (c->ce)
+		return 0;
+	last = zsm_iflush_pick(c, n, sizes, mhs, &err);
+	if (last < 0)
+		return err;
+	err = zsm_comm_usable(c);
+	if (err)
+		return err;
+	req = zsm_net_req_alloc(c);
+	if (!req) {
+		/* A NULL request would say "flushed": fail instead. */
+		ZSM_WARN("net: iflush: no request left on this comm (%d in "
+			 "use)",
+			 ZSM_MAX_REQUESTS);
+		return -ENOMEM;
+	}
+	/* A few bytes suffice: the read cannot pass the NIC's earlier
+	 * writes to the GPU, so once it is back they have landed. */
+	if (zsm_net_mr_flush_target(mhs[last], data[last], &req->rma_addr,
+				    &req->rma_key)) {
+		ZSM_WARN("net: iflush: buffer %d has no provider registration "
+			 "to read back",
+			 last);
+		zsm_net_req_free(req);
+		return -EINVAL;
+	}
+	req->type = ZSM_REQ_FLUSH;
+	req->n = 1;
+	req->remaining = 1;
+	req->data[0] = c->ep->flush_buf;
+	req->len[0] = sizes[last] < 8 ? (size_t)sizes[last] : 8;
+	req->tag[0] = 0;
+	req->mr_desc[0] = c->ep->flush_desc;
+	req->mh[0] = NULL;
+	req->ops[0].req = req;
+	req->ops[0].kind = ZSM_OP_FLUSH;
+	req->ops[0].index = 0;
+	req->ops[0].posted = 0;
+	/* NCCL does not retry a flush: wait for room in the queue. */
+	zsm_proxy_submit_wait(&req->desc);
+	*request = req;
 	return 0;
 }
 
@@ -678,7 +770,9 @@ int zsm_test(void *request, int *done, int *sizes)
 	}
 	if (state < 0 && state != -ECANCELED)
 		ZSM_WARN("net: %s failed: %s",
-			 req->type == ZSM_REQ_SEND ? "send" : "receive",
+			 req->type == ZSM_REQ_SEND    ? "send"
+			 : req->type == ZSM_REQ_FLUSH ? "flush"
+						      : "receive",
 			 state == -EMSGSIZE
 				 ? "the message is larger than the posted "
 				   "receive buffer"

@@ -114,6 +114,11 @@ int main(int argc, char **argv)
 	       : zsm_param_int(ZSM_P_CE_GPU)
 		       ? "yes, on copy engines (ZSM_CE_GPU=1)"
 		       : "not advertised (ZSM_CE_GPU=0)");
+	printf("GPU memory as dma-bufs (GPUDirect registrations): %s\n",
+	       zsm_ce_cuda_dmabuf_ok()
+		       ? "yes, every GPU exports them"
+		       : "no (no driver, a GPU without dma-buf support, or "
+			 "no cuMemGetHandleForAddressRange)");
 
 	ret = zsm_net_topo_discover(&topo);
 	if (ret) {
@@ -162,7 +167,8 @@ int main(int argc, char **argv)
 		printf("      mr_mode=0x%llx\n",
 		       (unsigned long long)topo.devs[i].info->domain_attr->mr_mode);
 		zsm_net_dev_plan_gdr(&topo.devs[i], zsm_ce_cuda_ready(),
-				     zsm_ce_cuda_min_cc());
+				     zsm_ce_cuda_min_cc(),
+				     zsm_ce_cuda_dmabuf_ok());
 		printf("      GPU buffers to other hosts: %s\n",
 		       topo.devs[i].gdr.why);
 	}

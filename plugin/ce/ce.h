@@ -93,6 +93,15 @@ int zsm_ce_cuda_lazy(void);
 int zsm_ce_cuda_min_cc(void);
 /* The device ordinal of GPU memory at p, for provider registrations. */
 int zsm_ce_cuda_ptr_device(const void *p, int *dev);
+/* Whether every device exports its memory as dma-bufs. */
+int zsm_ce_cuda_dmabuf_ok(void);
+/*
+ * A dma-buf fd (the caller closes it) of the pages holding [p, p + size):
+ * *base is the address of the dma-buf's byte 0 and *offset that of p in
+ * it.  0 or -errno.
+ */
+int zsm_ce_cuda_dmabuf_get(const void *p, size_t size, int *fd,
+			   void **base, uint64_t *offset);
 /* regMr of device memory: its IPC handle and context.  0 or -errno. */
 int zsm_ce_cuda_mr_prepare(void *data, size_t size, struct zsm_ce_gpu_mr *out);
 /*

@@ -92,6 +92,55 @@ int zsm_ce_cuda_ptr_device(const void *p, int *dev)
 	return 0;
 }
 
+int zsm_ce_cuda_dmabuf_ok(void)
+{
+	if (!zsm_ce_cuda_ready() || !zsm_ce_cu.mem_get_handle_range)
+		return 0;
+	for (int i = 0; i < zsm_ce_cu.ndev; i++) {
+		zsm_cu_device d;
+		int ok = 0;
+
+		if (zsm_ce_cu.device_get(&d, i) != ZSM_CU_SUCCESS ||
+		    zsm_ce_cu.device_get_attribute(
+			    &ok, ZSM_CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED,
+			    d) != ZSM_CU_SUCCESS ||
+		    !ok)
+			return 0;
+	}
+	return zsm_ce_cu.ndev > 0;
+}
+
+int zsm_ce_cuda_dmabuf_get(const void *p, size_t size, int *fd,
+			   void **base, uint64_t *offset)
+{
+	/* The driver exports whole host pages, like NCCL does. */
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)p & ~(page - 1);
+	uintptr_t end = ((uintptr_t)p + size + page - 1) & ~(page - 1);
+	zsm_cu_result res;
+	char why[320];
+	int out = -1, ret;
+
+	*fd = -1;
+	if (!zsm_ce_cuda_ready() || !zsm_ce_cu.mem_get_handle_range)
+		return -ENOSYS;
+	res = zsm_ce_cu.mem_get_handle_range(
+		&out, (zsm_cu_deviceptr)start, end - start,
+		ZSM_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+	if (res != ZSM_CU_SUCCESS) {
+		ret = zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
+					"a dma-buf of %zu bytes at %p", size,
+					p);
+		/* The caller falls back to a CUDA registration. */
+		ZSM_INFO("net: %s", why);
+		return ret;
+	}
+	*fd = out;
+	*base = (void *)start;
+	*offset = (uintptr_t)p - start;
+	return 0;
+}
+
 void zsm_ce_cuda_use_table(const struct zsm_cuda_drv *table)
 {
 	memset(&zsm_ce_cu, 0, sizeof(zsm_ce_cu));

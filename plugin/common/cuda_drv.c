@@ -210,6 +210,8 @@ int zsm_cuda_drv_open(struct zsm_cuda_drv *d, char *why, size_t why_len)
 	d->ndev = n;
 	d->lazy_loading = zsm_cuda_drv_lazy(d);
 	zsm_cuda_drv_optional(d, "cuMemcpyBatchAsync_v2", &d->memcpy_batch);
+	zsm_cuda_drv_optional(d, "cuMemGetHandleForAddressRange",
+			      &d->mem_get_handle_range);
 	return 0;
 }
 

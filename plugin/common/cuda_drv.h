@@ -66,6 +66,8 @@ typedef struct {
 #define ZSM_CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID 50
 #define ZSM_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define ZSM_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define ZSM_CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED 124
+#define ZSM_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD 0x1
 
 #define ZSM_CU_POINTER_ATTRIBUTE_CONTEXT 1
 #define ZSM_CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
@@ -187,6 +189,12 @@ struct zsm_cuda_drv {
 				      size_t count, zsm_cu_memcpy_attr *attrs,
 				      size_t *attr_idxs, size_t nattrs,
 				      zsm_cu_stream stream);
+	/* cuMemGetHandleForAddressRange (CUDA 11.7), or NULL: a dma-buf fd
+	 * of device memory, for registering it with a NIC. */
+	zsm_cu_result (*mem_get_handle_range)(void *handle,
+					      zsm_cu_deviceptr dptr,
+					      size_t size, int type,
+					      unsigned long long flags);
 	/* The device zsm_cuda_drv_use_device made current; -1 for none. */
 	int ordinal;
 	zsm_cu_device dev;

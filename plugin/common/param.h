@@ -66,9 +66,20 @@ enum zsm_param_type {
 	  "when one lands while its kernel waits for ce's copies.")           \
 	X(GDR, ZSM_PARAM_BOOL, "1", 0, 1, NULL,                               \
 	  "GPU buffers over the network (GPUDirect RDMA) where an RDMA "      \
-	  "provider (efa, cxi, verbs) offers FI_HMEM, a CUDA driver is there "\
-	  "and the GPUs need no flush (Hopper and later). 0: network devices "\
-	  "take host memory only.")                                           \
+	  "provider (efa, cxi, verbs) offers FI_HMEM and a CUDA driver is "   \
+	  "there; GPUs before Hopper also need the provider's RMA reads, "    \
+	  "which flush. 0: network devices take host memory only.")           \
+	X(GDR_FLUSH, ZSM_PARAM_ENUM, "auto", 0, 0, "auto|never|always",       \
+	  "What iflush does. auto: a loopback RMA read of the last received " \
+	  "GPU buffer, which makes the NIC's earlier writes visible to the "  \
+	  "GPU (NCCL asks only where the GPU needs it). never: nothing, for " \
+	  "platforms known to order those writes. always: the read for host " \
+	  "buffers too, to test the path and measure its cost on any "        \
+	  "provider with RMA reads.")                                         \
+	X(DMABUF, ZSM_PARAM_BOOL, "1", 0, 1, NULL,                            \
+	  "Register GPU buffers with the provider as dma-bufs (NCCL_PTR_"     \
+	  "DMABUF) where libfabric is 1.20 or later and every GPU supports "  \
+	  "them; otherwise, or with 0, as CUDA memory (FI_HMEM_CUDA).")       \
 	X(PEER_CHECK_MS, ZSM_PARAM_INT, "1000", 0, 600000, NULL,              \
 	  "A comm with work outstanding and no traffic for this long probes " \
 	  "its peer; a peer that takes no probe for 4 such periods has its "  \

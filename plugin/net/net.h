@@ -148,6 +148,7 @@ struct zsm_net_dev {
 	uint64_t guid;
 	int speed_mbps;
 	int hmem;	       /* info is the provider's FI_HMEM offer */
+	int read;	       /* info has RMA reads, which flush */
 	struct zsm_net_hmem_plan gdr; /* GPU buffers over this device */
 	struct zsm_net_ep *ep; /* opened on first listen/connect */
 };
@@ -167,8 +168,10 @@ const char *zsm_net_topo_why(const struct zsm_net_topo *topo,
 void zsm_net_dev_props(const struct zsm_net_dev *dev, int index,
 		       struct zsm_props *props);
 /* Decide dev->gdr: does the device take GPU buffers (net_hmem.h)?  cuda:
- * a driver with a device; min_cc: the lowest compute capability. */
-void zsm_net_dev_plan_gdr(struct zsm_net_dev *dev, int cuda, int min_cc);
+ * a driver with a device; min_cc: the lowest compute capability;
+ * cuda_dmabuf: every GPU exports dma-bufs. */
+void zsm_net_dev_plan_gdr(struct zsm_net_dev *dev, int cuda, int min_cc,
+			  int cuda_dmabuf);
 
 /* Kind of a libfabric operation, from its context. */
 enum zsm_net_op_kind {
@@ -176,6 +179,7 @@ enum zsm_net_op_kind {
 	ZSM_OP_RECV,
 	ZSM_OP_CTRL_RECV,
 	ZSM_OP_CTRL_SEND,
+	ZSM_OP_FLUSH,
 };
 
 struct zsm_net_comm;
@@ -210,6 +214,17 @@ struct zsm_net_ep {
 	uint64_t mr_mode;
 	struct zsm_net_comm *comms; /* every comm, for teardown */
 	struct zsm_mr_cache *mr_cache;
+	/* regMrDmaBuf's fd and the address of its byte 0, for the cache's
+	 * registration callback; -1 and NULL otherwise (engine lock). */
+	int dmabuf_fd;
+	void *dmabuf_base;
+	int dmabuf_refused; /* the provider refused one: no more tries */
+	/* Flushes (dev->read): reads of our own memory land in flush_buf,
+	 * sent to ourselves at self. */
+	fi_addr_t self;
+	void *flush_buf;
+	struct fid_mr *flush_mr;
+	void *flush_desc;
 };
 
 int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out);
@@ -223,6 +238,7 @@ enum zsm_req_type {
 	ZSM_REQ_SEND = 1,
 	ZSM_REQ_RECV = 2,
 	ZSM_REQ_CLOSE = 3,
+	ZSM_REQ_FLUSH = 4, /* a read of our own memory: iflush */
 };
 
 /* Request states published to test(); negative values are -errno. */
@@ -249,6 +265,9 @@ struct zsm_net_req {
 	void *mr_desc[ZSM_MAX_RECVS];
 	struct zsm_net_op ops[ZSM_MAX_RECVS];
 	struct zsm_net_mr *mh[ZSM_MAX_RECVS]; /* ce: what each buffer is */
+	/* Flush: the remote side of the read (address and key). */
+	uint64_t rma_addr;
+	uint64_t rma_key;
 	struct zsm_net_req *next_free;
 	/* ce comms, engine only: the channel's list, and a send's number. */
 	struct zsm_net_req *ce_next;
@@ -361,8 +380,19 @@ struct zsm_net_mr {
 
 int zsm_net_mr_reg(struct zsm_net_ep *ep, void *data, size_t size, int type,
 		   struct zsm_net_mr **out);
+/* regMrDmaBuf: GPU memory whose dma-buf NCCL exported (fd, closed by
+ * NCCL after the call; data is at offset in it). */
+int zsm_net_mr_reg_dmabuf(struct zsm_net_ep *ep, void *data, size_t size,
+			  int fd, uint64_t offset, struct zsm_net_mr **out);
 int zsm_net_mr_dereg(struct zsm_net_mr *mr);
 int zsm_net_mr_init(struct zsm_net_ep *ep);
 void zsm_net_mr_fini(struct zsm_net_ep *ep);
+/* The page flush reads land in, registered; and its release. */
+int zsm_net_mr_flush_init(struct zsm_net_ep *ep);
+void zsm_net_mr_flush_fini(struct zsm_net_ep *ep);
+/* What a read of data, inside mr, names remotely; -ENOENT when mr has no
+ * provider registration. */
+int zsm_net_mr_flush_target(const struct zsm_net_mr *mr, const void *data,
+			    uint64_t *addr, uint64_t *key);
 
 #endif

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/param.h"
 #include "net/net.h"
+#include "net/net_fi_abi.h"
 
 /* Providers picked without being asked for, best first. */
 static const char *const zsm_net_prov_rank[] = {
@@ -192,45 +193,97 @@ static struct fi_info *zsm_net_hints(void)
 	return hints;
 }
 
+/* What an endpoint needs to flush by reading its own memory back. */
+#define ZSM_NET_READ_CAPS (FI_RMA | FI_READ | FI_REMOTE_READ)
+
 /*
- * The offers that take device memory (FI_HMEM), or NULL.  shm claims
- * FI_HMEM for host memory alone and is never a device, so it is left out.
+ * The API version for offers that may take device memory: 1.20 when the
+ * library has it, since providers register dma-bufs only for fabrics of
+ * that version (net_fi_abi.h says what else it changes, and covers it).
  */
-static struct fi_info *zsm_net_hmem_offers(void)
+static uint32_t zsm_net_hmem_api(void)
+{
+	return FI_VERSION_GE(fi_version(), ZSM_FI_API_DMABUF)
+		       ? ZSM_FI_API_DMABUF
+		       : FI_VERSION(1, 14);
+}
+
+/* The offers with extra capabilities, or NULL. */
+static struct fi_info *zsm_net_offers_with(uint64_t caps, uint32_t api)
 {
 	struct fi_info *hints, *list = NULL;
 
-	if (!zsm_param_int(ZSM_P_GDR))
-		return NULL;
 	hints = zsm_net_hints();
 	if (!hints)
 		return NULL;
-	hints->caps |= FI_HMEM;
-	if (fi_getinfo(FI_VERSION(1, 14), NULL, NULL, 0, hints, &list))
+	hints->caps |= caps;
+	if (fi_getinfo(api, NULL, NULL, 0, hints, &list))
 		list = NULL;
 	fi_freeinfo(hints);
 	return list;
 }
 
-static const struct fi_info *zsm_net_hmem_offer(const struct fi_info *list,
-						const struct fi_info *fi)
+/*
+ * The richer offers a device may take instead of its plain one, best
+ * first: device memory with reads to flush it, device memory alone, and
+ * reads alone when ZSM_GDR_FLUSH=always wants them for host memory.
+ */
+struct zsm_net_rich {
+	struct fi_info *lists[3];
+	uint64_t caps[3];
+};
+
+static void zsm_net_rich_get(struct zsm_net_rich *r)
 {
-	for (; list; list = list->next) {
-		if ((list->caps & FI_HMEM) &&
-		    strcmp(list->fabric_attr->prov_name, "shm") != 0 &&
-		    strcmp(list->fabric_attr->prov_name,
-			   fi->fabric_attr->prov_name) == 0 &&
-		    strcmp(list->domain_attr->name, fi->domain_attr->name) ==
-			    0 &&
-		    list->addr_format == fi->addr_format)
-			return list;
+	memset(r, 0, sizeof(*r));
+	r->caps[0] = FI_HMEM | ZSM_NET_READ_CAPS;
+	r->caps[1] = FI_HMEM;
+	r->caps[2] = ZSM_NET_READ_CAPS;
+	if (zsm_param_int(ZSM_P_GDR)) {
+		r->lists[0] = zsm_net_offers_with(r->caps[0],
+						  zsm_net_hmem_api());
+		r->lists[1] = zsm_net_offers_with(r->caps[1],
+						  zsm_net_hmem_api());
+	}
+	if (zsm_param_int(ZSM_P_GDR_FLUSH) == ZSM_FLUSH_PARAM_ALWAYS)
+		r->lists[2] = zsm_net_offers_with(r->caps[2],
+						  FI_VERSION(1, 14));
+}
+
+static void zsm_net_rich_free(struct zsm_net_rich *r)
+{
+	for (int i = 0; i < 3; i++)
+		if (r->lists[i])
+			fi_freeinfo(r->lists[i]);
+}
+
+/*
+ * The richest offer of fi's provider and domain, or NULL.  shm claims
+ * FI_HMEM for host memory alone and is never a device, so it is left out.
+ */
+static const struct fi_info *zsm_net_rich_pick(const struct zsm_net_rich *r,
+					       const struct fi_info *fi)
+{
+	for (int i = 0; i < 3; i++) {
+		const struct fi_info *o;
+
+		for (o = r->lists[i]; o; o = o->next)
+			if ((o->caps & r->caps[i]) == r->caps[i] &&
+			    strcmp(o->fabric_attr->prov_name, "shm") != 0 &&
+			    strcmp(o->fabric_attr->prov_name,
+				   fi->fabric_attr->prov_name) == 0 &&
+			    strcmp(o->domain_attr->name,
+				   fi->domain_attr->name) == 0 &&
+			    o->addr_format == fi->addr_format)
+				return o;
 	}
 	return NULL;
 }
 
 int zsm_net_topo_discover(struct zsm_net_topo *topo)
 {
-	struct fi_info *hints, *fi, *hmem;
+	struct fi_info *hints, *fi;
+	struct zsm_net_rich rich;
 	const struct fi_info *best[ZSM_NET_MAX_DEVS];
 	int nbest = 0, ret, have_real = 0;
 	char why[160];
@@ -250,7 +303,7 @@ int zsm_net_topo_discover(struct zsm_net_topo *topo)
 		ZSM_WARN("net: fi_getinfo failed: %s", fi_strerror(-ret));
 		return -EIO;
 	}
-	hmem = zsm_net_hmem_offers();
+	zsm_net_rich_get(&rich);
 	/* The best offer per domain; the first offer wins ties (IPv4 first). */
 	for (fi = topo->all; fi; fi = fi->next) {
 		int i, r;
@@ -276,35 +329,38 @@ int zsm_net_topo_discover(struct zsm_net_topo *topo)
 	}
 	for (int i = 0; i < nbest; i++) {
 		struct zsm_net_dev *dev = &topo->devs[topo->ndevs];
-		const struct fi_info *hm = zsm_net_hmem_offer(hmem, best[i]);
+		const struct fi_info *hm = zsm_net_rich_pick(&rich, best[i]);
 
 		/* Loopback only when asked for, or when it is all there is. */
 		if (zsm_net_is_loopback(best[i]) && have_real &&
 		    !zsm_param_str(ZSM_P_DOMAIN)[0])
 			continue;
-		/* The FI_HMEM offer of the same provider and domain, when
-		 * there is one: endpoints need the capability to take GPU
-		 * registrations. */
-		dev->hmem = hm != NULL;
+		/* The richer offer of the same provider and domain, when
+		 * there is one: endpoints need FI_HMEM to take GPU
+		 * registrations, and reads to flush. */
 		dev->info = fi_dupinfo(hm ? hm : best[i]);
 		if (!dev->info) {
-			fi_freeinfo(hmem);
+			zsm_net_rich_free(&rich);
 			zsm_net_topo_free(topo);
 			return -ENOMEM;
 		}
+		dev->hmem = (dev->info->caps & FI_HMEM) != 0;
+		dev->read = (dev->info->caps & ZSM_NET_READ_CAPS) ==
+			    ZSM_NET_READ_CAPS;
 		snprintf(dev->name, sizeof(dev->name), "%s",
 			 best[i]->domain_attr->name);
 		dev->pci_path = zsm_net_pci_path(best[i]);
 		dev->guid = zsm_net_fnv1a(dev->name);
 		dev->speed_mbps = zsm_net_speed_mbps(best[i]);
-		ZSM_INFO("net: device %d is %s over %s (%d Mb/s, pci %s%s)",
+		ZSM_INFO("net: device %d is %s over %s (%d Mb/s, pci %s%s%s)",
 			 topo->ndevs, dev->name,
 			 best[i]->fabric_attr->prov_name, dev->speed_mbps,
 			 dev->pci_path ? dev->pci_path : "none",
-			 dev->hmem ? ", FI_HMEM" : "");
+			 dev->hmem ? ", FI_HMEM" : "",
+			 dev->read ? ", RMA reads" : "");
 		topo->ndevs++;
 	}
-	fi_freeinfo(hmem);
+	zsm_net_rich_free(&rich);
 	return 0;
 }
 
@@ -350,14 +406,20 @@ void zsm_net_topo_free(struct zsm_net_topo *topo)
 	memset(topo, 0, sizeof(*topo));
 }
 
-void zsm_net_dev_plan_gdr(struct zsm_net_dev *dev, int cuda, int min_cc)
+void zsm_net_dev_plan_gdr(struct zsm_net_dev *dev, int cuda, int min_cc,
+			  int cuda_dmabuf)
 {
 	struct zsm_net_hmem_in in = {
 		.prov = dev->info->fabric_attr->prov_name,
 		.prov_hmem = dev->hmem,
+		.prov_read = dev->read,
+		.fi_api = dev->info->fabric_attr->api_version,
 		.cuda = cuda,
 		.min_cc = min_cc,
+		.cuda_dmabuf = cuda_dmabuf,
 		.gdr_param = (int)zsm_param_int(ZSM_P_GDR),
+		.dmabuf_param = (int)zsm_param_int(ZSM_P_DMABUF),
+		.flush_param = (int)zsm_param_int(ZSM_P_GDR_FLUSH),
 	};
 
 	zsm_net_hmem_decide(&in, &dev->gdr);

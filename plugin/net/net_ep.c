@@ -11,10 +11,12 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
 #include "common/log.h"
 #include "net/net.h"
+#include "net/net_fi_abi.h"
 
 #define ZSM_NET_CQ_BATCH 32
 
@@ -44,6 +46,8 @@ int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 	if (!ep)
 		return -ENOMEM;
 	ep->dev = dev;
+	ep->dmabuf_fd = -1;
+	ep->self = FI_ADDR_NOTAVAIL;
 	ep->mr_mode = fi->domain_attr->mr_mode;
 	ep->needs_mr = (fi->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
 
@@ -89,6 +93,20 @@ int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 		step = "registration cache";
 		goto err;
 	}
+	if (dev->read) {
+		/* Flushes read our own memory back through the NIC. */
+		step = "fi_av_insert(own address)";
+		ret = fi_av_insert(ep->av, ep->addr, 1, &ep->self, 0, NULL);
+		if (ret != 1) {
+			ret = ret < 0 ? ret : -FI_EINVAL;
+			goto err;
+		}
+		ret = zsm_net_mr_flush_init(ep);
+		if (ret) {
+			step = "registering the flush page";
+			goto err;
+		}
+	}
 	ZSM_INFO("net: endpoint open on %s (%s), address %zu bytes",
 		 dev->name, fi->fabric_attr->prov_name, ep->addr_len);
 	dev->ep = ep;
@@ -118,6 +136,7 @@ void zsm_net_ep_close(struct zsm_net_ep *ep)
 	}
 	ep->comms = NULL;
 	zsm_net_mr_fini(ep);
+	zsm_net_mr_flush_fini(ep);
 	if (ep->cq)
 		fi_close(&ep->cq->fid);
 	if (ep->av)
@@ -177,7 +196,8 @@ static int zsm_net_fi_err(int fi_err)
 
 static void zsm_net_op_complete(struct zsm_net_op *op, int err, size_t len)
 {
-	if (op->kind == ZSM_OP_SEND || op->kind == ZSM_OP_RECV)
+	if (op->kind == ZSM_OP_SEND || op->kind == ZSM_OP_RECV ||
+	    op->kind == ZSM_OP_FLUSH)
 		zsm_net_req_op_done(op, err, len);
 	else
 		zsm_net_ctrl_complete(op, err, len);
@@ -194,21 +214,24 @@ int zsm_net_ep_progress(struct zsm_net_ep *ep)
 		if (n == -FI_EAGAIN)
 			break;
 		if (n == -FI_EAVAIL) {
-			struct fi_cq_err_entry e = {0};
+			/* Room for what newer libfabrics write (fi_abi). */
+			struct zsm_fi_cq_err big = {0};
+			struct fi_cq_err_entry *e = &big.e;
 			struct zsm_net_op *op;
 
-			if (fi_cq_readerr(ep->cq, &e, 0) < 1)
+			if (fi_cq_readerr(ep->cq, e, 0) < 1)
 				break;
-			op = e.op_context;
-			if (e.err != FI_ECANCELED)
+			op = e->op_context;
+			if (e->err != FI_ECANCELED)
 				ZSM_WARN("net: %s: operation failed: %s (%s)",
 					 zsm_net_ep_name(ep),
-					 fi_strerror(e.err),
-					 fi_cq_strerror(ep->cq, e.prov_errno,
-							e.err_data, NULL, 0));
+					 fi_strerror(e->err),
+					 fi_cq_strerror(ep->cq, e->prov_errno,
+							e->err_data, NULL, 0));
 			if (op)
-				zsm_net_op_complete(op, zsm_net_fi_err(e.err),
-						    e.len);
+				zsm_net_op_complete(op,
+						    zsm_net_fi_err(e->err),
+						    e->len);
 			events++;
 			continue;
 		}
@@ -252,6 +275,10 @@ static int zsm_net_post_req(struct zsm_net_req *req)
 				       req->mr_desc[i], comm->peer,
 				       zsm_tag_data(comm->peer_id, req->tag[i]),
 				       &op->fi_ctx);
+		else if (req->type == ZSM_REQ_FLUSH)
+			ret = fi_read(ep->ep, req->data[i], req->len[i],
+				      req->mr_desc[i], ep->self, req->rma_addr,
+				      req->rma_key, &op->fi_ctx);
 		else
 			ret = fi_trecv(ep->ep, req->data[i], req->len[i],
 				       req->mr_desc[i], FI_ADDR_UNSPEC,
@@ -268,7 +295,9 @@ static int zsm_net_post_req(struct zsm_net_req *req)
 		if (ret) {
 			ZSM_WARN("net: %s: posting a %s failed: %s",
 				 zsm_net_ep_name(ep),
-				 req->type == ZSM_REQ_SEND ? "send" : "receive",
+				 req->type == ZSM_REQ_SEND    ? "send"
+				 : req->type == ZSM_REQ_FLUSH ? "flush read"
+							      : "receive",
 				 fi_strerror((int)-ret));
 			err = -EIO;
 			goto fail_rest;

@@ -4,8 +4,11 @@
  * the mr_mode bits a provider asks for, behind the registration cache.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -16,60 +19,37 @@
 #include "common/mr_cache.h"
 #include "common/param.h"
 #include "net/net.h"
+#include "net/net_fi_abi.h"
 
-static int zsm_net_mr_prov_reg(void *arg, uintptr_t start, size_t len,
-			       int type, void **prov)
+/* Access every registration asks for: what the endpoint can do with it. */
+static uint64_t zsm_net_mr_access(const struct zsm_net_ep *ep)
 {
-	struct zsm_net_ep *ep = arg;
-	struct fid_mr *mr = NULL;
-	struct fi_mr_attr attr = {0};
-	struct iovec iov = {.iov_base = (void *)start, .iov_len = len};
+	/* Flushes read registered buffers back through the endpoint. */
+	return FI_SEND | FI_RECV | (ep->dev->read ? FI_REMOTE_READ : 0);
+}
+
+/*
+ * fi_mr_regattr, then the binding FI_MR_ENDPOINT asks for.  `what` names
+ * the memory for the warning; hint follows it.
+ */
+static int zsm_net_mr_attr_reg(struct zsm_net_ep *ep,
+			       struct zsm_fi_mr_attr *attr, uint64_t flags,
+			       const char *what, const char *hint,
+			       struct fid_mr **out)
+{
+	/* Keys unique per domain unless the provider picks them. */
 	static uint64_t next_key;
+	struct fid_mr *mr = NULL;
 	int ret;
 
-	/* Host memory on a provider that does not need registrations: the
-	 * handle only carries a NULL descriptor. */
-	if (!ep->needs_mr && type == NCCL_PTR_HOST) {
-		*prov = NULL;
-		return 0;
-	}
-	attr.iface = FI_HMEM_SYSTEM;
-	if (type == NCCL_PTR_CUDA && ep->dev->gdr.reg == ZSM_HMEM_REG_CUDA) {
-		/* GPUDirect: the provider pins the GPU pages itself. */
-		ret = zsm_ce_cuda_ptr_device((void *)start, &attr.device.cuda);
-		if (ret) {
-			ZSM_WARN("net: %s: %zu bytes at 0x%lx are not GPU "
-				 "memory CUDA knows",
-				 ep->dev->name, len, (unsigned long)start);
-			return -EINVAL;
-		}
-		attr.iface = FI_HMEM_CUDA;
-	} else if (type != NCCL_PTR_HOST) {
-		ZSM_WARN("net: %s: registering memory of type %d is not "
-			 "supported (%s)",
-			 ep->dev->name, type, ep->dev->gdr.why);
-		return -ENOTSUP;
-	}
-	attr.mr_iov = &iov;
-	attr.iov_count = 1;
-	attr.access = FI_SEND | FI_RECV;
-	/* FI_MR_PROV_KEY: the provider picks the key; else keys must be
-	 * unique per domain. */
-	attr.requested_key = (ep->mr_mode & FI_MR_PROV_KEY) ? 0 : ++next_key;
-	ret = fi_mr_regattr(ep->domain, &attr, 0, &mr);
+	attr->requested_key =
+		(ep->mr_mode & FI_MR_PROV_KEY) ? 0 : ++next_key;
+	ret = zsm_fi_mr_regattr(ep->domain, attr, flags, &mr);
 	if (ret) {
-		ZSM_WARN("net: %s: fi_mr_regattr of %zu bytes of %s memory "
-			 "failed: %s%s",
-			 ep->dev->name, len,
-			 attr.iface == FI_HMEM_CUDA ? "GPU" : "host",
-			 fi_strerror(-ret),
-			 attr.iface == FI_HMEM_CUDA
-				 ? " (ZSM_GDR=0 keeps GPU buffers off the "
-				   "network)"
-				 : "");
+		ZSM_WARN("net: %s: fi_mr_regattr of %s failed: %s%s",
+			 ep->dev->name, what, fi_strerror(-ret), hint);
 		return -EIO;
 	}
-	/* FI_MR_ENDPOINT: a registration works only once bound and enabled. */
 	if (ep->mr_mode & FI_MR_ENDPOINT) {
 		ret = fi_mr_bind(mr, &ep->ep->fid, 0);
 		if (!ret)
@@ -82,6 +62,115 @@ static int zsm_net_mr_prov_reg(void *arg, uintptr_t start, size_t len,
 			return -EIO;
 		}
 	}
+	*out = mr;
+	return 0;
+}
+
+/*
+ * GPU memory as a dma-buf: NCCL's fd when regMrDmaBuf gave one (ep->
+ * dmabuf_fd, under the engine lock), else one the driver exports now.
+ * -ENOSYS when no fd could be had or the provider refuses dma-bufs: the
+ * caller registers CUDA memory instead.
+ */
+static int zsm_net_mr_dmabuf_reg(struct zsm_net_ep *ep, uintptr_t start,
+				 size_t len, struct zsm_fi_mr_attr *attr,
+				 struct fid_mr **out)
+{
+	struct zsm_fi_mr_dmabuf dmabuf = { .len = len };
+	char what[96];
+	void *base = ep->dmabuf_base;
+	uint64_t offset = 0;
+	int fd = ep->dmabuf_fd, own = -1, ret;
+
+	if (ep->dmabuf_refused)
+		return -ENOSYS;
+	/* NCCL's fd covers its buffer from byte 0; a cached range reaching
+	 * below that takes an fd of its own. */
+	if (fd >= 0 && start < (uintptr_t)base)
+		fd = -1;
+	if (fd < 0) {
+		if (zsm_ce_cuda_dmabuf_get((void *)start, len, &own, &base,
+					   &offset))
+			return -ENOSYS;
+		fd = own;
+	}
+	dmabuf.fd = fd;
+	dmabuf.base_addr = base;
+	dmabuf.offset = start - (uintptr_t)base;
+	attr->dmabuf = &dmabuf;
+	snprintf(what, sizeof(what), "a %zu-byte GPU dma-buf", len);
+	ret = zsm_net_mr_attr_reg(ep, attr, ZSM_FI_MR_DMABUF, what,
+				  " (GPU memory is registered as CUDA memory "
+				  "from now on; ZSM_DMABUF=0 does so from the "
+				  "start)",
+				  out);
+	/* The provider imported it; NCCL closes its own. */
+	if (own >= 0)
+		close(own);
+	/* A provider or kernel without dma-buf support refuses them all;
+	 * CUDA registrations may still work (nvidia-peermem). */
+	if (ret)
+		ep->dmabuf_refused = 1;
+	return ret ? -ENOSYS : 0;
+}
+
+static int zsm_net_mr_prov_reg(void *arg, uintptr_t start, size_t len,
+			       int type, void **prov)
+{
+	struct zsm_net_ep *ep = arg;
+	const struct zsm_net_hmem_plan *gdr = &ep->dev->gdr;
+	struct fid_mr *mr = NULL;
+	struct zsm_fi_mr_attr attr = {0};
+	struct iovec iov = {.iov_base = (void *)start, .iov_len = len};
+	char what[96];
+	int ret;
+
+	/* Host memory on a provider that does not need registrations, and
+	 * no flush reading it back: the handle only carries a NULL
+	 * descriptor. */
+	if (!ep->needs_mr && type == NCCL_PTR_HOST && !gdr->flush_host) {
+		*prov = NULL;
+		return 0;
+	}
+	attr.mr_iov = &iov;
+	attr.iov_count = 1;
+	attr.access = zsm_net_mr_access(ep);
+	attr.iface = FI_HMEM_SYSTEM;
+	if (type == NCCL_PTR_CUDA && gdr->reg != ZSM_HMEM_REG_NONE) {
+		/* GPUDirect: the provider pins the GPU pages itself. */
+		ret = zsm_ce_cuda_ptr_device((void *)start, &attr.device.cuda);
+		if (ret) {
+			ZSM_WARN("net: %s: %zu bytes at 0x%lx are not GPU "
+				 "memory CUDA knows",
+				 ep->dev->name, len, (unsigned long)start);
+			return -EINVAL;
+		}
+		attr.iface = FI_HMEM_CUDA;
+		if (gdr->reg == ZSM_HMEM_REG_DMABUF) {
+			ret = zsm_net_mr_dmabuf_reg(ep, start, len, &attr,
+						    &mr);
+			if (ret != -ENOSYS) {
+				*prov = mr;
+				return ret;
+			}
+			attr.mr_iov = &iov;
+		}
+	} else if (type != NCCL_PTR_HOST) {
+		ZSM_WARN("net: %s: registering memory of type %d is not "
+			 "supported (%s)",
+			 ep->dev->name, type, gdr->why);
+		return -ENOTSUP;
+	}
+	snprintf(what, sizeof(what), "%zu bytes of %s memory", len,
+		 attr.iface == FI_HMEM_CUDA ? "GPU" : "host");
+	ret = zsm_net_mr_attr_reg(ep, &attr, 0, what,
+				  attr.iface == FI_HMEM_CUDA
+					  ? " (ZSM_GDR=0 keeps GPU buffers "
+					    "off the network)"
+					  : "",
+				  &mr);
+	if (ret)
+		return ret;
 	*prov = mr;
 	return 0;
 }
@@ -117,8 +206,9 @@ void zsm_net_mr_fini(struct zsm_net_ep *ep)
 	ep->mr_cache = NULL;
 }
 
-int zsm_net_mr_reg(struct zsm_net_ep *ep, void *data, size_t size, int type,
-		   struct zsm_net_mr **out)
+static int zsm_net_mr_get(struct zsm_net_ep *ep, void *data, size_t size,
+			  int type, int dmabuf_fd, uint64_t dmabuf_offset,
+			  struct zsm_net_mr **out)
 {
 	struct zsm_net_mr *mr = calloc(1, sizeof(*mr));
 	int ret;
@@ -126,9 +216,14 @@ int zsm_net_mr_reg(struct zsm_net_ep *ep, void *data, size_t size, int type,
 	if (!mr)
 		return -ENOMEM;
 	/* The domain is opened FI_THREAD_DOMAIN: registrations from the
-	 * service thread serialise with the engine through its lock. */
+	 * service thread serialise with the engine through its lock, which
+	 * also keeps the dma-buf fd ours until the registration is done. */
 	zsm_proxy_lock();
+	ep->dmabuf_fd = dmabuf_fd;
+	ep->dmabuf_base = (char *)data - dmabuf_offset;
 	ret = zsm_mr_cache_get(ep->mr_cache, data, size, type, &mr->entry);
+	ep->dmabuf_fd = -1;
+	ep->dmabuf_base = NULL;
 	zsm_proxy_unlock();
 	if (ret) {
 		free(mr);
@@ -140,6 +235,75 @@ int zsm_net_mr_reg(struct zsm_net_ep *ep, void *data, size_t size, int type,
 	mr->desc = mr->entry->prov ? fi_mr_desc(mr->entry->prov) : NULL;
 	*out = mr;
 	return 0;
+}
+
+int zsm_net_mr_reg(struct zsm_net_ep *ep, void *data, size_t size, int type,
+		   struct zsm_net_mr **out)
+{
+	return zsm_net_mr_get(ep, data, size, type, -1, 0, out);
+}
+
+int zsm_net_mr_reg_dmabuf(struct zsm_net_ep *ep, void *data, size_t size,
+			  int fd, uint64_t offset, struct zsm_net_mr **out)
+{
+	return zsm_net_mr_get(ep, data, size, NCCL_PTR_CUDA, fd, offset, out);
+}
+
+int zsm_net_mr_flush_target(const struct zsm_net_mr *mr, const void *data,
+			    uint64_t *addr, uint64_t *key)
+{
+	struct fid_mr *prov = mr->entry ? mr->entry->prov : NULL;
+
+	if (!prov)
+		return -ENOENT;
+	*key = fi_mr_key(prov);
+	/* Without FI_MR_VIRT_ADDR, remote addresses count from the start of
+	 * the registration. */
+	*addr = (mr->ep->mr_mode & FI_MR_VIRT_ADDR)
+			? (uint64_t)(uintptr_t)data
+			: (uint64_t)((uintptr_t)data - mr->entry->start);
+	return 0;
+}
+
+int zsm_net_mr_flush_init(struct zsm_net_ep *ep)
+{
+	struct zsm_fi_mr_attr attr = {0};
+	struct iovec iov;
+	long page = sysconf(_SC_PAGESIZE);
+	int ret;
+
+	ep->flush_buf = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ep->flush_buf == MAP_FAILED) {
+		ep->flush_buf = NULL;
+		return -ENOMEM;
+	}
+	iov.iov_base = ep->flush_buf;
+	iov.iov_len = (size_t)page;
+	attr.mr_iov = &iov;
+	attr.iov_count = 1;
+	/* The local end of reads. */
+	attr.access = FI_READ;
+	attr.iface = FI_HMEM_SYSTEM;
+	ret = zsm_net_mr_attr_reg(ep, &attr, 0, "the flush page", "",
+				  &ep->flush_mr);
+	if (ret) {
+		munmap(ep->flush_buf, (size_t)page);
+		ep->flush_buf = NULL;
+		return ret;
+	}
+	ep->flush_desc = fi_mr_desc(ep->flush_mr);
+	return 0;
+}
+
+void zsm_net_mr_flush_fini(struct zsm_net_ep *ep)
+{
+	if (ep->flush_mr)
+		fi_close(&ep->flush_mr->fid);
+	ep->flush_mr = NULL;
+	if (ep->flush_buf)
+		munmap(ep->flush_buf, (size_t)sysconf(_SC_PAGESIZE));
+	ep->flush_buf = NULL;
 }
 
 int zsm_net_mr_dereg(struct zsm_net_mr *mr)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/cuda_drv.h"
 
@@ -34,6 +35,43 @@ static int t_failed;
 static unsigned char t_byte(size_t i)
 {
 	return (unsigned char)(i * 131u + (i >> 9) + 7u);
+}
+
+/*
+ * GPUDirect registers GPU memory as a dma-buf where the device can export
+ * one: the driver must give an fd whose size covers the pages asked for
+ * (a dma-buf's size is what lseek to its end says).
+ */
+static void t_dmabuf(struct zsm_cuda_drv *d, zsm_cu_deviceptr p)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t len = (T_SIZE + page - 1) / page * page;
+	int ok = 0, fd = -1, r;
+	off_t end;
+
+	r = d->device_get_attribute(&ok,
+				    ZSM_CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED,
+				    d->dev);
+	T_EXPECT(r == ZSM_CU_SUCCESS, "dma-buf attribute: result %d", r);
+	if (!d->mem_get_handle_range || !ok) {
+		printf("dma-buf: not offered here (%s)\n",
+		       d->mem_get_handle_range ? "device attribute 0"
+					       : "no cuMemGetHandleForAddressRange");
+		return;
+	}
+	T_EXPECT(p % page == 0, "cuMemAlloc gave an address off a page");
+	r = d->mem_get_handle_range(&fd, p, len,
+				    ZSM_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+	T_EXPECT(r == ZSM_CU_SUCCESS && fd >= 0, "dma-buf export: result %d",
+		 r);
+	if (r != ZSM_CU_SUCCESS || fd < 0)
+		return;
+	end = lseek(fd, 0, SEEK_END);
+	T_EXPECT(end >= (off_t)len, "dma-buf of %zu bytes says %lld", len,
+		 (long long)end);
+	printf("dma-buf: exported %zu bytes (fd size %lld)\n", len,
+	       (long long)end);
+	close(fd);
 }
 
 /* Writes, a memset over part of it, and a read back, on one device. */
@@ -87,6 +125,8 @@ static void t_round_trip(struct zsm_cuda_drv *d)
 	T_EXPECT(r == ZSM_CU_SUCCESS && (int)ord == d->ordinal,
 		 "device ordinal: result %d, ordinal %d, in use %d", r,
 		 (int)ord, d->ordinal);
+
+	t_dmabuf(d, p);
 
 	/* Failures: an address that was never allocated. */
 	why[0] = '\0';

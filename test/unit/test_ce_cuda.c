@@ -66,6 +66,11 @@ static struct fake {
 	int closes_off_main; /* closes made on another thread than main's */
 	pthread_t main;
 	int bad_ranges;
+	/* dma-buf: what the device says, what was asked of the driver. */
+	int dmabuf_attr;
+	zsm_cu_deviceptr range_ptr;
+	size_t range_size;
+	int range_type;
 } fk;
 
 static int fake_alloc_of(zsm_cu_deviceptr p)
@@ -430,6 +435,31 @@ static zsm_cu_result fake_stream_query(zsm_cu_stream st)
 	return fk.landed == fk.nq ? ZSM_CU_SUCCESS : ZSM_CU_ERROR_NOT_READY;
 }
 
+static zsm_cu_result fake_attribute(int *value, int attribute,
+				    zsm_cu_device d)
+{
+	(void)d;
+	*value = attribute == ZSM_CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED
+			 ? fk.dmabuf_attr
+			 : 0;
+	return ZSM_CU_SUCCESS;
+}
+
+/* A real fd the caller can close: /dev/null stands for the dma-buf. */
+static zsm_cu_result fake_handle_range(void *handle, zsm_cu_deviceptr p,
+				       size_t size, int type,
+				       unsigned long long flags)
+{
+	(void)flags;
+	fk.range_ptr = p;
+	fk.range_size = size;
+	fk.range_type = type;
+	if (!size)
+		return ZSM_CU_ERROR_INVALID_VALUE;
+	*(int *)handle = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return ZSM_CU_SUCCESS;
+}
+
 static struct zsm_cuda_drv fake_table(void)
 {
 	struct zsm_cuda_drv t;
@@ -441,6 +471,7 @@ static struct zsm_cuda_drv fake_table(void)
 	t.get_error_string = fake_error_string;
 	t.get_error_name = fake_error_string;
 	t.device_get = fake_device_get;
+	t.device_get_attribute = fake_attribute;
 	t.device_primary_ctx_retain = fake_ctx_retain;
 	t.device_get_pci_bus_id = fake_bus_id;
 	t.device_primary_ctx_release = fake_dev_ok;
@@ -986,6 +1017,51 @@ static void test_ce_cuda_batches_copies_where_the_driver_can(void **state)
 	zsm_assert_int_eq(fk.batch_bad_attr, 0);
 }
 
+/* dma-bufs only where every device and the driver can; the fd covers
+ * whole pages, and the offset finds the buffer in it. */
+static void test_ce_cuda_dmabuf_whole_pages(void **state)
+{
+	struct zsm_cuda_drv t = fake_table();
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t at = FAKE_VA + 5 * page + 100;
+	void *base = NULL;
+	uint64_t offset = 0;
+	int fd = 7;
+
+	(void)state;
+	fk.dmabuf_attr = 1;
+	zsm_ce_cuda_use_table(&t); /* no cuMemGetHandleForAddressRange */
+	zsm_assert_int_eq(zsm_ce_cuda_dmabuf_ok(), 0);
+	zsm_assert_int_eq(zsm_ce_cuda_dmabuf_get((void *)at, 10, &fd, &base,
+						 &offset),
+			  -ENOSYS);
+	zsm_assert_int_eq(fd, -1);
+	t.mem_get_handle_range = fake_handle_range;
+	zsm_ce_cuda_use_table(&t);
+	zsm_assert_int_eq(zsm_ce_cuda_dmabuf_ok(), 1);
+	fk.dmabuf_attr = 0;
+	zsm_assert_int_eq(zsm_ce_cuda_dmabuf_ok(), 0);
+
+	/* 2 pages and a bit from 100 bytes into a page: 3 pages. */
+	zsm_assert_int_eq(zsm_ce_cuda_dmabuf_get((void *)at, 2 * page + 10,
+						 &fd, &base, &offset),
+			  0);
+	assert_true(fd >= 0);
+	close(fd);
+	zsm_assert_int_eq(fk.range_type,
+			  ZSM_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD);
+	assert_true(fk.range_ptr == FAKE_VA + 5 * page);
+	assert_true(fk.range_size == 3 * page);
+	assert_true((uintptr_t)base == FAKE_VA + 5 * page);
+	assert_true(offset == 100);
+	/* A driver error is an error, and no fd. */
+	fd = 7;
+	zsm_assert_int_eq(zsm_ce_cuda_dmabuf_get((void *)(FAKE_VA + page), 0,
+						 &fd, &base, &offset),
+			  -EINVAL);
+	zsm_assert_int_eq(fd, -1);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fake_setup, fake_teardown)
@@ -1003,6 +1079,7 @@ int main(void)
 		T(test_ce_cuda_batches_copies_where_the_driver_can),
 		T(test_ce_cuda_channels_share_one_stream),
 		T(test_ce_cuda_unmap_stop_finishes_the_queue),
+		T(test_ce_cuda_dmabuf_whole_pages),
 	};
 #undef T
 	if (!ce_possible())
