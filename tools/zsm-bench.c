@@ -64,6 +64,7 @@ struct bench_opts {
 	unsigned step_timeout_s;
 	/* --gpu: rank r uses CUDA device gpu_ord[r]. */
 	int gpu;
+	int flush; /* --flush: iflush after host receives too */
 	int gpu_ord[2];
 	/* --rank, --nranks (-1: not given), --rendezvous (NULL: fork). */
 	int launch_rank;
@@ -97,6 +98,9 @@ struct bench {
 	zsm_cu_deviceptr sdev;
 	zsm_cu_deviceptr rdev;
 	unsigned char *stage;
+	/* iflush calls that returned a request, and those that did not. */
+	long flush_reqs;
+	long flush_null;
 };
 
 static struct bench *bench_g;
@@ -195,7 +199,8 @@ static void bench_usage(FILE *out)
 		"         [--test stream|pingpong|both]\n"
 		"         [--sizes LIST | --min-size N --max-size N]\n"
 		"         [--iters N] [--warmup N] [--reps N] [--csv FILE]\n"
-		"         [--device N] [--gpu [G0[,G1]]] [--no-verify]\n"
+		"         [--device N] [--gpu [G0[,G1]]] [--flush]\n"
+		"         [--no-verify]\n"
 		"         [--timeout S] [--rendezvous HOST:PORT\n"
 		"         [--rank R --nranks 2]]\n"
 		"\n"
@@ -215,6 +220,9 @@ static void bench_usage(FILE *out)
 		"both), registered as NCCL_PTR_CUDA, with iflush after each\n"
 		"receive.  It exits 77 (skip), saying why, when the plugin\n"
 		"does not take CUDA buffers or CUDA is not available.\n"
+		"--flush calls iflush after host receives too (NCCL does\n"
+		"only for GPU ones), to time a plugin's flush; each rank\n"
+		"that received says how many calls gave a request.\n"
 		"Launch: by default zsm-bench forks its pair on this host.\n"
 		"With --rendezvous this process is one of 2 ranks, which\n"
 		"may be on two hosts (rank 0 listens at HOST:PORT); the\n"
@@ -254,6 +262,11 @@ static void bench_parse_check(const struct bench_opts *o)
 			"zsm-bench: --raw cannot take --gpu: Debian's "
 			"libfabric is built without CUDA (no FI_HMEM), so raw "
 			"endpoints move host memory only\n");
+		exit(1);
+	}
+	if (o->raw && o->flush) {
+		fprintf(stderr, "zsm-bench: --flush times a plugin's iflush; "
+				"--raw has none\n");
 		exit(1);
 	}
 	if ((o->launch_rank >= 0 || o->launch_nranks >= 0) &&
@@ -296,6 +309,9 @@ static void bench_parse(struct bench_opts *o, int argc, char **argv)
 			continue;
 		} else if (!strcmp(a, "--raw")) {
 			o->raw = 1;
+			continue;
+		} else if (!strcmp(a, "--flush")) {
+			o->flush = 1;
 			continue;
 		} else if (!strcmp(a, "--gpu")) {
 			/* The device list is optional: take a number only. */
@@ -544,12 +560,15 @@ static void bench_flush(struct bench *b, void *data, int got)
 	void *req = NULL;
 	int r;
 
-	if (!b->o.gpu || got <= 0)
+	if ((!b->o.gpu && !b->o.flush) || got <= 0)
 		return;
 	BENCH_CALL(zsm_client_iflush(b->c, b->recv, 1, &data, &got, &b->rmh,
 				     &req));
-	if (!req)
+	if (!req) {
+		b->flush_null++;
 		return;
+	}
+	b->flush_reqs++;
 	r = zsm_client_wait(b->c, req, NULL, BENCH_STALL_MS);
 	if (r == ZSM_CLIENT_TIMEOUT)
 		bench_die("iflush of %d bytes: test() not done after %d ms",
@@ -1341,6 +1360,9 @@ int main(int argc, char **argv)
 			bench_run_size(&b, order[t], b.o.sizes[i]);
 	}
 	BENCH_OOB(oob_barrier());
+	if (b.flush_reqs + b.flush_null)
+		printf("# rank %d iflush: %ld gave a request, %ld gave none\n",
+		       b.rank, b.flush_reqs, b.flush_null);
 	bench_teardown(&b);
 	if (b.csv)
 		fclose(b.csv);
