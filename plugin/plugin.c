@@ -754,7 +754,7 @@ int zsm_test(void *request, int *done, int *sizes)
 	/* acquire: pairs with the release in zsm_net_req_op_done. */
 	state = atomic_load_explicit(&req->state, memory_order_acquire);
 	if (state == ZSM_REQ_PENDING) {
-		zsm_proxy_assist();
+		zsm_proxy_assist(req);
 		/* acquire: as above; the pass may have completed it. */
 		state = atomic_load_explicit(&req->state,
 					     memory_order_acquire);

@@ -33,9 +33,12 @@ enum zsm_param_type {
 	X(PROXY, ZSM_PARAM_ENUM, "thread", 0, 0, "thread|inline",             \
 	  "Who drives progress: the plugin's proxy thread, or the caller's "  \
 	  "test() (inline, for debugging and comparison).")                   \
-	X(PROXY_ASSIST, ZSM_PARAM_BOOL, "1", 0, 1, NULL,                      \
+	X(PROXY_ASSIST, ZSM_PARAM_ENUM, "auto", 0, 0, "auto|0|1",             \
 	  "With ZSM_PROXY=thread, let test() run one progress pass itself "   \
-	  "when the proxy is not busy, which saves a thread hand-off.")       \
+	  "when the proxy is not busy (1), which saves a thread hand-off "    \
+	  "where cores are scarce but takes the caller's time (NCCL's "       \
+	  "proxy thread) from its own work. auto: 1 when the process may "    \
+	  "run on 4 CPUs or fewer, else 0.")                                  \
 	X(PROXY_SPIN_US, ZSM_PARAM_INT, "50", 0, 1000000, NULL,               \
 	  "How long the proxy thread polls without finding work before it "   \
 	  "sleeps (microseconds).")                                           \

@@ -31,7 +31,7 @@ struct zsm_proxy {
 	const struct zsm_transport_ops *transports[ZSM_PROXY_MAX_TRANSPORTS];
 	int ntransports;
 	int inline_mode;
-	int assist;
+	int assist; /* enum zsm_proxy_assist_mode */
 	uint64_t spin_ns;
 	pthread_t thread;
 	int have_thread;
@@ -245,13 +245,33 @@ void zsm_proxy_submit_wait(struct zsm_desc *desc)
 		zsm_proxy_pass();
 }
 
-void zsm_proxy_assist(void)
+int zsm_proxy_assist_wants(int mode, const void **polled,
+			   const void *waiting)
 {
+	int again = waiting == *polled;
+
+	*polled = waiting;
+	if (mode != ZSM_PROXY_ASSIST_WAITER)
+		return mode == ZSM_PROXY_ASSIST_ALWAYS;
+	/* A caller going round many requests (NCCL's proxy thread over its
+	 * channels) has work of its own: leave ours to our thread.  One
+	 * polling the same request again is waiting for it. */
+	return again;
+}
+
+void zsm_proxy_assist(const void *waiting)
+{
+	/* What this thread's previous test() found pending. */
+	static _Thread_local const void *polled;
+
 	if (zsm_proxy.inline_mode) {
 		zsm_proxy_pass();
 		return;
 	}
-	if (!zsm_proxy.assist) {
+	if (zsm_proxy.assist == ZSM_PROXY_ASSIST_WAITER &&
+	    !zsm_proxy_assist_wants(zsm_proxy.assist, &polled, waiting))
+		return;
+	if (zsm_proxy.assist == ZSM_PROXY_ASSIST_NEVER) {
 		/* Pure thread mode: a caller polling test() in a loop would
 		 * otherwise compete with the proxy for the same core. */
 		sched_yield();
@@ -267,9 +287,14 @@ void zsm_proxy_assist(void)
 	}
 	zsm_proxy_pass_locked();
 	pthread_mutex_unlock(&zsm_proxy.lock);
-	/* relaxed: a hint for the thread's back-off, nothing hangs on it. */
-	atomic_store_explicit(&zsm_proxy.last_assist_ns, zsm_now_ns(),
-			      memory_order_relaxed);
+	/* Where cores are scarce our thread keeps off the caller's core
+	 * while it drives; with cores to spare a waiter's pass only cuts
+	 * the hand-off, and our thread going on costs nobody. */
+	if (zsm_proxy.assist == ZSM_PROXY_ASSIST_ALWAYS)
+		/* relaxed: a hint for the thread's back-off, nothing hangs
+		 * on it. */
+		atomic_store_explicit(&zsm_proxy.last_assist_ns, zsm_now_ns(),
+				      memory_order_relaxed);
 }
 
 /*
@@ -346,12 +371,46 @@ static void *zsm_proxy_main(void *arg)
 	return NULL;
 }
 
+/*
+ * ZSM_PROXY_ASSIST=auto: a test() that runs passes itself saves the
+ * hand-off to our thread, which pays where that thread has no core of its
+ * own (2 cores: ping-pong 3.3 us with it, 8 to 13 without, and stream
+ * bandwidth unsteady), and where the caller only waits (zsm-bench on
+ * H200s: 4 MiB GPU messages at half the bandwidth without it).  A caller
+ * with work of its own loses by it: NCCL's proxy thread then drives every
+ * channel's copies while ours sleeps, and all_reduce through ce on two
+ * H200s with 32 CPUs ran 12 to 15% slower (docs/ce.md).  So with more
+ * than 4 CPUs only a caller polling the same request twice assists.
+ */
+#define ZSM_PROXY_ASSIST_MAX_CPUS 4
+
+int zsm_proxy_assist_mode(int param, int cpus)
+{
+	if (param != 0) /* "0" is index 1, "1" index 2 */
+		return param == 2 ? ZSM_PROXY_ASSIST_ALWAYS
+				  : ZSM_PROXY_ASSIST_NEVER;
+	return cpus <= ZSM_PROXY_ASSIST_MAX_CPUS ? ZSM_PROXY_ASSIST_ALWAYS
+						 : ZSM_PROXY_ASSIST_WAITER;
+}
+
+/* The CPUs this process may run on. */
+static int zsm_proxy_cpus(void)
+{
+	cpu_set_t set;
+	int cpus = sched_getaffinity(0, sizeof(set), &set) == 0
+			   ? CPU_COUNT(&set)
+			   : 0;
+
+	return cpus > 0 ? cpus : (int)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 int zsm_proxy_start(void)
 {
 	int ret;
 
 	zsm_proxy.inline_mode = zsm_param_int(ZSM_P_PROXY) == 1;
-	zsm_proxy.assist = (int)zsm_param_int(ZSM_P_PROXY_ASSIST);
+	zsm_proxy.assist = zsm_proxy_assist_mode(
+		(int)zsm_param_int(ZSM_P_PROXY_ASSIST), zsm_proxy_cpus());
 	zsm_proxy.spin_ns = (uint64_t)zsm_param_int(ZSM_P_PROXY_SPIN_US) * 1000;
 	ret = zsm_ring_init(&zsm_proxy.queue,
 			    (uint32_t)zsm_param_int(ZSM_P_QUEUE_DEPTH));
@@ -382,7 +441,11 @@ int zsm_proxy_start(void)
 	}
 	zsm_proxy.have_thread = 1;
 	ZSM_INFO("proxy: progress thread started (assist %s)",
-		 zsm_proxy.assist ? "on" : "off");
+		 zsm_proxy.assist == ZSM_PROXY_ASSIST_NEVER ? "off"
+		 : zsm_proxy.assist == ZSM_PROXY_ASSIST_ALWAYS
+			 ? "on"
+			 : "for callers waiting on one request: more than "
+			   "4 CPUs");
 	return 0;
 
 err_efd:

@@ -45,8 +45,24 @@ void zsm_proxy_stop(void);
 int zsm_proxy_submit(struct zsm_desc *desc);
 /* Submit, running the engine until there is room (for close paths). */
 void zsm_proxy_submit_wait(struct zsm_desc *desc);
-/* From test(): run the engine if this mode lets the caller do it. */
-void zsm_proxy_assist(void);
+/* From test() of a pending request: run the engine if this mode lets
+ * the caller do it (ZSM_PROXY_ASSIST). */
+void zsm_proxy_assist(const void *waiting);
+
+/* Who may run passes from test() (ZSM_PROXY_ASSIST). */
+enum zsm_proxy_assist_mode {
+	ZSM_PROXY_ASSIST_NEVER = 0,
+	ZSM_PROXY_ASSIST_ALWAYS,
+	ZSM_PROXY_ASSIST_WAITER, /* a caller polling one request */
+};
+/* The mode for ZSM_PROXY_ASSIST's choice (0 auto, 1 "0", 2 "1") in a
+ * process that may run on cpus CPUs.  Pure, for tests. */
+int zsm_proxy_assist_mode(int param, int cpus);
+/* Whether a test() finding `waiting` pending runs a pass in mode;
+ * *polled is what the caller's previous one found, and becomes
+ * `waiting`.  Pure, for tests. */
+int zsm_proxy_assist_wants(int mode, const void **polled,
+			   const void *waiting);
 /* Run one engine pass now, waiting for the lock (connect, accept). */
 int zsm_proxy_pass(void);
 void zsm_proxy_lock(void);
