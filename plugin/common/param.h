@@ -38,7 +38,8 @@ enum zsm_param_type {
 	  "when the proxy is not busy (1), which saves a thread hand-off "    \
 	  "where cores are scarce but takes the caller's time (NCCL's "       \
 	  "proxy thread) from its own work. auto: 1 when the process may "    \
-	  "run on 4 CPUs or fewer, else 0.")                                  \
+	  "run on 4 CPUs or fewer; with more, only a caller that finds the "  \
+	  "same request pending twice in a row (it is waiting) runs one.")    \
 	X(PROXY_SPIN_US, ZSM_PARAM_INT, "50", 0, 1000000, NULL,               \
 	  "How long the proxy thread polls without finding work before it "   \
 	  "sleeps (microseconds).")                                           \

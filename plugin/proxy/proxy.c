@@ -379,7 +379,7 @@ static void *zsm_proxy_main(void *arg)
  * H200s: 4 MiB GPU messages at half the bandwidth without it).  A caller
  * with work of its own loses by it: NCCL's proxy thread then drives every
  * channel's copies while ours sleeps, and all_reduce through ce on two
- * H200s with 32 CPUs ran 12 to 15% slower (docs/ce.md).  So with more
+ * H200s with 32 CPUs ran 10 to 12% slower (docs/ce.md).  So with more
  * than 4 CPUs only a caller polling the same request twice assists.
  */
 #define ZSM_PROXY_ASSIST_MAX_CPUS 4
