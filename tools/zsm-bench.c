@@ -552,8 +552,9 @@ static int bench_wait(struct bench *b, void *req, const char *what, size_t size)
 /*
  * After a receive into GPU memory completes, NCCL calls iflush before
  * anything reads the data, so that a plugin can make the NIC's writes
- * visible to the GPU; we do the same, timed like NCCL's.  A NULL request
- * means nothing to wait for.  Like NCCL, 0-byte receives are not flushed.
+ * visible to the GPU; we do the same, timed like NCCL's, and with --flush
+ * after host receives too.  A NULL request means nothing to wait for.
+ * Like NCCL, 0-byte receives are not flushed.
  */
 static void bench_flush(struct bench *b, void *data, int got)
 {
