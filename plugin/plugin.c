@@ -770,9 +770,7 @@ int zsm_test(void *request, int *done, int *sizes)
 	}
 	if (state < 0 && state != -ECANCELED)
 		ZSM_WARN("net: %s failed: %s",
-			 req->type == ZSM_REQ_SEND    ? "send"
-			 : req->type == ZSM_REQ_FLUSH ? "flush"
-						      : "receive",
+			 zsm_net_req_what(req),
 			 state == -EMSGSIZE
 				 ? "the message is larger than the posted "
 				   "receive buffer"

@@ -153,7 +153,9 @@ struct zsm_ce_chan {
 	uint64_t help_seq; /* sender: the send being helped, number + 1 */
 	uint64_t help_off; /* sender: the piece it copies, */
 	uint64_t help_left; /* and what is left of it */
-	uint64_t shared_bytes; /* bytes this side copied of shared messages */
+	/* Bytes this side copied of shared messages: only the unit test
+	 * reads it, to see that both sides took pieces. */
+	uint64_t shared_bytes;
 	uint64_t next_check_ns;
 	uint64_t last_event_ns; /* work outstanding and no progress since */
 	int stall_said;		/* this stall was reported */

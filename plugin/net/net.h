@@ -364,6 +364,8 @@ void zsm_net_req_free(struct zsm_net_req *req);
 void zsm_net_req_pool_fini(struct zsm_net_comm *comm);
 void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len);
 void zsm_net_req_undefer(struct zsm_net_req *req);
+/* "send", "receive" or "flush", for messages. */
+const char *zsm_net_req_what(const struct zsm_net_req *req);
 void zsm_net_req_orphan(struct zsm_net_req *req, int err);
 
 /* Memory registration. */

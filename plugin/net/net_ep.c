@@ -295,9 +295,7 @@ static int zsm_net_post_req(struct zsm_net_req *req)
 		if (ret) {
 			ZSM_WARN("net: %s: posting a %s failed: %s",
 				 zsm_net_ep_name(ep),
-				 req->type == ZSM_REQ_SEND    ? "send"
-				 : req->type == ZSM_REQ_FLUSH ? "flush read"
-							      : "receive",
+				 zsm_net_req_what(req),
 				 fi_strerror((int)-ret));
 			err = -EIO;
 			goto fail_rest;

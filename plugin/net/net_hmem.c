@@ -13,15 +13,12 @@ static const char *zsm_net_hmem_prov(const struct zsm_net_hmem_in *in)
 	return in->prov ? in->prov : "the provider";
 }
 
-static void zsm_net_hmem_host(const struct zsm_net_hmem_in *in,
-			      struct zsm_net_hmem_plan *out, const char *why)
+/* out->flush_host is set already. */
+static void zsm_net_hmem_host(struct zsm_net_hmem_plan *out, const char *why)
 {
 	out->ptr_support = NCCL_PTR_HOST;
 	out->reg = ZSM_HMEM_REG_NONE;
 	out->flush_gpu = 0;
-	/* Forced flushes test the read path on any provider with reads. */
-	out->flush_host = in->flush_param == ZSM_FLUSH_PARAM_ALWAYS &&
-			  in->prov_read;
 	snprintf(out->why, sizeof(out->why), "host memory only: %s%s", why,
 		 out->flush_host ? "; iflush reads host buffers back "
 				   "(ZSM_GDR_FLUSH=always)"
@@ -119,9 +116,13 @@ void zsm_net_hmem_decide(const struct zsm_net_hmem_in *in,
 	const char *flush;
 
 	memset(out, 0, sizeof(*out));
+	/* Forced flushes test the read path on any provider with reads,
+	 * whether it takes GPU buffers or not. */
+	out->flush_host = in->prov_read &&
+			  in->flush_param == ZSM_FLUSH_PARAM_ALWAYS;
 	refused = zsm_net_hmem_refuse(in, why, sizeof(why));
 	if (refused) {
-		zsm_net_hmem_host(in, out, refused);
+		zsm_net_hmem_host(out, refused);
 		return;
 	}
 	out->ptr_support = NCCL_PTR_HOST | NCCL_PTR_CUDA;
@@ -132,8 +133,6 @@ void zsm_net_hmem_decide(const struct zsm_net_hmem_in *in,
 	}
 	out->flush_gpu = in->prov_read &&
 			 in->flush_param != ZSM_FLUSH_PARAM_NEVER;
-	out->flush_host = in->prov_read &&
-			  in->flush_param == ZSM_FLUSH_PARAM_ALWAYS;
 	if (in->flush_param == ZSM_FLUSH_PARAM_NEVER)
 		flush = "no flush (ZSM_GDR_FLUSH=never)";
 	else if (out->flush_gpu)

@@ -122,6 +122,13 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len)
 		zsm_net_comm_maybe_free(comm);
 }
 
+const char *zsm_net_req_what(const struct zsm_net_req *req)
+{
+	return req->type == ZSM_REQ_SEND    ? "send"
+	       : req->type == ZSM_REQ_FLUSH ? "flush"
+					    : "receive";
+}
+
 void zsm_net_req_undefer(struct zsm_net_req *req)
 {
 	if (req->deferred) {
