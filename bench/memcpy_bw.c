@@ -1,19 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * memcpy-bw [--cma] SIZE [REPS]: the baselines the same-host transport is
- * measured against.  Plain: a single-thread memcpy of SIZE bytes (K/M/G
- * suffixes) between two buffers, both touched first.  --cma: what
- * cross-memory attach can do here at all, moved the way ce moves a large
- * message: two processes, the receiver reading the lower half from the
- * sender (process_vm_readv) while the sender writes the upper half into
- * the receiver (process_vm_writev), both in 512 KiB pieces, no protocol.
+ * memcpy-bw [--cma [--huge]] SIZE [REPS]: the baselines the same-host
+ * transport is measured against.  Plain: a single-thread memcpy of SIZE
+ * bytes (K/M/G suffixes) between two buffers, both touched first.  --cma:
+ * what cross-memory attach can do here at all, moved the way ce moves a
+ * large message: two processes, the receiver reading the lower half from
+ * the sender (process_vm_readv) while the sender writes the upper half
+ * into the receiver (process_vm_writev), both in 512 KiB pieces, no
+ * protocol.  --huge: both buffers on transparent huge pages, as ce's
+ * regMr leaves them (plugin/ce/ce_hugepage.c), where the kernel pins a
+ * peer's pages far faster.
  * Prints the median GB/s (1e9 bytes/s) of REPS timed copies (default 9),
  * each as long as it takes to move at least 256 MiB.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -72,6 +77,20 @@ static int cma_half(pid_t peer, char *ours, char *theirs, size_t from,
 	return 0;
 }
 
+/* Ask for huge pages on the whole 2 MiB extents of [p, p + size). */
+static int madvise_huge(char *p, size_t size)
+{
+	size_t huge = (size_t)2 << 20;
+	uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1);
+	uintptr_t hi = ((uintptr_t)p + size) & ~(uintptr_t)(huge - 1);
+
+	if (hi > lo && madvise((void *)lo, hi - lo, MADV_HUGEPAGE)) {
+		perror("memcpy-bw: madvise(MADV_HUGEPAGE)");
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * Both buffers are mapped before the fork, so they sit at the same
  * address in both processes, and each is first touched after it by its
@@ -79,7 +98,8 @@ static int cma_half(pid_t peer, char *ours, char *theirs, size_t from,
  * failed or the bytes are wrong; 77 when the kernel forbids it (ptrace
  * rules, containers).
  */
-static int cma_measure(size_t size, int reps, long iters, double *gbps)
+static int cma_measure(size_t size, int huge, int reps, long iters,
+		       double *gbps)
 {
 	char *src = malloc(size), *dst = malloc(size), c = 0;
 	int go[2], done[2], status, ret = 0;
@@ -89,6 +109,9 @@ static int cma_measure(size_t size, int reps, long iters, double *gbps)
 		fprintf(stderr, "memcpy-bw: no buffers or pipes\n");
 		return 1;
 	}
+	/* Before the first touch, so the faults themselves take huge pages. */
+	if (huge && (madvise_huge(src, size) || madvise_huge(dst, size)))
+		return 1;
 	child = fork();
 	if (child < 0) {
 		perror("memcpy-bw: fork");
@@ -147,14 +170,17 @@ static int cma_measure(size_t size, int reps, long iters, double *gbps)
 int main(int argc, char **argv)
 {
 	int cma = argc > 1 && strcmp(argv[1], "--cma") == 0;
-	size_t size = argc > 1 + cma ? parse_size(argv[1 + cma]) : 0;
-	int reps = argc > 2 + cma ? atoi(argv[2 + cma]) : 9;
+	int huge = cma && argc > 2 && strcmp(argv[2], "--huge") == 0;
+	int at = 1 + cma + huge;
+	size_t size = argc > at ? parse_size(argv[at]) : 0;
+	int reps = argc > at + 1 ? atoi(argv[at + 1]) : 9;
 	double *gbps;
 	char *src, *dst;
 	long iters;
 
-	if (!size || reps < 1 || reps > 1000) {
-		fprintf(stderr, "usage: memcpy-bw [--cma] SIZE [REPS]\n");
+	if (!size || reps < 1 || reps > 1000 || argc > at + 2) {
+		fprintf(stderr,
+			"usage: memcpy-bw [--cma [--huge]] SIZE [REPS]\n");
 		return 2;
 	}
 	iters = (long)((256u << 20) / size);
@@ -162,7 +188,8 @@ int main(int argc, char **argv)
 		iters = 1;
 	if (cma) {
 		gbps = calloc((size_t)reps, sizeof(*gbps));
-		int ret = gbps ? cma_measure(size, reps, iters, gbps) : 1;
+		int ret = gbps ? cma_measure(size, huge, reps, iters, gbps)
+			       : 1;
 
 		if (ret)
 			return ret;

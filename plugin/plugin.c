@@ -436,6 +436,9 @@ int zsm_reg_mr(void *comm, void *data, size_t size, int type, void **mh)
 		return -EINVAL;
 	if (type == NCCL_PTR_CUDA)
 		return zsm_reg_mr_gpu(c, data, size, mh);
+	/* A refusal is logged there and costs speed only. */
+	if (c->ce)
+		(void)zsm_ce_hugepage_prepare(data, size);
 	ret = zsm_net_mr_reg(c->ep, data, size, type, &mr);
 	if (!ret)
 		*mh = mr;

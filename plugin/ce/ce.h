@@ -34,6 +34,21 @@ struct zsm_ce_chan;
 int zsm_ce_enabled(void);
 
 /*
+ * regMr of host memory on a ce comm: move the whole huge-page extents of
+ * [data, data + size) onto transparent huge pages (ZSM_CE_HUGEPAGE), so
+ * that the peer's cross-memory attach pins them cheaply.  Contents are
+ * kept and nothing outside the buffer is touched.  0, or -errno when the
+ * kernel refused (logged; the buffer still works, on small pages).
+ */
+int zsm_ce_hugepage_prepare(void *data, size_t size);
+/* The whole extents of huge (a power of two) inside [addr, addr + size):
+ * 1 and *start, *len, or 0 when there is none. */
+int zsm_ce_hugepage_span(uintptr_t addr, size_t size, size_t huge,
+			 uintptr_t *start, size_t *len);
+/* The kernel's transparent huge page size (2 MiB when it does not say). */
+size_t zsm_ce_hugepage_size(void);
+
+/*
  * Sender, at connect: a new channel and its window.  *fd and *addr name
  * the window in this process, for the CONN_REQ.  0 or -errno.
  */
