@@ -47,6 +47,9 @@ int zsm_ce_hugepage_span(uintptr_t addr, size_t size, size_t huge,
 			 uintptr_t *start, size_t *len);
 /* The kernel's transparent huge page size (2 MiB when it does not say). */
 size_t zsm_ce_hugepage_size(void);
+/* Whether the text of /sys/kernel/mm/transparent_hugepage/enabled lets
+ * ce ask for huge pages: not when "never" is the mode in force. */
+int zsm_ce_hugepage_policy_allows(const char *enabled);
 
 /*
  * Sender, at connect: a new channel and its window.  *fd and *addr name

@@ -15,7 +15,8 @@
  * and keeps their contents; it sets no lasting flag on the mapping, so
  * memory the application frees later behaves as before.  Only the whole
  * huge-page extents inside the buffer are touched, never a byte outside
- * it.  Memory the kernel cannot collapse (pinned by a driver, as
+ * it.  A machine whose administrator set transparent huge pages to
+ * "never" is left alone.  Memory the kernel cannot collapse (pinned by a driver, as
  * cudaHostAlloc's is; not yet touched; not anonymous) stays as it is and
  * still moves, at 4 KiB speed.
  */
@@ -84,6 +85,44 @@ size_t zsm_ce_hugepage_size(void)
 	return v;
 }
 
+int zsm_ce_hugepage_policy_allows(const char *enabled)
+{
+	/* The kernel brackets the mode in force: "always [madvise] never".
+	 * MADV_COLLAPSE works even under "never", but an administrator who
+	 * chose it does not want huge pages, so ce does not force them. */
+	return !enabled || !strstr(enabled, "[never]");
+}
+
+/* 1 when this machine's THP setting lets ce ask for huge pages; the
+ * first "no" is logged at INFO. */
+static int zsm_ce_hugepage_allowed(void)
+{
+	/* relaxed: every racing thread reads the same file; 0 unknown. */
+	static atomic_int verdict;
+	int v = atomic_load_explicit(&verdict, memory_order_relaxed);
+	char buf[128] = "";
+	FILE *f;
+
+	if (v)
+		return v > 0;
+	f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	v = zsm_ce_hugepage_policy_allows(buf) ? 1 : -1;
+	if (v < 0 &&
+	    !atomic_exchange_explicit(&zsm_ce_hugepage_told, 1,
+				      memory_order_relaxed))
+		ZSM_INFO("ce: transparent huge pages are off on this machine "
+			 "(enabled: never): host buffers stay on small pages, "
+			 "which cross-memory attach moves at about half the "
+			 "speed");
+	atomic_store_explicit(&verdict, v, memory_order_relaxed);
+	return v > 0;
+}
+
 static const char *zsm_ce_hugepage_why(int err)
 {
 	switch (err) {
@@ -109,7 +148,8 @@ int zsm_ce_hugepage_prepare(void *data, size_t size)
 
 	if (!zsm_param_int(ZSM_P_CE_HUGEPAGE) ||
 	    !zsm_ce_hugepage_span((uintptr_t)data, size,
-				  zsm_ce_hugepage_size(), &start, &len))
+				  zsm_ce_hugepage_size(), &start, &len) ||
+	    !zsm_ce_hugepage_allowed())
 		return 0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	err = madvise((void *)start, len, MADV_COLLAPSE) ? errno : 0;

@@ -61,7 +61,8 @@ enum zsm_param_type {
 	  "whole huge-page extents onto transparent huge pages (MADV_"        \
 	  "COLLAPSE, Linux 6.1; contents kept), since cross-memory attach "   \
 	  "pins a peer's 4 KiB pages at about half the speed. Registration "  \
-	  "takes longer (1 to 6 ms per 2 MiB measured). 0: leave the pages.") \
+	  "takes longer (1 to 6 ms per 2 MiB measured). Machines whose THP "  \
+	  "mode is 'never' are left alone. 0: leave the pages.")              \
 	X(CE_GPU, ZSM_PARAM_BOOL, "0", 0, 1, NULL,                            \
 	  "Advertise GPU buffers (NCCL_PTR_CUDA) when a CUDA driver is "      \
 	  "there, on devices that cannot take them over the network. "        \
