@@ -535,6 +535,22 @@ static int zsm_tag_check(int tag)
 	return 0;
 }
 
+/* Buffer i of a request, and the libfabric operation that moves it. */
+static void zsm_req_buf(struct zsm_net_req *req, int i,
+			enum zsm_net_op_kind kind, void *data, size_t len,
+			int tag, void *desc, struct zsm_net_mr *mh)
+{
+	req->data[i] = data;
+	req->len[i] = len;
+	req->tag[i] = tag;
+	req->mr_desc[i] = desc;
+	req->mh[i] = mh;
+	req->ops[i].req = req;
+	req->ops[i].kind = kind;
+	req->ops[i].index = (uint8_t)i;
+	req->ops[i].posted = 0;
+}
+
 /* A comm on a same-host channel moves its data through ce, not net. */
 static void zsm_req_route(struct zsm_net_comm *c, struct zsm_net_req *req)
 {
@@ -576,15 +592,7 @@ int zsm_isend(void *send_comm, void *data, size_t size, int tag, void *mh,
 	req->type = ZSM_REQ_SEND;
 	req->n = 1;
 	req->remaining = 1;
-	req->data[0] = data;
-	req->len[0] = size;
-	req->tag[0] = tag;
-	req->mr_desc[0] = desc;
-	req->mh[0] = mh;
-	req->ops[0].req = req;
-	req->ops[0].kind = ZSM_OP_SEND;
-	req->ops[0].index = 0;
-	req->ops[0].posted = 0;
+	zsm_req_buf(req, 0, ZSM_OP_SEND, data, size, tag, desc, mh);
 	if (zsm_proxy_submit(&req->desc)) {
 		zsm_net_req_free(req);
 		return 0; /* queue full: NCCL retries */
@@ -630,16 +638,9 @@ int zsm_irecv(void *recv_comm, int n, void **data, const size_t *sizes,
 	req->n = (uint8_t)n;
 	req->remaining = (uint8_t)n;
 	for (int i = 0; i < n; i++) {
-		req->data[i] = data[i];
-		req->len[i] = sizes[i];
-		req->tag[i] = tags[i];
-		req->mr_desc[i] = desc[i];
-		req->mh[i] = mhs ? mhs[i] : NULL;
+		zsm_req_buf(req, i, ZSM_OP_RECV, data[i], sizes[i], tags[i],
+			    desc[i], mhs ? mhs[i] : NULL);
 		req->sizes[i] = 0;
-		req->ops[i].req = req;
-		req->ops[i].kind = ZSM_OP_RECV;
-		req->ops[i].index = (uint8_t)i;
-		req->ops[i].posted = 0;
 	}
 	if (zsm_proxy_submit(&req->desc)) {
 		zsm_net_req_free(req);
@@ -729,15 +730,9 @@ int zsm_iflush(void *recv_comm, int n, void **data, const int *sizes,
 	req->type = ZSM_REQ_FLUSH;
 	req->n = 1;
 	req->remaining = 1;
-	req->data[0] = c->ep->flush_buf;
-	req->len[0] = sizes[last] < 8 ? (size_t)sizes[last] : 8;
-	req->tag[0] = 0;
-	req->mr_desc[0] = c->ep->flush_desc;
-	req->mh[0] = NULL;
-	req->ops[0].req = req;
-	req->ops[0].kind = ZSM_OP_FLUSH;
-	req->ops[0].index = 0;
-	req->ops[0].posted = 0;
+	zsm_req_buf(req, 0, ZSM_OP_FLUSH, c->ep->flush_buf,
+		    sizes[last] < 8 ? (size_t)sizes[last] : 8, 0,
+		    c->ep->flush_desc, NULL);
 	/* NCCL does not retry a flush: wait for room in the queue. */
 	zsm_proxy_submit_wait(&req->desc);
 	*request = req;

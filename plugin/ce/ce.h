@@ -50,6 +50,9 @@ size_t zsm_ce_hugepage_size(void);
 /* Whether the text of /sys/kernel/mm/transparent_hugepage/enabled lets
  * ce ask for huge pages: not when "never" is the mode in force. */
 int zsm_ce_hugepage_policy_allows(const char *enabled);
+/* Whether this machine's THP mode lets ce ask (read once; the first
+ * "no" is logged at INFO). */
+int zsm_ce_hugepage_allowed(void);
 
 /*
  * Sender, at connect: a new channel and its window.  *fd and *addr name

@@ -24,6 +24,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -62,23 +63,37 @@ int zsm_ce_hugepage_span(uintptr_t addr, size_t size, size_t huge,
 	return 1;
 }
 
+/* The first line of a file of the kernel's THP settings, or "" when it
+ * cannot be read (a kernel without THP). */
+static void zsm_ce_hugepage_sysfs(const char *name, char *buf, size_t len)
+{
+	char path[96];
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/sys/kernel/mm/transparent_hugepage/%s",
+		 name);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (!fgets(buf, (int)len, f))
+		buf[0] = '\0';
+	fclose(f);
+}
+
 size_t zsm_ce_hugepage_size(void)
 {
 	/* relaxed: every thread that races here computes the same value. */
 	static atomic_size_t cached;
 	size_t have = atomic_load_explicit(&cached, memory_order_relaxed);
-	unsigned long v = 0;
-	FILE *f;
+	unsigned long v;
+	char buf[32];
 
 	if (have)
 		return have;
 	/* 2 MiB on x86-64; arm64 kernels with 64 KiB pages use 512 MiB. */
-	f = fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "re");
-	if (f) {
-		if (fscanf(f, "%lu", &v) != 1)
-			v = 0;
-		fclose(f);
-	}
+	zsm_ce_hugepage_sysfs("hpage_pmd_size", buf, sizeof(buf));
+	v = strtoul(buf, NULL, 10);
 	if (!v || (v & (v - 1)))
 		v = ZSM_CE_HUGEPAGE_DEFAULT;
 	atomic_store_explicit(&cached, v, memory_order_relaxed);
@@ -93,24 +108,16 @@ int zsm_ce_hugepage_policy_allows(const char *enabled)
 	return !enabled || !strstr(enabled, "[never]");
 }
 
-/* 1 when this machine's THP setting lets ce ask for huge pages; the
- * first "no" is logged at INFO. */
-static int zsm_ce_hugepage_allowed(void)
+int zsm_ce_hugepage_allowed(void)
 {
 	/* relaxed: every racing thread reads the same file; 0 unknown. */
 	static atomic_int verdict;
 	int v = atomic_load_explicit(&verdict, memory_order_relaxed);
-	char buf[128] = "";
-	FILE *f;
+	char buf[128];
 
 	if (v)
 		return v > 0;
-	f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
-	if (f) {
-		if (!fgets(buf, sizeof(buf), f))
-			buf[0] = '\0';
-		fclose(f);
-	}
+	zsm_ce_hugepage_sysfs("enabled", buf, sizeof(buf));
 	v = zsm_ce_hugepage_policy_allows(buf) ? 1 : -1;
 	if (v < 0 &&
 	    !atomic_exchange_explicit(&zsm_ce_hugepage_told, 1,

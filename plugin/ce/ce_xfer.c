@@ -232,7 +232,7 @@ static int zsm_ce_copy_pieces(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 		*off += (uint64_t)got;
 		*left -= (uint64_t)got;
 		ch->shared_bytes += (uint64_t)got;
-		budget -= (uint64_t)got < budget ? (uint64_t)got : budget;
+		budget -= (uint64_t)got; /* got <= the length asked for */
 	}
 	return 1;
 }

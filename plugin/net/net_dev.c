@@ -228,9 +228,11 @@ static struct fi_info *zsm_net_offers_with(uint64_t caps, uint32_t api)
  * first: device memory with reads to flush it, device memory alone, and
  * reads alone when ZSM_GDR_FLUSH=always wants them for host memory.
  */
+#define ZSM_NET_RICH_KINDS 3
+
 struct zsm_net_rich {
-	struct fi_info *lists[3];
-	uint64_t caps[3];
+	struct fi_info *lists[ZSM_NET_RICH_KINDS];
+	uint64_t caps[ZSM_NET_RICH_KINDS];
 };
 
 static void zsm_net_rich_get(struct zsm_net_rich *r)
@@ -252,7 +254,7 @@ static void zsm_net_rich_get(struct zsm_net_rich *r)
 
 static void zsm_net_rich_free(struct zsm_net_rich *r)
 {
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < ZSM_NET_RICH_KINDS; i++)
 		if (r->lists[i])
 			fi_freeinfo(r->lists[i]);
 }
@@ -264,7 +266,7 @@ static void zsm_net_rich_free(struct zsm_net_rich *r)
 static const struct fi_info *zsm_net_rich_pick(const struct zsm_net_rich *r,
 					       const struct fi_info *fi)
 {
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < ZSM_NET_RICH_KINDS; i++) {
 		const struct fi_info *o;
 
 		for (o = r->lists[i]; o; o = o->next)

@@ -268,13 +268,11 @@ void zsm_proxy_assist(const void *waiting)
 		zsm_proxy_pass();
 		return;
 	}
-	if (zsm_proxy.assist == ZSM_PROXY_ASSIST_WAITER &&
-	    !zsm_proxy_assist_wants(zsm_proxy.assist, &polled, waiting))
-		return;
-	if (zsm_proxy.assist == ZSM_PROXY_ASSIST_NEVER) {
+	if (!zsm_proxy_assist_wants(zsm_proxy.assist, &polled, waiting)) {
 		/* Pure thread mode: a caller polling test() in a loop would
 		 * otherwise compete with the proxy for the same core. */
-		sched_yield();
+		if (zsm_proxy.assist == ZSM_PROXY_ASSIST_NEVER)
+			sched_yield();
 		return;
 	}
 	if (pthread_mutex_trylock(&zsm_proxy.lock) != 0) {

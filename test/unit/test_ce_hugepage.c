@@ -119,20 +119,6 @@ static void test_ce_hugepage_policy_respects_never(void **state)
 	assert_true(zsm_ce_hugepage_policy_allows(""));
 }
 
-/* Whether this machine's THP mode lets ce ask (see ce_hugepage.c). */
-static int machine_allows(void)
-{
-	char buf[128] = "";
-	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
-
-	if (f) {
-		if (!fgets(buf, sizeof(buf), f))
-			buf[0] = '\0';
-		fclose(f);
-	}
-	return zsm_ce_hugepage_policy_allows(buf);
-}
-
 /* AnonHugePages of the mapping holding p, in bytes; -1 if not found. */
 static long long anon_huge_bytes(const void *p)
 {
@@ -259,7 +245,7 @@ static const char *machine_cannot(void)
 	size_t len;
 	int err;
 
-	if (!machine_allows())
+	if (!zsm_ce_hugepage_allowed())
 		return "transparent huge pages are set to never here";
 	/* buf_make's asserts belong inside a test: mapped by hand here. */
 	b.len = 5 * huge;
