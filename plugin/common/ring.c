@@ -19,7 +19,7 @@ int zsm_ring_init(struct zsm_ring *ring, uint32_t depth)
 		atomic_store_explicit(&ring->slots[i].seq, i,
 				      memory_order_relaxed);
 	ring->mask = n - 1;
-	ring->head = 0;
+	atomic_init(&ring->head, 0);
 	/* relaxed: as above. */
 	atomic_store_explicit(&ring->tail, 0, memory_order_relaxed);
 	return 0;
@@ -68,29 +68,38 @@ int zsm_ring_push(struct zsm_ring *ring, void *item)
 	}
 }
 
+/* relaxed: head has one writer, the consumer; a reader elsewhere (the
+ * sleep check) may see it late, which only costs that check a nap. */
+static uint64_t zsm_ring_head(struct zsm_ring *ring)
+{
+	return atomic_load_explicit(&ring->head, memory_order_relaxed);
+}
+
 void *zsm_ring_pop(struct zsm_ring *ring)
 {
-	struct zsm_ring_slot *s = &ring->slots[ring->head & ring->mask];
+	uint64_t head = zsm_ring_head(ring);
+	struct zsm_ring_slot *s = &ring->slots[head & ring->mask];
 	/* acquire: pairs with the producer's release in zsm_ring_push. */
 	uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
 	void *item;
 
-	if (seq != ring->head + 1)
+	if (seq != head + 1)
 		return NULL;
 	item = s->item;
 	/* release: pairs with the producer's acquire; we are done reading
 	 * item before the slot is handed back for the next lap. */
-	atomic_store_explicit(&s->seq, ring->head + ring->mask + 1,
+	atomic_store_explicit(&s->seq, head + ring->mask + 1,
 			      memory_order_release);
-	ring->head++;
+	/* relaxed: see zsm_ring_head. */
+	atomic_store_explicit(&ring->head, head + 1, memory_order_relaxed);
 	return item;
 }
 
 int zsm_ring_empty(struct zsm_ring *ring)
 {
-	struct zsm_ring_slot *s = &ring->slots[ring->head & ring->mask];
+	uint64_t head = zsm_ring_head(ring);
+	struct zsm_ring_slot *s = &ring->slots[head & ring->mask];
 
 	/* acquire: same pairing as zsm_ring_pop. */
-	return atomic_load_explicit(&s->seq, memory_order_acquire) !=
-	       ring->head + 1;
+	return atomic_load_explicit(&s->seq, memory_order_acquire) != head + 1;
 }

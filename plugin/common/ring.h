@@ -20,7 +20,9 @@ struct zsm_ring_slot {
 
 struct zsm_ring {
 	alignas(64) atomic_uint_fast64_t tail; /* producers */
-	alignas(64) uint64_t head;             /* consumer only */
+	/* Written by the consumer only (under the proxy lock), read also by
+	 * the proxy's sleep check outside it. */
+	alignas(64) atomic_uint_fast64_t head;
 	alignas(64) uint64_t mask;
 	struct zsm_ring_slot *slots;
 };
