@@ -317,6 +317,7 @@ struct zsm_net_comm {
 	atomic_int error; /* -errno once FAILED */
 	uint64_t started_ns;
 	/* Engine only. */
+	struct zsm_proxy_fifo fifo; /* its refused descriptors, in order */
 	int ops_posted;      /* every posted operation: freeing waits */
 	int data_ops;        /* posted sends and receives */
 	int deferred;        /* requests the provider refused, not posted */

@@ -92,7 +92,7 @@ static struct zsm_net_comm *zsm_net_comm_new(struct zsm_net_ep *ep, int type)
 	c->last_event_ns = c->started_ns;
 	pthread_mutex_init(&c->pool_lock, NULL);
 	c->close_req.desc.ops = &zsm_net_ops;
-	c->close_req.desc.key = c;
+	c->close_req.desc.fifo = &c->fifo;
 	c->close_req.type = ZSM_REQ_CLOSE;
 	c->close_req.comm = c;
 	c->ep_next = ep->comms;

@@ -37,7 +37,7 @@ struct zsm_net_req *zsm_net_req_alloc(struct zsm_net_comm *comm)
 	if (!req)
 		return NULL; /* NCCL retries on a NULL request */
 	req->desc.ops = &zsm_net_ops;
-	req->desc.key = comm;
+	req->desc.fifo = &comm->fifo;
 	req->desc.next = NULL;
 	req->deferred = 0;
 	/* relaxed: as state below. */

@@ -26,8 +26,9 @@
 struct zsm_proxy {
 	pthread_mutex_t lock; /* the engine lock */
 	struct zsm_ring queue;
-	struct zsm_desc *pending_head; /* engine only */
-	struct zsm_desc *pending_tail;
+	/* Fifos with descriptors their transport refused, oldest first:
+	 * engine only. */
+	struct zsm_proxy_fifo *held_head, *held_tail;
 	const struct zsm_transport_ops *transports[ZSM_PROXY_MAX_TRANSPORTS];
 	int ntransports;
 	int inline_mode;
@@ -87,89 +88,92 @@ int zsm_proxy_caller_enter(void)
 	return pthread_mutex_trylock(&zsm_proxy.lock) ? -EBUSY : 0;
 }
 
-static void zsm_proxy_pending_append(struct zsm_desc *d)
+/* Queue d behind its owner's held descriptors, holding the fifo. */
+static void zsm_proxy_hold(struct zsm_desc *d)
 {
+	struct zsm_proxy_fifo *f = d->fifo;
+
 	d->next = NULL;
-	if (zsm_proxy.pending_tail)
-		zsm_proxy.pending_tail->next = d;
+	if (f->tail)
+		f->tail->next = d;
 	else
-		zsm_proxy.pending_head = d;
-	zsm_proxy.pending_tail = d;
+		f->head = d;
+	f->tail = d;
+	if (!f->held) {
+		f->held = 1;
+		f->next_held = NULL;
+		if (zsm_proxy.held_tail)
+			zsm_proxy.held_tail->next_held = f;
+		else
+			zsm_proxy.held_head = f;
+		zsm_proxy.held_tail = f;
+	}
 }
 
 /*
- * Keys held back in this pass.  More distinct keys than this and the pass
- * falls back to holding everything back: order is kept, only overlap lost.
+ * Post f's held descriptors in order until one is refused; returns how
+ * many were taken.  Each leaves the fifo before it is posted: posting a
+ * close may free the fifo's owner, and that close is the owner's last.
  */
-#define ZSM_PROXY_MAX_BLOCKED 64
-
-struct zsm_proxy_blocked {
-	const void *keys[ZSM_PROXY_MAX_BLOCKED];
-	int n;
-	int all;
-};
-
-static int zsm_proxy_is_blocked(const struct zsm_proxy_blocked *b,
-				const void *key)
+static int zsm_proxy_fifo_drain(struct zsm_proxy_fifo *f)
 {
-	if (b->all)
-		return 1;
-	for (int i = 0; i < b->n; i++)
-		if (b->keys[i] == key)
-			return 1;
-	return 0;
-}
+	int taken = 0;
 
-static void zsm_proxy_block(struct zsm_proxy_blocked *b, const void *key)
-{
-	if (zsm_proxy_is_blocked(b, key))
-		return;
-	if (b->n == ZSM_PROXY_MAX_BLOCKED)
-		b->all = 1;
-	else
-		b->keys[b->n++] = key;
-}
+	while (f->head) {
+		struct zsm_desc *d = f->head;
 
-/* Post d unless its key is held back; returns 1 when it was taken. */
-static int zsm_proxy_try_post(struct zsm_proxy_blocked *b, struct zsm_desc *d)
-{
-	if (zsm_proxy_is_blocked(b, d->key))
-		return 0;
-	if (d->ops->post(d) == -EAGAIN) {
-		zsm_proxy_block(b, d->key);
-		return 0;
+		f->head = d->next;
+		if (!f->head) {
+			f->tail = NULL;
+			f->held = 0; /* the caller unlinks it */
+		}
+		if (d->ops->post(d) == -EAGAIN) {
+			d->next = f->head;
+			f->head = d;
+			if (!f->tail)
+				f->tail = d;
+			f->held = 1;
+			break;
+		}
+		taken++;
 	}
-	return 1;
+	return taken;
 }
 
 int zsm_proxy_pass_locked(void)
 {
-	struct zsm_proxy_blocked blocked = {.n = 0};
-	struct zsm_desc *d, *prev = NULL, *next;
+	struct zsm_proxy_fifo *f, *next, *keep = NULL, *keep_tail = NULL;
+	struct zsm_desc *d;
 	int events = 0;
 
-	/* Refused descriptors first: each key's order is its matching order.
-	 * After this walk every key with a descriptor left is blocked. */
-	for (d = zsm_proxy.pending_head; d; d = next) {
-		next = d->next;
-		/* A refusal blocks its key (zsm_proxy_try_post). */
-		if (!zsm_proxy_try_post(&blocked, d)) {
-			prev = d;
-			continue;
-		}
-		if (prev)
-			prev->next = next;
+	/* Held descriptors first: each fifo's order is its owner's matching
+	 * order, and a fifo still held afterwards holds back new ones of the
+	 * same owner below. */
+	f = zsm_proxy.held_head;
+	zsm_proxy.held_head = zsm_proxy.held_tail = NULL;
+	for (; f; f = next) {
+		next = f->next_held;
+		events += zsm_proxy_fifo_drain(f);
+		if (!f->held)
+			continue; /* emptied; its owner may be gone */
+		f->next_held = NULL;
+		if (keep_tail)
+			keep_tail->next_held = f;
 		else
-			zsm_proxy.pending_head = next;
-		if (zsm_proxy.pending_tail == d)
-			zsm_proxy.pending_tail = prev;
-		events++;
+			keep = f;
+		keep_tail = f;
+	}
+	/* What was held stays ahead of anything held while popping. */
+	if (keep) {
+		keep_tail->next_held = NULL;
+		zsm_proxy.held_head = keep;
+		zsm_proxy.held_tail = keep_tail;
 	}
 	if (zsm_proxy.queue.slots) {
 		while ((d = zsm_ring_pop(&zsm_proxy.queue)) != NULL) {
 			events++;
-			if (!zsm_proxy_try_post(&blocked, d))
-				zsm_proxy_pending_append(d);
+			if (d->fifo->held || d->ops->post(d) == -EAGAIN)
+				zsm_proxy_hold(d);
 		}
 	}
 	for (int i = 0; i < zsm_proxy.ntransports; i++)
@@ -189,7 +193,7 @@ int zsm_proxy_pass(void)
 
 static int zsm_proxy_busy_locked(void)
 {
-	if (zsm_proxy.pending_head)
+	if (zsm_proxy.held_head)
 		return 1;
 	for (int i = 0; i < zsm_proxy.ntransports; i++)
 		if (zsm_proxy.transports[i]->busy())
@@ -416,7 +420,7 @@ int zsm_proxy_start(void)
 		ZSM_WARN("proxy: descriptor queue allocation failed");
 		return ret;
 	}
-	zsm_proxy.pending_head = zsm_proxy.pending_tail = NULL;
+	zsm_proxy.held_head = zsm_proxy.held_tail = NULL;
 	if (zsm_proxy.inline_mode) {
 		ZSM_INFO("proxy: inline mode, progress runs inside test()");
 		return 0;

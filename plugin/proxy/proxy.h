@@ -28,14 +28,23 @@ struct zsm_transport_ops {
 };
 
 /*
- * Every queued object starts with this.  Descriptors with the same key
- * (a comm) are posted in queue order; a refused one holds back only the
- * later ones of its key.
+ * The descriptors of one owner (a comm) that its transport refused, in
+ * submission order: the owner's matching order.  A refusal holds back only
+ * the owner's later descriptors, never another owner's.  The owner embeds
+ * it zeroed and must not free it while it is queued (a close descriptor,
+ * its last, leaves it empty first).  Engine only.
  */
+struct zsm_proxy_fifo {
+	struct zsm_desc *head, *tail;
+	struct zsm_proxy_fifo *next_held; /* the engine's list of held fifos */
+	int held;			  /* on that list */
+};
+
+/* Every queued object starts with this. */
 struct zsm_desc {
 	const struct zsm_transport_ops *ops;
-	const void *key;
-	struct zsm_desc *next; /* in-progress list, engine only */
+	struct zsm_proxy_fifo *fifo; /* its owner's */
+	struct zsm_desc *next;	     /* in its fifo, engine only */
 };
 
 int zsm_proxy_start(void);

@@ -64,7 +64,7 @@ void req_init(struct zsm_net_req *req, struct zsm_net_comm *c, int type,
 {
 	memset(req, 0, sizeof(*req));
 	req->desc.ops = &zsm_ce_ops;
-	req->desc.key = c;
+	req->desc.fifo = &c->fifo;
 	req->comm = c;
 	req->type = (uint8_t)type;
 	req->n = (uint8_t)n;

@@ -5,6 +5,10 @@
  * only for a caller that polls the same request again (it is waiting),
  * not for one going round many (NCCL's proxy thread).
  */
+#include <errno.h>
+#include <string.h>
+
+#include "common/param.h"
 #include "proxy/proxy.h"
 #include "zsm_test.h"
 
@@ -77,6 +81,139 @@ static void test_proxy_assist_fixed_modes_ignore_the_caller(void **state)
 	assert_ptr_equal(polled, &reqs[1]);
 }
 
+/*
+ * Owners (comms) of a fake transport that refuses whatever the owner is
+ * told to refuse, recording what it took, in order.
+ */
+#define OWNERS 200
+#define PER_OWNER 3
+
+struct owner {
+	struct zsm_proxy_fifo fifo;
+	int refuse;
+	int refuse_from; /* > 0: refuse descriptors from this one on */
+	int taken[PER_OWNER];
+	int ntaken;
+};
+
+struct item {
+	struct zsm_desc desc; /* first */
+	struct owner *owner;
+	int seq;
+};
+
+static struct owner owners[OWNERS];
+static struct item items[OWNERS][PER_OWNER];
+
+static int fake_post(struct zsm_desc *desc)
+{
+	struct item *it = (struct item *)desc;
+
+	if (it->owner->refuse ||
+	    (it->owner->refuse_from && it->seq >= it->owner->refuse_from))
+		return -EAGAIN;
+	it->owner->taken[it->owner->ntaken++] = it->seq;
+	return 0;
+}
+
+static int fake_progress(void)
+{
+	return 0;
+}
+
+static int fake_busy(void)
+{
+	return 0;
+}
+
+static const struct zsm_transport_ops fake_ops = {
+	.name = "fake",
+	.post = fake_post,
+	.progress = fake_progress,
+	.busy = fake_busy,
+};
+
+static const char *inline_env(const char *name)
+{
+	return strcmp(name, "ZSM_PROXY") == 0 ? "inline" : NULL;
+}
+
+static int proxy_setup(void **state)
+{
+	(void)state;
+	memset(owners, 0, sizeof(owners));
+	if (zsm_param_load(inline_env) || zsm_proxy_start())
+		return -1;
+	zsm_proxy_add_transport(&fake_ops);
+	return 0;
+}
+
+static int proxy_teardown(void **state)
+{
+	(void)state;
+	for (int o = 0; o < OWNERS; o++)
+		owners[o].refuse = 0;
+	zsm_proxy_stop();
+	return 0;
+}
+
+static void submit_all(void)
+{
+	/* Interleaved, as many comms' requests arrive. */
+	for (int k = 0; k < PER_OWNER; k++) {
+		for (int o = 0; o < OWNERS; o++) {
+			struct item *it = &items[o][k];
+
+			it->desc.ops = &fake_ops;
+			it->desc.fifo = &owners[o].fifo;
+			it->owner = &owners[o];
+			it->seq = k;
+			zsm_assert_int_eq(zsm_proxy_submit(&it->desc), 0);
+		}
+	}
+}
+
+static void
+test_proxy_refused_owners_hold_back_only_themselves(void **state)
+{
+	(void)state;
+	/* Far more refused owners than any fixed table of them. */
+	for (int o = 0; o < OWNERS - 1; o++)
+		owners[o].refuse = 1;
+	submit_all();
+	zsm_proxy_pass();
+	/* The one owner the transport takes is not held back by others. */
+	zsm_assert_int_eq(owners[OWNERS - 1].ntaken, PER_OWNER);
+	for (int o = 0; o < OWNERS - 1; o++)
+		zsm_assert_int_eq(owners[o].ntaken, 0);
+	/* An owner taken again gets everything, in its order. */
+	owners[7].refuse = 0;
+	owners[150].refuse = 0;
+	zsm_proxy_pass();
+	for (int k = 0; k < PER_OWNER; k++) {
+		zsm_assert_int_eq(owners[7].taken[k], k);
+		zsm_assert_int_eq(owners[150].taken[k], k);
+	}
+	zsm_assert_int_eq(owners[8].ntaken, 0);
+}
+
+static void test_proxy_refusal_mid_fifo_keeps_order(void **state)
+{
+	(void)state;
+	/* Owner 3 takes its first descriptor, then refuses one pass. */
+	owners[3].refuse_from = 1;
+	submit_all();
+	zsm_proxy_pass();
+	zsm_assert_int_eq(owners[3].ntaken, 1);
+	zsm_assert_int_eq(owners[4].ntaken, PER_OWNER);
+	owners[3].refuse_from = 0;
+	zsm_proxy_pass();
+	/* Its later descriptors waited behind the refused one. */
+	zsm_assert_int_eq(owners[3].ntaken, PER_OWNER);
+	for (int k = 0; k < PER_OWNER; k++)
+		zsm_assert_int_eq(owners[3].taken[k], k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -85,6 +222,12 @@ int main(void)
 		cmocka_unit_test(test_proxy_assist_waiter_only_on_a_repeat),
 		cmocka_unit_test(
 			test_proxy_assist_fixed_modes_ignore_the_caller),
+		cmocka_unit_test_setup_teardown(
+			test_proxy_refused_owners_hold_back_only_themselves,
+			proxy_setup, proxy_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_proxy_refusal_mid_fifo_keeps_order, proxy_setup,
+			proxy_teardown),
 	};
 
 	return cmocka_run_group_tests_name("proxy", tests, NULL, NULL);
