@@ -17,6 +17,8 @@
 #define ZSM_MAX_REQUESTS (NCCL_NET_MAX_REQUESTS * ZSM_MAX_RECVS)
 /* Largest message: sizes come back to NCCL as int, so stay well inside. */
 #define ZSM_MAX_P2P_BYTES (1ULL << 30)
+/* Largest registration: NCCL's own bound on a buffer (1 TiB). */
+#define ZSM_MAX_REG_BYTES (1ULL << 40)
 
 /* The newest properties, from which every version's struct is filled. */
 struct zsm_props {
@@ -65,12 +67,5 @@ int zsm_iflush(void *recv_comm, int n, void **data, const int *sizes,
 /* sizes: NULL, or room for the request's n ints (sends write one). */
 int zsm_test(void *request, int *done, int *sizes);
 
-/*
- * Map an internal -errno to the ncclResult_t NCCL expects: -EDOM (a bad
- * ZSM_* value) and -EMSGSIZE (a send larger than its receive) are the
- * user's; -EINVAL and -EPROTO are misuse of the plugin; -ECONNRESET,
- * -ECANCELED and -ETIMEDOUT come from the peer; the rest are the system's.
- */
-ncclResult_t zsm_nccl_result(int err);
 
 #endif

@@ -1,9 +1,41 @@
 /* SPDX-License-Identifier: MIT */
 /* Owns the argument conversions every ncclNetPlugin_vN table shares. */
+#include <errno.h>
 #include <string.h>
 
 #include "abi/shim.h"
+#include "common/log.h"
 
+ncclResult_t zsm_nccl_result(int err)
+{
+	switch (err) {
+	case 0:
+		return ncclSuccess;
+	case -EMSGSIZE: /* a send larger than the posted receive */
+	case -EDOM:	/* a ZSM_* setting the user must fix */
+	case -EBADF:	/* a handle used after its close, or twice */
+	case -ECHILD:	/* a call in a child forked after init */
+		return ncclInvalidUsage;
+	case -EINVAL: /* an argument that cannot be right */
+		return ncclInvalidArgument;
+	case -EPROTO:	    /* the peer broke the wire protocol */
+	case -ECONNRESET:   /* the peer or the link to it is gone */
+	case -ECONNREFUSED: /* nobody listens where the handle says */
+	case -ECANCELED:
+	case -ETIMEDOUT:
+	case -EBADMSG: /* a message altered in flight (ZSM_CHECKSUM) */
+		return ncclRemoteError;
+	default:
+		return ncclSystemError;
+	}
+}
+
+
+static int zsm_shim_no_props(void)
+{
+	ZSM_WARN("getProperties: props is NULL");
+	return -EINVAL;
+}
 
 #define ZSM_COPY_COMMON(p, z)                                                 \
 	do {                                                                  \
@@ -35,7 +67,7 @@
 ncclResult_t zsm_shim_props_v8(int dev, ncclNetProperties_v8_t *p)
 {
 	struct zsm_props z;
-	int ret = zsm_get_properties(dev, &z);
+	int ret = p ? zsm_get_properties(dev, &z) : zsm_shim_no_props();
 
 	if (ret)
 		return ZSM_R(ret);
@@ -47,7 +79,7 @@ ncclResult_t zsm_shim_props_v8(int dev, ncclNetProperties_v8_t *p)
 ncclResult_t zsm_shim_props_v9(int dev, ncclNetProperties_v9_t *p)
 {
 	struct zsm_props z;
-	int ret = zsm_get_properties(dev, &z);
+	int ret = p ? zsm_get_properties(dev, &z) : zsm_shim_no_props();
 
 	if (ret)
 		return ZSM_R(ret);
@@ -59,7 +91,7 @@ ncclResult_t zsm_shim_props_v9(int dev, ncclNetProperties_v9_t *p)
 ncclResult_t zsm_shim_props_v11(int dev, ncclNetProperties_v11_t *p)
 {
 	struct zsm_props z;
-	int ret = zsm_get_properties(dev, &z);
+	int ret = p ? zsm_get_properties(dev, &z) : zsm_shim_no_props();
 
 	if (ret)
 		return ZSM_R(ret);
@@ -72,7 +104,7 @@ ncclResult_t zsm_shim_props_v11(int dev, ncclNetProperties_v11_t *p)
 ncclResult_t zsm_shim_props_v12(int dev, ncclNetProperties_v12_t *p)
 {
 	struct zsm_props z;
-	int ret = zsm_get_properties(dev, &z);
+	int ret = p ? zsm_get_properties(dev, &z) : zsm_shim_no_props();
 
 	if (ret)
 		return ZSM_R(ret);

@@ -13,6 +13,15 @@
 #define ZSM_EXPORT __attribute__((visibility("default")))
 #define ZSM_R(expr) zsm_nccl_result(expr)
 
+/*
+ * The ncclResult_t for an internal -errno: the user's mistakes (a send
+ * larger than its receive, a bad setting, a handle used after close, a
+ * call in a forked child) are ncclInvalidUsage, a bad argument
+ * ncclInvalidArgument, whatever the peer or the link did ncclRemoteError,
+ * the rest the system's.
+ */
+ncclResult_t zsm_nccl_result(int err);
+
 ncclResult_t zsm_shim_props_v8(int dev, ncclNetProperties_v8_t *p);
 ncclResult_t zsm_shim_props_v9(int dev, ncclNetProperties_v9_t *p);
 ncclResult_t zsm_shim_props_v11(int dev, ncclNetProperties_v11_t *p);

@@ -213,6 +213,7 @@ struct zsm_net_ep {
 	int needs_mr; /* FI_MR_LOCAL: every buffer needs a descriptor */
 	uint64_t mr_mode;
 	struct zsm_net_comm *comms; /* every comm, for teardown */
+	struct zsm_net_mr *mrs;	    /* every registration, for teardown */
 	struct zsm_mr_cache *mr_cache;
 	/* regMrDmaBuf's fd and the address of its byte 0, for the cache's
 	 * registration callback; -1 and NULL otherwise (engine lock). */
@@ -249,7 +250,7 @@ struct zsm_net_req {
 	struct zsm_desc desc; /* first: the queue carries requests */
 	struct zsm_net_comm *comm;
 	atomic_int state;
-	uint32_t magic;
+	uint32_t handle_index; /* its slot (common/handle.h), for life */
 	uint8_t type;
 	uint8_t n;
 	uint8_t remaining; /* engine only */
@@ -264,7 +265,8 @@ struct zsm_net_req {
 	int tag[ZSM_MAX_RECVS];
 	void *mr_desc[ZSM_MAX_RECVS];
 	struct zsm_net_op ops[ZSM_MAX_RECVS];
-	struct zsm_net_mr *mh[ZSM_MAX_RECVS]; /* ce: what each buffer is */
+	/* Each buffer's registration, held until the request is freed. */
+	struct zsm_net_mr *mh[ZSM_MAX_RECVS];
 	/* Flush: the remote side of the read (address and key). */
 	uint64_t rma_addr;
 	uint64_t rma_key;
@@ -273,8 +275,6 @@ struct zsm_net_req {
 	struct zsm_net_req *ce_next;
 	uint64_t ce_seq;
 };
-
-#define ZSM_REQ_MAGIC 0x52514d5aU
 
 enum zsm_comm_state {
 	ZSM_COMM_CONNECTING,
@@ -288,7 +288,6 @@ enum zsm_comm_type {
 	ZSM_COMM_LISTEN = 3,
 };
 
-#define ZSM_COMM_MAGIC 0x434d535aU
 #define ZSM_REQ_SLAB 32
 
 struct zsm_net_req_slab {
@@ -297,8 +296,9 @@ struct zsm_net_req_slab {
 };
 
 struct zsm_net_comm {
-	uint32_t magic;
 	uint8_t type;
+	/* NCCL's handle for it, 0 before it is given out and once closed. */
+	uint64_t handle;
 	struct zsm_net_ep *ep;
 	struct zsm_net_comm *ep_next; /* ep->comms, engine lock */
 	uint32_t local_id;            /* tags we receive on */
@@ -353,7 +353,6 @@ int zsm_net_comm_close(struct zsm_net_comm *comm);
 void zsm_net_comm_maybe_free(struct zsm_net_comm *comm);
 void zsm_net_comm_free(struct zsm_net_comm *comm);
 void zsm_net_comm_fail(struct zsm_net_comm *comm, int err);
-int zsm_net_comm_valid(const struct zsm_net_comm *comm, int type);
 /* Engine side of control messages and comm teardown. */
 void zsm_net_ctrl_complete(struct zsm_net_op *op, int err, size_t len);
 int zsm_net_comm_post_close(struct zsm_net_comm *comm);
@@ -369,9 +368,15 @@ void zsm_net_req_undefer(struct zsm_net_req *req);
 const char *zsm_net_req_what(const struct zsm_net_req *req);
 void zsm_net_req_orphan(struct zsm_net_req *req, int err);
 
-/* Memory registration. */
+/*
+ * Memory registration.  NCCL's deregMr drops its reference; each request
+ * using the registration holds one until it is freed, so a registration
+ * dropped while a transfer still uses it lives until that transfer ends.
+ */
 struct zsm_net_mr {
-	uint32_t magic;
+	atomic_int refs;
+	uint64_t handle; /* NCCL's, 0 once deregistered */
+	struct zsm_net_mr *ep_next, **ep_prev; /* ep->mrs, engine lock */
 	struct zsm_net_ep *ep;
 	struct zsm_mr_entry *entry;
 	void *desc;
@@ -379,15 +384,21 @@ struct zsm_net_mr {
 	int gpu; /* device memory on a ce comm: gpu_mr, no provider entry */
 	struct zsm_ce_gpu_mr gpu_mr;
 };
-#define ZSM_MR_MAGIC 0x524d535aU
-
 int zsm_net_mr_reg(struct zsm_net_ep *ep, void *data, size_t size, int type,
 		   struct zsm_net_mr **out);
+/* A ce registration of GPU memory (no provider entry), taking g. */
+int zsm_net_mr_adopt_gpu(struct zsm_net_ep *ep, const struct zsm_ce_gpu_mr *g,
+			 struct zsm_net_mr **out);
+void zsm_net_mr_hold(struct zsm_net_mr *mr);
+/* Drop a reference; the last frees it (put takes the engine lock). */
+void zsm_net_mr_put(struct zsm_net_mr *mr);
+void zsm_net_mr_put_locked(struct zsm_net_mr *mr);
+/* Teardown, engine lock held: free every registration left on ep. */
+void zsm_net_mr_close_all(struct zsm_net_ep *ep);
 /* regMrDmaBuf: GPU memory whose dma-buf NCCL exported (fd, closed by
  * NCCL after the call; data is at offset in it). */
 int zsm_net_mr_reg_dmabuf(struct zsm_net_ep *ep, void *data, size_t size,
 			  int fd, uint64_t offset, struct zsm_net_mr **out);
-int zsm_net_mr_dereg(struct zsm_net_mr *mr);
 int zsm_net_mr_init(struct zsm_net_ep *ep);
 void zsm_net_mr_fini(struct zsm_net_ep *ep);
 /* The page flush reads land in, registered; and its release. */

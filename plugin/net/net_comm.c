@@ -16,6 +16,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "ce/ce.h"
+#include "common/handle.h"
 #include "common/host.h"
 #include "common/log.h"
 #include "common/param.h"
@@ -73,18 +74,12 @@ int zsm_net_handle_check(const struct zsm_net_handle *h)
 	return 0;
 }
 
-int zsm_net_comm_valid(const struct zsm_net_comm *comm, int type)
-{
-	return comm && comm->magic == ZSM_COMM_MAGIC && comm->type == type;
-}
-
 static struct zsm_net_comm *zsm_net_comm_new(struct zsm_net_ep *ep, int type)
 {
 	struct zsm_net_comm *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
-	c->magic = ZSM_COMM_MAGIC;
 	c->type = (uint8_t)type;
 	c->ep = ep;
 	c->local_id = zsm_net_ep_new_id(ep);
@@ -118,7 +113,16 @@ void zsm_net_comm_free(struct zsm_net_comm *comm)
 		if (zsm_net_connecting[i] == comm)
 			zsm_net_connecting[i] = NULL;
 	zsm_net_req_pool_fini(comm);
-	comm->magic = 0;
+	/* Teardown frees comms NCCL never closed: their handles die too. */
+	if (comm->handle) {
+		void *obj;
+
+		zsm_handle_close(comm->handle,
+				 comm->type == ZSM_COMM_SEND   ? ZSM_H_SEND
+				 : comm->type == ZSM_COMM_RECV ? ZSM_H_RECV
+							       : ZSM_H_LISTEN,
+				 &obj);
+	}
 	free(comm);
 }
 

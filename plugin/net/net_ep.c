@@ -135,6 +135,7 @@ void zsm_net_ep_close(struct zsm_net_ep *ep)
 		zsm_net_comm_free(c);
 	}
 	ep->comms = NULL;
+	zsm_net_mr_close_all(ep);
 	zsm_net_mr_fini(ep);
 	zsm_net_mr_flush_fini(ep);
 	if (ep->cq)

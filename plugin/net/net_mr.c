@@ -15,6 +15,7 @@
 #include <rdma/fi_errno.h>
 
 #include "ce/ce.h"
+#include "common/handle.h"
 #include "common/log.h"
 #include "common/mr_cache.h"
 #include "common/param.h"
@@ -206,6 +207,20 @@ void zsm_net_mr_fini(struct zsm_net_ep *ep)
 	ep->mr_cache = NULL;
 }
 
+/* mr is complete: count it in and list it on its endpoint (engine lock). */
+static void zsm_net_mr_link_locked(struct zsm_net_ep *ep,
+				   struct zsm_net_mr *mr)
+{
+	mr->ep = ep;
+	/* relaxed: nobody else knows mr yet. */
+	atomic_init(&mr->refs, 1);
+	mr->ep_next = ep->mrs;
+	if (ep->mrs)
+		ep->mrs->ep_prev = &mr->ep_next;
+	mr->ep_prev = &ep->mrs;
+	ep->mrs = mr;
+}
+
 static int zsm_net_mr_get(struct zsm_net_ep *ep, void *data, size_t size,
 			  int type, int dmabuf_fd, uint64_t dmabuf_offset,
 			  struct zsm_net_mr **out)
@@ -224,15 +239,17 @@ static int zsm_net_mr_get(struct zsm_net_ep *ep, void *data, size_t size,
 	ret = zsm_mr_cache_get(ep->mr_cache, data, size, type, &mr->entry);
 	ep->dmabuf_fd = -1;
 	ep->dmabuf_base = NULL;
+	if (!ret) {
+		mr->type = type;
+		mr->desc = mr->entry->prov ? fi_mr_desc(mr->entry->prov)
+					   : NULL;
+		zsm_net_mr_link_locked(ep, mr);
+	}
 	zsm_proxy_unlock();
 	if (ret) {
 		free(mr);
 		return ret;
 	}
-	mr->magic = ZSM_MR_MAGIC;
-	mr->ep = ep;
-	mr->type = type;
-	mr->desc = mr->entry->prov ? fi_mr_desc(mr->entry->prov) : NULL;
 	*out = mr;
 	return 0;
 }
@@ -306,14 +323,83 @@ void zsm_net_mr_flush_fini(struct zsm_net_ep *ep)
 	ep->flush_buf = NULL;
 }
 
-int zsm_net_mr_dereg(struct zsm_net_mr *mr)
+int zsm_net_mr_adopt_gpu(struct zsm_net_ep *ep, const struct zsm_ce_gpu_mr *g,
+			 struct zsm_net_mr **out)
 {
-	struct zsm_net_ep *ep = mr->ep;
+	struct zsm_net_mr *mr = calloc(1, sizeof(*mr));
 
+	if (!mr) {
+		struct zsm_ce_gpu_mr copy = *g;
+
+		zsm_ce_cuda_mr_release(&copy);
+		return -ENOMEM;
+	}
+	mr->type = NCCL_PTR_CUDA;
+	mr->gpu = 1;
+	mr->gpu_mr = *g;
 	zsm_proxy_lock();
-	zsm_mr_cache_put(ep->mr_cache, mr->entry);
+	zsm_net_mr_link_locked(ep, mr);
 	zsm_proxy_unlock();
-	mr->magic = 0;
-	free(mr);
+	*out = mr;
 	return 0;
+}
+
+void zsm_net_mr_hold(struct zsm_net_mr *mr)
+{
+	/* relaxed: the caller holds a reference already, which keeps mr;
+	 * only the count changes. */
+	atomic_fetch_add_explicit(&mr->refs, 1, memory_order_relaxed);
+}
+
+static void zsm_net_mr_free_locked(struct zsm_net_mr *mr)
+{
+	*mr->ep_prev = mr->ep_next;
+	if (mr->ep_next)
+		mr->ep_next->ep_prev = mr->ep_prev;
+	if (mr->gpu)
+		zsm_ce_cuda_mr_release(&mr->gpu_mr);
+	else
+		zsm_mr_cache_put(mr->ep->mr_cache, mr->entry);
+	free(mr);
+}
+
+/* 1 when this was the last reference. */
+static int zsm_net_mr_drop(struct zsm_net_mr *mr)
+{
+	/* acq_rel: the last dropper sees every holder's use of mr before
+	 * it frees it (acquire), each holder's use comes before its drop
+	 * (release). */
+	return atomic_fetch_sub_explicit(&mr->refs, 1,
+					 memory_order_acq_rel) == 1;
+}
+
+void zsm_net_mr_put(struct zsm_net_mr *mr)
+{
+	if (!zsm_net_mr_drop(mr))
+		return;
+	zsm_proxy_lock();
+	zsm_net_mr_free_locked(mr);
+	zsm_proxy_unlock();
+}
+
+void zsm_net_mr_put_locked(struct zsm_net_mr *mr)
+{
+	if (zsm_net_mr_drop(mr))
+		zsm_net_mr_free_locked(mr);
+}
+
+/*
+ * Teardown: every registration goes, whether NCCL dropped it or not; a
+ * handle still open is closed, so a later deregMr is refused cleanly.
+ */
+void zsm_net_mr_close_all(struct zsm_net_ep *ep)
+{
+	while (ep->mrs) {
+		struct zsm_net_mr *mr = ep->mrs;
+		void *obj;
+
+		if (mr->handle)
+			zsm_handle_close(mr->handle, ZSM_H_MR, &obj);
+		zsm_net_mr_free_locked(mr);
+	}
 }

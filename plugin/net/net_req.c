@@ -7,8 +7,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/handle.h"
 #include "common/log.h"
 #include "net/net.h"
+
+/* A handle slot for every request of a new slab; 0 or -ENOMEM. */
+static int zsm_net_req_slab_reserve(struct zsm_net_req_slab *slab)
+{
+	for (int i = 0; i < ZSM_REQ_SLAB; i++) {
+		if (zsm_handle_reserve(ZSM_H_REQ, &slab->reqs[i],
+				       &slab->reqs[i].handle_index) == 0)
+			continue;
+		while (i-- > 0)
+			zsm_handle_release(slab->reqs[i].handle_index);
+		return -ENOMEM;
+	}
+	return 0;
+}
 
 struct zsm_net_req *zsm_net_req_alloc(struct zsm_net_comm *comm)
 {
@@ -20,6 +35,10 @@ struct zsm_net_req *zsm_net_req_alloc(struct zsm_net_comm *comm)
 		/* Grow in slabs: most comms never need 256 requests. */
 		struct zsm_net_req_slab *slab = calloc(1, sizeof(*slab));
 
+		if (slab && zsm_net_req_slab_reserve(slab)) {
+			free(slab);
+			slab = NULL;
+		}
 		if (slab) {
 			slab->next = comm->slabs;
 			comm->slabs = slab;
@@ -43,24 +62,40 @@ struct zsm_net_req *zsm_net_req_alloc(struct zsm_net_comm *comm)
 	/* relaxed: as state below. */
 	atomic_store_explicit(&req->orphan, 0, memory_order_relaxed);
 	req->comm = comm;
-	req->magic = ZSM_REQ_MAGIC;
 	req->error = 0;
+	memset(req->mh, 0, sizeof(req->mh));
 	/* relaxed: published to the engine by the queue's release. */
 	atomic_store_explicit(&req->state, ZSM_REQ_PENDING,
 			      memory_order_relaxed);
 	return req;
 }
 
+/* Drop the registrations req held (the last may free one). */
+static void zsm_net_req_drop_mrs(struct zsm_net_req *req, int locked)
+{
+	for (int i = 0; i < ZSM_MAX_RECVS; i++) {
+		if (!req->mh[i])
+			continue;
+		if (locked)
+			zsm_net_mr_put_locked(req->mh[i]);
+		else
+			zsm_net_mr_put(req->mh[i]);
+		req->mh[i] = NULL;
+	}
+}
+
 void zsm_net_req_free(struct zsm_net_req *req)
 {
 	struct zsm_net_comm *comm = req->comm;
 
-	req->magic = 0; /* a second test() of it is caught */
+	/* A second test() of its handle is refused from here on. */
+	zsm_handle_disarm(req->handle_index);
 	/* acquire: pairs with the release in zsm_net_req_orphan.  The
-	 * provider may still complete it late: keep it out of the pool
-	 * until the comm goes. */
+	 * provider may still complete it late, into its buffers: keep it
+	 * and its registrations until the comm goes. */
 	if (atomic_load_explicit(&req->orphan, memory_order_acquire))
 		return;
+	zsm_net_req_drop_mrs(req, 0);
 	pthread_mutex_lock(&comm->pool_lock);
 	req->next_free = comm->free_reqs;
 	comm->free_reqs = req;
@@ -73,6 +108,10 @@ void zsm_net_req_pool_fini(struct zsm_net_comm *comm)
 
 	for (slab = comm->slabs; slab; slab = next) {
 		next = slab->next;
+		for (int i = 0; i < ZSM_REQ_SLAB; i++) {
+			zsm_net_req_drop_mrs(&slab->reqs[i], 1);
+			zsm_handle_release(slab->reqs[i].handle_index);
+		}
 		free(slab);
 	}
 	comm->slabs = NULL;

@@ -611,3 +611,8 @@ int zsm_client_close_listen(struct zsm_client *c, void *listen_comm)
 {
 	return ZSM_SLOT(c, closeListen)(listen_comm);
 }
+
+const void *zsm_client_table(const struct zsm_client *c)
+{
+	return c->t.any;
+}

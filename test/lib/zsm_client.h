@@ -137,6 +137,12 @@ int zsm_client_close_send(struct zsm_client *c, void *send_comm);
 int zsm_client_close_recv(struct zsm_client *c, void *recv_comm);
 int zsm_client_close_listen(struct zsm_client *c, void *listen_comm);
 
+/*
+ * The raw ncclNetPlugin_vN table (vN = zsm_client_abi), for tests that
+ * call a slot with arguments the client would not pass (NULLs).
+ */
+const void *zsm_client_table(const struct zsm_client *c);
+
 /* "ncclSystemError" etc., "timeout" for ZSM_CLIENT_TIMEOUT. */
 const char *zsm_client_result_str(int result);
 

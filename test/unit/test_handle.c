@@ -1,137 +1,186 @@
 /* SPDX-License-Identifier: MIT */
-/* Connection handles: they fit NCCL's 128 bytes and foreign ones are refused. */
-#include <string.h>
-#include <unistd.h>
+/*
+ * The handles NCCL holds: a closed, doubled, reused, retyped or forged one
+ * is refused, and a reused slot never answers for its previous object.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 
-#include "common/host.h"
-#include "net/net.h"
+#include "common/handle.h"
 #include "zsm_test.h"
 
-static void encode(struct zsm_net_handle *h)
-{
-	uint8_t addr[16];
+static int objs[4];
 
-	for (int i = 0; i < 16; i++)
-		addr[i] = (uint8_t)(i * 7);
-	zsm_net_handle_encode(h, 42, 0x1234567, addr, sizeof(addr), 99);
-}
-
-static void test_handle_fits_nccl_buffer(void **state)
+static int handle_teardown(void **state)
 {
 	(void)state;
-	zsm_assert_int_eq(sizeof(struct zsm_net_handle),
-			  NCCL_NET_HANDLE_MAXSIZE);
+	zsm_handle_fini();
+	return 0;
 }
 
-static void test_handle_round_trip(void **state)
+static void test_handle_open_get_close(void **state)
 {
-	struct zsm_net_handle h;
-	uint8_t copy[NCCL_NET_HANDLE_MAXSIZE];
+	uint64_t h;
+	void *obj = NULL;
 
 	(void)state;
-	encode(&h);
-	/* NCCL ships it as bytes: a copy must decode the same. */
-	memcpy(copy, &h, sizeof(copy));
-	zsm_assert_int_eq(zsm_net_handle_check((void *)copy), 0);
-	zsm_assert_int_eq(((struct zsm_net_handle *)copy)->listen_id, 42);
-	zsm_assert_int_eq(((struct zsm_net_handle *)copy)->addr_len, 16);
-	zsm_assert_int_eq(((struct zsm_net_handle *)copy)->addr[3], 21);
-	zsm_assert_int_eq(((struct zsm_net_handle *)copy)->conn_id, 0);
-	zsm_assert_int_eq(((struct zsm_net_handle *)copy)->magic,
-			  ZSM_HANDLE_MAGIC);
+	zsm_assert_int_eq(zsm_handle_open(ZSM_H_SEND, &objs[0], &h), 0);
+	assert_true(h != 0);
+	zsm_assert_int_eq(zsm_handle_get(h, ZSM_H_SEND, &obj), 0);
+	assert_ptr_equal(obj, &objs[0]);
+	zsm_assert_int_eq(zsm_handle_count(), 1);
+	obj = NULL;
+	zsm_assert_int_eq(zsm_handle_close(h, ZSM_H_SEND, &obj), 0);
+	assert_ptr_equal(obj, &objs[0]);
+	zsm_assert_int_eq(zsm_handle_count(), 0);
 }
 
-static void test_handle_round_trip_keeps_host_and_pid(void **state)
+static void test_handle_second_close_is_ebadf(void **state)
 {
-	struct zsm_net_handle h, *back;
-	uint8_t copy[NCCL_NET_HANDLE_MAXSIZE];
-	uint8_t addr[16] = {1};
-	uint64_t hash = zsm_host_id_hash("ns-a");
+	uint64_t h;
+	void *obj;
 
 	(void)state;
-	/* A hash with its top bit set must not lose it on the way. */
-	hash |= 1ULL << 63;
-	zsm_net_handle_encode(&h, 42, 0x1234567, addr, sizeof(addr), hash);
-	memcpy(copy, &h, sizeof(copy));
-	back = (struct zsm_net_handle *)copy;
-	zsm_assert_int_eq(zsm_net_handle_check(back), 0);
-	assert_true(back->host_hash == hash);
-	zsm_assert_int_eq(back->pid, getpid());
+	zsm_assert_int_eq(zsm_handle_open(ZSM_H_RECV, &objs[1], &h), 0);
+	zsm_assert_int_eq(zsm_handle_close(h, ZSM_H_RECV, &obj), 0);
+	zsm_assert_int_eq(zsm_handle_close(h, ZSM_H_RECV, &obj), -EBADF);
+	zsm_assert_int_eq(zsm_handle_get(h, ZSM_H_RECV, &obj), -EBADF);
 }
 
-static void test_handle_foreign_magic_is_refused(void **state)
+static void test_handle_reused_slot_refuses_old_handle(void **state)
 {
-	struct zsm_net_handle h;
+	uint64_t a, b;
+	void *obj = NULL;
 
 	(void)state;
-	encode(&h);
-	h.magic ^= 1;
-	zsm_assert_int_eq(zsm_net_handle_check(&h), -EINVAL);
+	zsm_assert_int_eq(zsm_handle_open(ZSM_H_SEND, &objs[0], &a), 0);
+	zsm_assert_int_eq(zsm_handle_close(a, ZSM_H_SEND, &obj), 0);
+	/* The free slot is taken again, by another object. */
+	zsm_assert_int_eq(zsm_handle_open(ZSM_H_SEND, &objs[2], &b), 0);
+	zsm_assert_int_eq((uint32_t)a, (uint32_t)b);
+	assert_true(a != b);
+	zsm_assert_int_eq(zsm_handle_get(a, ZSM_H_SEND, &obj), -EBADF);
+	zsm_assert_int_eq(zsm_handle_close(a, ZSM_H_SEND, &obj), -EBADF);
+	zsm_assert_int_eq(zsm_handle_get(b, ZSM_H_SEND, &obj), 0);
+	assert_ptr_equal(obj, &objs[2]);
+	zsm_assert_int_eq(zsm_handle_close(b, ZSM_H_SEND, &obj), 0);
 }
 
-static void test_handle_other_version_is_refused(void **state)
+static void test_handle_wrong_type_is_einval(void **state)
 {
-	struct zsm_net_handle h;
+	uint64_t h;
+	void *obj;
 
 	(void)state;
-	encode(&h);
-	h.version++;
-	zsm_assert_int_eq(zsm_net_handle_check(&h), -EINVAL);
+	zsm_assert_int_eq(zsm_handle_open(ZSM_H_LISTEN, &objs[3], &h), 0);
+	zsm_assert_int_eq(zsm_handle_get(h, ZSM_H_RECV, &obj), -EINVAL);
+	zsm_assert_int_eq(zsm_handle_close(h, ZSM_H_SEND, &obj), -EINVAL);
+	/* Still live for its own type. */
+	zsm_assert_int_eq(zsm_handle_close(h, ZSM_H_LISTEN, &obj), 0);
 }
 
-static void test_handle_damaged_fields_are_refused(void **state)
+static void test_handle_forged_values_are_refused(void **state)
 {
-	struct zsm_net_handle h;
+	static const uint64_t forged[] = {
+		0, 1, 0x10, UINT64_MAX, 0xdeadbeefULL,
+		(uint64_t)(uintptr_t)&objs[0], /* a real pointer */
+		(uint64_t)ZSM_H_SEND << 32 | 0xffffffffULL,
+	};
+	uint64_t h;
+	void *obj;
 
 	(void)state;
-	encode(&h);
-	h.addr_len = ZSM_NET_ADDR_MAX + 1;
-	zsm_assert_int_eq(zsm_net_handle_check(&h), -EINVAL);
-	encode(&h);
-	h.addr_len = 0;
-	zsm_assert_int_eq(zsm_net_handle_check(&h), -EINVAL);
-	encode(&h);
-	h.listen_id = 0;
-	zsm_assert_int_eq(zsm_net_handle_check(&h), -EINVAL);
-	encode(&h);
-	h.listen_id = ZSM_TAG_ID_MAX + 1;
-	zsm_assert_int_eq(zsm_net_handle_check(&h), -EINVAL);
-	encode(&h);
-	h.nonce = 0;
-	zsm_assert_int_eq(zsm_net_handle_check(&h), -EINVAL);
+	zsm_assert_int_eq(zsm_handle_open(ZSM_H_SEND, &objs[0], &h), 0);
+	for (size_t i = 0; i < sizeof(forged) / sizeof(forged[0]); i++)
+		assert_true(zsm_handle_get(forged[i], ZSM_H_SEND, &obj) < 0);
+	/* Every single bit flipped. */
+	for (int bit = 0; bit < 64; bit++)
+		assert_true(zsm_handle_get(h ^ (1ULL << bit), ZSM_H_SEND,
+					   &obj) < 0);
+	zsm_assert_int_eq(zsm_handle_close(h, ZSM_H_SEND, &obj), 0);
 }
 
-static void test_handle_zeroed_buffer_is_refused(void **state)
+static void test_handle_request_slot_arms_anew_each_use(void **state)
 {
-	struct zsm_net_handle h;
+	uint32_t idx;
+	uint64_t first, second;
+	void *obj;
 
 	(void)state;
-	memset(&h, 0, sizeof(h));
-	zsm_assert_int_eq(zsm_net_handle_check(&h), -EINVAL);
+	zsm_assert_int_eq(zsm_handle_reserve(ZSM_H_REQ, &objs[1], &idx), 0);
+	/* Reserved is not live. */
+	first = zsm_handle_arm(idx);
+	zsm_assert_int_eq(zsm_handle_get(first, ZSM_H_REQ, &obj), 0);
+	assert_ptr_equal(obj, &objs[1]);
+	zsm_handle_disarm(idx);
+	zsm_assert_int_eq(zsm_handle_get(first, ZSM_H_REQ, &obj), -EBADF);
+	/* The recycled request: the old handle names nothing. */
+	second = zsm_handle_arm(idx);
+	assert_true(second != first);
+	zsm_assert_int_eq(zsm_handle_get(first, ZSM_H_REQ, &obj), -EBADF);
+	zsm_assert_int_eq(zsm_handle_get(second, ZSM_H_REQ, &obj), 0);
+	zsm_handle_release(idx);
+	zsm_assert_int_eq(zsm_handle_get(second, ZSM_H_REQ, &obj), -EBADF);
+	zsm_assert_int_eq(zsm_handle_count(), 0);
 }
 
-static void test_handle_tags_do_not_collide(void **state)
+static void test_handle_many_slots_across_chunks(void **state)
 {
+	enum { N = 10000 };
+	uint64_t *h = calloc(N, sizeof(*h));
+	void *obj;
+
 	(void)state;
-	/* Data and control tags of the same id differ; ids never spill into
-	 * the user bits, and the whole tag fits cxi's 48 bits. */
-	assert_true(zsm_tag_data(5, 3) != zsm_tag_ctrl(5, 3));
-	assert_true(zsm_tag_data(5, ZSM_TAG_USER_MAX) < zsm_tag_data(6, 0));
-	assert_true(zsm_tag_ctrl(ZSM_TAG_ID_MAX, ZSM_CTRL_PING) < (1ULL << 48));
-	assert_true(zsm_tag_data(ZSM_TAG_ID_MAX, ZSM_TAG_USER_MAX) < ZSM_TAG_CTRL);
+	assert_non_null(h);
+	for (int i = 0; i < N; i++)
+		zsm_assert_int_eq(zsm_handle_open(ZSM_H_MR, &h[i], &h[i]), 0);
+	zsm_assert_int_eq(zsm_handle_count(), N);
+	for (int i = 0; i < N; i++) {
+		zsm_assert_int_eq(zsm_handle_get(h[i], ZSM_H_MR, &obj), 0);
+		assert_ptr_equal(obj, &h[i]);
+	}
+	for (int i = 0; i < N; i++)
+		zsm_assert_int_eq(zsm_handle_close(h[i], ZSM_H_MR, &obj), 0);
+	zsm_assert_int_eq(zsm_handle_count(), 0);
+	free(h);
+}
+
+static void test_handle_unload_kills_every_handle(void **state)
+{
+	uint64_t h;
+	void *obj;
+
+	(void)state;
+	zsm_assert_int_eq(zsm_handle_open(ZSM_H_CTX, &objs[0], &h), 0);
+	/* What unloading the plugin does: every handle is dead after. */
+	zsm_handle_fini();
+	zsm_assert_int_eq(zsm_handle_get(h, ZSM_H_CTX, &obj) < 0, 1);
+	zsm_assert_int_eq(zsm_handle_close(h, ZSM_H_CTX, &obj) < 0, 1);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_handle_fits_nccl_buffer),
-		cmocka_unit_test(test_handle_round_trip),
-		cmocka_unit_test(test_handle_round_trip_keeps_host_and_pid),
-		cmocka_unit_test(test_handle_foreign_magic_is_refused),
-		cmocka_unit_test(test_handle_other_version_is_refused),
-		cmocka_unit_test(test_handle_damaged_fields_are_refused),
-		cmocka_unit_test(test_handle_zeroed_buffer_is_refused),
-		cmocka_unit_test(test_handle_tags_do_not_collide),
+		cmocka_unit_test_teardown(test_handle_open_get_close,
+					  handle_teardown),
+		cmocka_unit_test_teardown(test_handle_second_close_is_ebadf,
+					  handle_teardown),
+		cmocka_unit_test_teardown(
+			test_handle_reused_slot_refuses_old_handle,
+			handle_teardown),
+		cmocka_unit_test_teardown(test_handle_wrong_type_is_einval,
+					  handle_teardown),
+		cmocka_unit_test_teardown(test_handle_forged_values_are_refused,
+					  handle_teardown),
+		cmocka_unit_test_teardown(
+			test_handle_request_slot_arms_anew_each_use,
+			handle_teardown),
+		cmocka_unit_test_teardown(test_handle_many_slots_across_chunks,
+					  handle_teardown),
+		cmocka_unit_test_teardown(test_handle_unload_kills_every_handle,
+					  handle_teardown),
 	};
+
 	return cmocka_run_group_tests_name("handle", tests, NULL, NULL);
 }

@@ -1,0 +1,672 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Owns the version-neutral entry points the ABI shims call for comms,
+ * registrations and requests: every argument NCCL hands over is checked
+ * here, and every object NCCL holds is a handle (common/handle.h), so a
+ * stale, doubled or forged one is refused without touching freed memory.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ce/ce.h"
+#include "common/handle.h"
+#include "common/log.h"
+#include "core.h"
+#include "net/net.h"
+#include "plugin_int.h"
+#include "proxy/proxy.h"
+
+static void *zsm_entry_handle_out(uint64_t h)
+{
+	return (void *)(uintptr_t)h;
+}
+
+/*
+ * The object behind handle h of type, or an error said once here: the
+ * call, what the handle is not, and the likely cause.
+ */
+static int zsm_entry_lookup(const char *call, const void *h,
+			    enum zsm_handle_type type, void **obj)
+{
+	int ret = zsm_handle_get((uint64_t)(uintptr_t)h, type, obj);
+
+	if (ret == -EBADF)
+		ZSM_WARN("%s: %s %p was closed or has ended (used after "
+			 "close, twice, or after its comm closed)",
+			 call, zsm_handle_type_name(type), h);
+	else if (ret)
+		ZSM_WARN("%s: %p is not a zsm %s", call, h,
+			 zsm_handle_type_name(type));
+	return ret;
+}
+
+/* A send or receive comm, for the calls that take either. */
+static int zsm_entry_any_comm(const char *call, const void *h,
+			      struct zsm_net_comm **c)
+{
+	void *obj;
+
+	if (zsm_handle_get((uint64_t)(uintptr_t)h, ZSM_H_SEND, &obj) &&
+	    zsm_handle_get((uint64_t)(uintptr_t)h, ZSM_H_RECV, &obj)) {
+		ZSM_WARN("%s: %p is not a live zsm send or receive comm",
+			 call, h);
+		return -EINVAL;
+	}
+	*c = obj;
+	return 0;
+}
+
+static int zsm_entry_null(const char *call, const char *what)
+{
+	ZSM_WARN("%s: %s is NULL", call, what);
+	return -EINVAL;
+}
+
+/* Give NCCL comm c as a new handle of type; on failure c is closed. */
+static int zsm_entry_publish_comm(struct zsm_net_comm *c,
+				  enum zsm_handle_type type, void **out)
+{
+	uint64_t h;
+	int ret = zsm_handle_open(type, c, &h);
+
+	if (ret) {
+		ZSM_WARN("net: out of memory for a %s handle",
+			 zsm_handle_type_name(type));
+		zsm_net_comm_close(c);
+		return ret;
+	}
+	c->handle = h;
+	*out = zsm_entry_handle_out(h);
+	return 0;
+}
+
+int zsm_listen(void *ctx, int dev, void *handle, void **listen_comm)
+{
+	struct zsm_net_comm *lc = NULL;
+	int ret;
+
+	(void)ctx;
+	if (!listen_comm || !handle)
+		return zsm_entry_null("listen", listen_comm ? "handle"
+							    : "listenComm");
+	*listen_comm = NULL;
+	ret = zsm_plugin_enter("listen");
+	if (!ret)
+		ret = zsm_plugin_dev_check(dev);
+	if (ret)
+		return ret;
+	ret = zsm_net_comm_listen(dev, handle, &lc);
+	if (ret)
+		return ret;
+	return zsm_entry_publish_comm(lc, ZSM_H_LISTEN, listen_comm);
+}
+
+int zsm_connect(void *ctx, int dev, void *handle, void **send_comm)
+{
+	struct zsm_net_comm *sc = NULL;
+	int ret;
+
+	(void)ctx;
+	if (!send_comm || !handle)
+		return zsm_entry_null("connect",
+				      send_comm ? "handle" : "sendComm");
+	*send_comm = NULL;
+	ret = zsm_plugin_enter("connect");
+	if (!ret)
+		ret = zsm_plugin_dev_check(dev);
+	if (ret)
+		return ret;
+	ret = zsm_net_comm_connect(dev, handle, &sc);
+	if (ret || !sc)
+		return ret;
+	return zsm_entry_publish_comm(sc, ZSM_H_SEND, send_comm);
+}
+
+int zsm_accept(void *listen_comm, void **recv_comm)
+{
+	struct zsm_net_comm *lc, *rc = NULL;
+	int ret;
+
+	if (!recv_comm)
+		return zsm_entry_null("accept", "recvComm");
+	*recv_comm = NULL;
+	ret = zsm_plugin_enter("accept");
+	if (ret)
+		return ret;
+	ret = zsm_entry_lookup("accept", listen_comm, ZSM_H_LISTEN,
+			       (void **)&lc);
+	if (ret)
+		return ret;
+	ret = zsm_net_comm_accept(lc, &rc);
+	if (ret || !rc)
+		return ret;
+	return zsm_entry_publish_comm(rc, ZSM_H_RECV, recv_comm);
+}
+
+static int zsm_entry_close(const char *call, void *h,
+			   enum zsm_handle_type type)
+{
+	struct zsm_net_comm *c;
+	int ret;
+
+	if (!h)
+		return 0;
+	/* A child's teardown must not touch what its parent shares. */
+	if (zsm_plugin_in_child(call))
+		return 0;
+	ret = zsm_handle_close((uint64_t)(uintptr_t)h, type, (void **)&c);
+	if (ret == -EBADF) {
+		ZSM_WARN("%s: %s %p is already closed", call,
+			 zsm_handle_type_name(type), h);
+		return ret;
+	}
+	if (ret) {
+		ZSM_WARN("%s: %p is not a zsm %s", call, h,
+			 zsm_handle_type_name(type));
+		return ret;
+	}
+	c->handle = 0;
+	return zsm_net_comm_close(c);
+}
+
+int zsm_close_send(void *send_comm)
+{
+	return zsm_entry_close("closeSend", send_comm, ZSM_H_SEND);
+}
+
+int zsm_close_recv(void *recv_comm)
+{
+	return zsm_entry_close("closeRecv", recv_comm, ZSM_H_RECV);
+}
+
+int zsm_close_listen(void *listen_comm)
+{
+	return zsm_entry_close("closeListen", listen_comm, ZSM_H_LISTEN);
+}
+
+/*
+ * [data, data + size) of host memory is mapped: a registration of an
+ * address that is not would only fail later, inside a transfer.  msync
+ * with MS_ASYNC does nothing but fail with ENOMEM on unmapped pages.
+ */
+static int zsm_entry_host_range_ok(const void *data, size_t size)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)data & ~(page - 1);
+
+	if (!size)
+		return 1;
+	if (!data || (uintptr_t)data + size < (uintptr_t)data)
+		return 0;
+	return msync((void *)start, (uintptr_t)data + size - start,
+		     MS_ASYNC) == 0;
+}
+
+static int zsm_entry_mr_publish(struct zsm_net_mr *mr, void **mh)
+{
+	uint64_t h;
+	int ret = zsm_handle_open(ZSM_H_MR, mr, &h);
+
+	if (ret) {
+		ZSM_WARN("net: out of memory for a registration handle");
+		zsm_net_mr_put(mr);
+		return ret;
+	}
+	mr->handle = h;
+	*mh = zsm_entry_handle_out(h);
+	return 0;
+}
+
+/*
+ * Device memory: only a same-host (ce) comm can move it without FI_HMEM;
+ * there the registration is its IPC handle, nothing is given to the
+ * provider.
+ */
+static int zsm_entry_reg_gpu(struct zsm_net_comm *c, void *data, size_t size,
+			     struct zsm_net_mr **out)
+{
+	struct zsm_ce_gpu_mr g;
+	int ret;
+
+	if (!zsm_ce_cuda_ready()) {
+		ZSM_WARN("regMr of GPU memory, but no CUDA driver was "
+			 "loaded (ptrSupport says host only)");
+		return -EINVAL;
+	}
+	if (!c->ce) {
+		if (c->ep->dev->gdr.reg != ZSM_HMEM_REG_NONE)
+			return zsm_net_mr_reg(c->ep, data, size, NCCL_PTR_CUDA,
+					      out);
+		ZSM_WARN("net: %s: GPU buffers on a comm to another host, "
+			 "and this device takes host memory only (%s)",
+			 c->ep->dev->name, c->ep->dev->gdr.why);
+		return -EOPNOTSUPP;
+	}
+	ret = zsm_ce_cuda_mr_prepare(data, size, &g);
+	if (ret)
+		return ret;
+	return zsm_net_mr_adopt_gpu(c->ep, &g, out);
+}
+
+static int zsm_entry_reg_check(const char *call, void *data, size_t size,
+			       int type, void **mh)
+{
+	if (!mh)
+		return zsm_entry_null(call, "mhandle");
+	*mh = NULL;
+	if (type != NCCL_PTR_HOST && type != NCCL_PTR_CUDA &&
+	    type != NCCL_PTR_DMABUF) {
+		ZSM_WARN("%s: memory type %d is none of host (%d), CUDA (%d) "
+			 "or dma-buf (%d)",
+			 call, type, NCCL_PTR_HOST, NCCL_PTR_CUDA,
+			 NCCL_PTR_DMABUF);
+		return -EINVAL;
+	}
+	if (size > ZSM_MAX_REG_BYTES ||
+	    (type == NCCL_PTR_HOST && !zsm_entry_host_range_ok(data, size)) ||
+	    (type != NCCL_PTR_HOST && size && !data)) {
+		ZSM_WARN("%s: %zu bytes at %p are not memory this process "
+			 "can register",
+			 call, size, data);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int zsm_reg_mr(void *comm, void *data, size_t size, int type, void **mh)
+{
+	struct zsm_net_comm *c;
+	struct zsm_net_mr *mr;
+	int ret = zsm_entry_reg_check("regMr", data, size, type, mh);
+
+	if (!ret)
+		ret = zsm_plugin_enter("regMr");
+	if (!ret)
+		ret = zsm_entry_any_comm("regMr", comm, &c);
+	if (ret)
+		return ret;
+	if (type == NCCL_PTR_DMABUF) {
+		ZSM_WARN("regMr: dma-buf memory comes through regMrDmaBuf");
+		return -EINVAL;
+	}
+	if (type == NCCL_PTR_CUDA) {
+		ret = zsm_entry_reg_gpu(c, data, size, &mr);
+	} else {
+		/* A refusal is logged there and costs speed only. */
+		if (c->ce)
+			(void)zsm_ce_hugepage_prepare(data, size);
+		ret = zsm_net_mr_reg(c->ep, data, size, type, &mr);
+	}
+	if (ret)
+		return ret;
+	return zsm_entry_mr_publish(mr, mh);
+}
+
+int zsm_reg_mr_dmabuf(void *comm, void *data, size_t size, int type,
+		      uint64_t offset, int fd, void **mh)
+{
+	struct zsm_net_comm *c;
+	struct zsm_net_mr *mr;
+	int ret = zsm_entry_reg_check("regMrDmaBuf", data, size, type, mh);
+
+	if (!ret)
+		ret = zsm_plugin_enter("regMrDmaBuf");
+	if (!ret)
+		ret = zsm_entry_any_comm("regMrDmaBuf", comm, &c);
+	if (ret)
+		return ret;
+	/* Only devices that register dma-bufs advertise them; ce maps GPU
+	 * memory by IPC, and host memory is plain memory. */
+	if (type == NCCL_PTR_HOST || c->ce ||
+	    c->ep->dev->gdr.reg != ZSM_HMEM_REG_DMABUF || fd < 0)
+		return zsm_reg_mr(comm, data, size,
+				  type == NCCL_PTR_HOST ? type : NCCL_PTR_CUDA,
+				  mh);
+	ret = zsm_net_mr_reg_dmabuf(c->ep, data, size, fd, offset, &mr);
+	if (ret)
+		return ret;
+	return zsm_entry_mr_publish(mr, mh);
+}
+
+int zsm_dereg_mr(void *comm, void *mh)
+{
+	struct zsm_net_mr *mr;
+	struct zsm_net_comm *c = NULL;
+	void *obj;
+	int ret;
+
+	if (!mh || zsm_plugin_in_child("deregMr"))
+		return 0;
+	ret = zsm_handle_close((uint64_t)(uintptr_t)mh, ZSM_H_MR,
+			       (void **)&mr);
+	if (ret) {
+		ZSM_WARN("deregMr: %p %s", mh,
+			 ret == -EBADF ? "was already deregistered"
+				       : "is not a zsm registration");
+		return ret;
+	}
+	mr->handle = 0;
+	if (mr->gpu &&
+	    !zsm_handle_get((uint64_t)(uintptr_t)comm, ZSM_H_SEND, &obj))
+		c = obj;
+	/* The receiver holds our allocation open (and its memory alive)
+	 * until told: NCCL may free the buffer next.  Requests still using
+	 * the registration keep it until they end. */
+	if (c) {
+		zsm_proxy_lock();
+		if (c->ce)
+			zsm_ce_chan_forget(c->ce, &mr->gpu_mr);
+		zsm_proxy_unlock();
+	}
+	zsm_net_mr_put(mr);
+	return 0;
+}
+
+/* The registration behind mh for a transfer on c, held: NULL and 0 when
+ * there is none and c can do without. */
+static int zsm_entry_mr_take(const char *call, struct zsm_net_comm *c,
+			     void *mh, struct zsm_net_mr **out)
+{
+	struct zsm_net_mr *mr;
+	int ret;
+
+	*out = NULL;
+	if (!mh) {
+		if (!c->ep->needs_mr)
+			return 0;
+		ZSM_WARN("%s: %s needs registered buffers, and this one came "
+			 "without a memory handle",
+			 call, c->ep->dev->name);
+		return -EINVAL;
+	}
+	ret = zsm_entry_lookup(call, mh, ZSM_H_MR, (void **)&mr);
+	if (ret)
+		return ret;
+	zsm_net_mr_hold(mr);
+	*out = mr;
+	return 0;
+}
+
+static int zsm_entry_comm_error(struct zsm_net_comm *c)
+{
+	/* acquire: pairs with the release in zsm_net_comm_fail. */
+	return atomic_load_explicit(&c->error, memory_order_acquire);
+}
+
+static int zsm_entry_tag_check(const char *call, int tag)
+{
+	if (tag < 0 || (unsigned)tag > ZSM_TAG_USER_MAX) {
+		ZSM_WARN("%s: tag %d outside [0, %u]", call, tag,
+			 ZSM_TAG_USER_MAX);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Buffer i of a request, and the libfabric operation that moves it. */
+static void zsm_entry_req_buf(struct zsm_net_req *req, int i,
+			      enum zsm_net_op_kind kind, void *data, size_t len,
+			      int tag, struct zsm_net_mr *mh, void *desc)
+{
+	req->data[i] = data;
+	req->len[i] = len;
+	req->tag[i] = tag;
+	req->mr_desc[i] = desc;
+	req->mh[i] = mh;
+	req->ops[i].req = req;
+	req->ops[i].kind = kind;
+	req->ops[i].index = (uint8_t)i;
+	req->ops[i].posted = 0;
+}
+
+/*
+ * Queue req and give NCCL its handle; a full queue frees it and gives a
+ * NULL request, which NCCL retries (wait: a flush, which it does not).
+ */
+static void zsm_entry_submit(struct zsm_net_req *req, int wait,
+			     void **request)
+{
+	/* A comm on a same-host channel moves its data through ce. */
+	if (req->comm->ce)
+		req->desc.ops = &zsm_ce_ops;
+	if (wait) {
+		zsm_proxy_submit_wait(&req->desc);
+	} else if (zsm_proxy_submit(&req->desc)) {
+		zsm_net_req_free(req);
+		return;
+	}
+	*request = zsm_entry_handle_out(zsm_handle_arm(req->handle_index));
+}
+
+int zsm_isend(void *send_comm, void *data, size_t size, int tag, void *mh,
+	      void **request)
+{
+	struct zsm_net_comm *c;
+	struct zsm_net_req *req;
+	struct zsm_net_mr *mr;
+	int ret;
+
+	if (!request)
+		return zsm_entry_null("isend", "request");
+	*request = NULL;
+	ret = zsm_plugin_enter("isend");
+	if (!ret)
+		ret = zsm_entry_lookup("isend", send_comm, ZSM_H_SEND,
+				       (void **)&c);
+	if (ret)
+		return ret;
+	if (size > ZSM_MAX_P2P_BYTES || (size && !data)) {
+		ZSM_WARN("isend of %zu bytes at %p: %s", size, data,
+			 size > ZSM_MAX_P2P_BYTES ? "above maxP2pBytes"
+						  : "NULL buffer");
+		return -EINVAL;
+	}
+	ret = zsm_entry_tag_check("isend", tag);
+	if (!ret)
+		ret = zsm_entry_comm_error(c);
+	if (ret)
+		return ret;
+	ret = zsm_entry_mr_take("isend", c, mh, &mr);
+	if (ret)
+		return ret;
+	req = zsm_net_req_alloc(c);
+	if (!req) {
+		if (mr)
+			zsm_net_mr_put(mr);
+		return 0; /* NCCL retries a NULL request */
+	}
+	req->type = ZSM_REQ_SEND;
+	req->n = 1;
+	req->remaining = 1;
+	zsm_entry_req_buf(req, 0, ZSM_OP_SEND, data, size, tag, mr,
+			  mr ? mr->desc : NULL);
+	zsm_entry_submit(req, 0, request);
+	return 0;
+}
+
+int zsm_irecv(void *recv_comm, int n, void **data, const size_t *sizes,
+	      const int *tags, void **mhs, void **request)
+{
+	struct zsm_net_mr *mr[ZSM_MAX_RECVS] = {0};
+	struct zsm_net_comm *c;
+	struct zsm_net_req *req;
+	int ret, i;
+
+	if (!request)
+		return zsm_entry_null("irecv", "request");
+	*request = NULL;
+	ret = zsm_plugin_enter("irecv");
+	if (!ret)
+		ret = zsm_entry_lookup("irecv", recv_comm, ZSM_H_RECV,
+				       (void **)&c);
+	if (ret)
+		return ret;
+	if (n < 1 || n > ZSM_MAX_RECVS || !data || !sizes || !tags) {
+		ZSM_WARN("irecv of %d buffers (maxRecvs %d)%s", n,
+			 ZSM_MAX_RECVS,
+			 data && sizes && tags ? "" : ", NULL arrays");
+		return -EINVAL;
+	}
+	for (i = 0; i < n && !ret; i++) {
+		ret = zsm_entry_tag_check("irecv", tags[i]);
+		if (!ret && sizes[i] && !data[i])
+			ret = zsm_entry_null("irecv", "a buffer");
+	}
+	if (!ret)
+		ret = zsm_entry_comm_error(c);
+	for (i = 0; i < n && !ret; i++)
+		ret = zsm_entry_mr_take("irecv", c, mhs ? mhs[i] : NULL,
+					&mr[i]);
+	req = ret ? NULL : zsm_net_req_alloc(c);
+	if (!req) {
+		for (i = 0; i < n; i++)
+			if (mr[i])
+				zsm_net_mr_put(mr[i]);
+		return ret; /* 0: NCCL retries a NULL request */
+	}
+	req->type = ZSM_REQ_RECV;
+	req->n = (uint8_t)n;
+	req->remaining = (uint8_t)n;
+	for (i = 0; i < n; i++) {
+		zsm_entry_req_buf(req, i, ZSM_OP_RECV, data[i], sizes[i],
+				  tags[i], mr[i], mr[i] ? mr[i]->desc : NULL);
+		req->sizes[i] = 0;
+	}
+	zsm_entry_submit(req, 0, request);
+	return 0;
+}
+
+/*
+ * The buffer a flush reads back: the last one that received bytes (the
+ * NIC's writes to it were the last posted), or -1 when none did or the
+ * device's plan needs no flush for its memory.
+ */
+static int zsm_entry_flush_pick(const struct zsm_net_comm *c, int n,
+				const int *sizes, void **mhs,
+				struct zsm_net_mr **mr, int *err)
+{
+	const struct zsm_net_hmem_plan *plan = &c->ep->dev->gdr;
+	int last = -1;
+
+	if (!plan->flush_gpu && !plan->flush_host)
+		return -1;
+	for (int i = n - 1; i >= 0 && last < 0; i--)
+		if (sizes[i] > 0)
+			last = i;
+	if (last < 0)
+		return -1;
+	*err = zsm_entry_lookup("iflush", mhs ? mhs[last] : NULL, ZSM_H_MR,
+				(void **)mr);
+	if (*err)
+		return -1;
+	if (!((*mr)->type == NCCL_PTR_CUDA ? plan->flush_gpu
+					   : plan->flush_host))
+		return -1;
+	return last;
+}
+
+int zsm_iflush(void *recv_comm, int n, void **data, const int *sizes,
+	       void **mhs, void **request)
+{
+	struct zsm_net_comm *c;
+	struct zsm_net_req *req;
+	struct zsm_net_mr *mr = NULL;
+	int last, ret;
+
+	if (!request)
+		return zsm_entry_null("iflush", "request");
+	*request = NULL;
+	ret = zsm_plugin_enter("iflush");
+	if (!ret)
+		ret = zsm_entry_lookup("iflush", recv_comm, ZSM_H_RECV,
+				       (void **)&c);
+	if (ret)
+		return ret;
+	if (n < 1 || n > ZSM_MAX_RECVS || !data || !sizes) {
+		ZSM_WARN("iflush of %d buffers (maxRecvs %d)%s", n,
+			 ZSM_MAX_RECVS, data && sizes ? "" : ", NULL arrays");
+		return -EINVAL;
+	}
+	/* ce's copies are complete on the device before test() says done;
+	 * host memory is visible once test() said done. */
+	if (c->ce)
+		return 0;
+	last = zsm_entry_flush_pick(c, n, sizes, mhs, &mr, &ret);
+	if (last < 0)
+		return ret;
+	ret = zsm_entry_comm_error(c);
+	if (ret)
+		return ret;
+	req = zsm_net_req_alloc(c);
+	if (!req) {
+		/* A NULL request would say "flushed": fail instead. */
+		ZSM_WARN("iflush: no request left on this comm (%d in use)",
+			 ZSM_MAX_REQUESTS);
+		return -ENOMEM;
+	}
+	/* A few bytes suffice: the read cannot pass the NIC's earlier
+	 * writes to the GPU, so once it is back they have landed. */
+	if (zsm_net_mr_flush_target(mr, data[last], &req->rma_addr,
+				    &req->rma_key)) {
+		ZSM_WARN("iflush: buffer %d has no provider registration to "
+			 "read back",
+			 last);
+		zsm_net_req_free(req);
+		return -EINVAL;
+	}
+	/* The read names mr's provider registration: keep it alive. */
+	zsm_net_mr_hold(mr);
+	req->type = ZSM_REQ_FLUSH;
+	req->n = 1;
+	req->remaining = 1;
+	zsm_entry_req_buf(req, 0, ZSM_OP_FLUSH, c->ep->flush_buf,
+			  sizes[last] < 8 ? (size_t)sizes[last] : 8, 0, mr,
+			  c->ep->flush_desc);
+	zsm_entry_submit(req, 1, request);
+	return 0;
+}
+
+int zsm_test(void *request, int *done, int *sizes)
+{
+	struct zsm_net_req *req;
+	int state, ret;
+
+	if (!done)
+		return zsm_entry_null("test", "done");
+	*done = 0;
+	ret = zsm_plugin_enter("test");
+	if (!ret)
+		ret = zsm_entry_lookup("test", request, ZSM_H_REQ,
+				       (void **)&req);
+	if (ret)
+		return ret;
+	/* acquire: pairs with the release that publishes the result. */
+	state = atomic_load_explicit(&req->state, memory_order_acquire);
+	if (state == ZSM_REQ_PENDING) {
+		zsm_proxy_assist(req);
+		/* acquire: as above; the pass may have completed it. */
+		state = atomic_load_explicit(&req->state,
+					     memory_order_acquire);
+		if (state == ZSM_REQ_PENDING)
+			return 0;
+	}
+	*done = 1;
+	if (sizes) {
+		if (req->type == ZSM_REQ_RECV)
+			memcpy(sizes, req->sizes, sizeof(int) * req->n);
+		else
+			sizes[0] = req->sizes[0];
+	}
+	if (state < 0 && state != -ECANCELED)
+		ZSM_WARN("%s failed: %s", zsm_net_req_what(req),
+			 state == -EMSGSIZE
+				 ? "the message is larger than the posted "
+				   "receive buffer"
+				 : strerror(-state));
+	zsm_net_req_free(req);
+	return state < 0 ? state : 0;
+}

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * zsm-harden: what misuse, forks and hostile peers do to a plugin, through
+ * its ncclNetPlugin table as NCCL reaches it.  Each case is one numbered
+ * finding of issue 12 (see the table at the end); each runs in fresh
+ * forked processes with a time limit and prints PASS, SKIP or FAIL.
+ *
+ *   zsm-harden --plugin PATH [--case NAME[,NAME...]] [--list]
+ *
+ * Pointed at an older build of the plugin, a case shows the finding: that
+ * is how each regression test was shown to fail before its fix.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harden.h"
+
+struct h_opts h_opts = {.plugin = NULL, .scale = 1};
+
+int h_open(struct h_ctx *x, int rank)
+{
+	int ndev = -1, r;
+
+	memset(x, 0, sizeof(*x));
+	x->rank = rank;
+	r = zsm_client_open(h_opts.plugin, 12, &x->c);
+	H_EXPECT(!r, "open %s: %s", h_opts.plugin, zsm_client_result_str(r));
+	r = zsm_client_init(x->c, 0x68617264u);
+	H_EXPECT(!r, "init returned %s", zsm_client_result_str(r));
+	H_CALL(zsm_client_devices(x->c, &ndev));
+	H_EXPECT(ndev > 0, "no device");
+	return OOB_PASS;
+}
+
+int h_connect(struct h_ctx *x, int listener, void **send, void **recv)
+{
+	char handle[NCCL_NET_HANDLE_MAXSIZE];
+	const char *what;
+	void *listen = NULL;
+	int r;
+
+	if (x->rank == listener) {
+		memset(handle, 0, sizeof(handle));
+		H_CALL(zsm_client_listen(x->c, 0, handle, &listen));
+		H_OOB(oob_send(handle, sizeof(handle)));
+		r = zsm_client_connect_accept(x->c, 0, NULL, listen, NULL,
+					      recv, H_MS(20000), &what);
+		H_EXPECT(!r, "%s returned %s", what, zsm_client_result_str(r));
+		H_CALL(zsm_client_close_listen(x->c, listen));
+	} else {
+		H_OOB(oob_recv(handle, sizeof(handle)));
+		r = zsm_client_connect_accept(x->c, 0, handle, NULL, send, NULL,
+					      H_MS(20000), &what);
+		H_EXPECT(!r, "%s returned %s", what, zsm_client_result_str(r));
+	}
+	return OOB_PASS;
+}
+
+int h_setup(struct h_ctx *x, int rank)
+{
+	H_TRY(h_open(x, rank));
+	/* Rank 0 sends to rank 1 on the pair's first connection. */
+	H_TRY(h_connect(x, 1, &x->send, &x->recv));
+	H_OOB(oob_barrier());
+	return OOB_PASS;
+}
+
+int h_post_send(struct h_ctx *x, void *comm, void *data, size_t size, int tag,
+		void *mh, void **req)
+{
+	uint64_t t0 = zsm_client_now_ns();
+	int r;
+
+	for (;;) {
+		*req = NULL;
+		r = zsm_client_isend(x->c, comm, data, size, tag, mh, req);
+		H_EXPECT(!r, "isend(%zu bytes) returned %s", size,
+			 zsm_client_result_str(r));
+		if (*req)
+			return OOB_PASS;
+		H_EXPECT(zsm_client_now_ns() - t0 < H_NS(20000),
+			 "isend kept returning a NULL request");
+	}
+}
+
+int h_post_recv(struct h_ctx *x, void *comm, void *data, size_t size, int tag,
+		void *mh, void **req)
+{
+	uint64_t t0 = zsm_client_now_ns();
+	int r;
+
+	for (;;) {
+		*req = NULL;
+		r = zsm_client_irecv(x->c, comm, 1, &data, &size, &tag, &mh,
+				     req);
+		H_EXPECT(!r, "irecv(%zu bytes) returned %s", size,
+			 zsm_client_result_str(r));
+		if (*req)
+			return OOB_PASS;
+		H_EXPECT(zsm_client_now_ns() - t0 < H_NS(20000),
+			 "irecv kept returning a NULL request");
+	}
+}
+
+int h_wait(struct h_ctx *x, void *req, int *size, const char *what)
+{
+	int r = zsm_client_wait(x->c, req, size, H_MS(20000));
+
+	H_EXPECT(r != ZSM_CLIENT_TIMEOUT, "%s: not done in time", what);
+	H_EXPECT(!r, "%s: test returned %s", what, zsm_client_result_str(r));
+	return OOB_PASS;
+}
+
+/* One message from rank 0 to rank 1, every byte checked. */
+int h_exchange(struct h_ctx *x, size_t size, unsigned char seed)
+{
+	unsigned char *buf = malloc(size ? size : 1);
+	void *req;
+	int got = -1, st;
+
+	H_EXPECT(buf, "out of memory");
+	if (x->rank == 0) {
+		for (size_t i = 0; i < size; i++)
+			buf[i] = (unsigned char)(seed + i * 7);
+		st = h_post_send(x, x->send, buf, size, 1, NULL, &req);
+		if (st == OOB_PASS)
+			st = h_wait(x, req, NULL, "send");
+	} else {
+		memset(buf, 0, size ? size : 1);
+		st = h_post_recv(x, x->recv, buf, size, 1, NULL, &req);
+		if (st == OOB_PASS)
+			st = h_wait(x, req, &got, "receive");
+		for (size_t i = 0; st == OOB_PASS && i < size; i++)
+			if (buf[i] != (unsigned char)(seed + i * 7))
+				st = oob_fail("byte %zu of %zu arrived wrong",
+					      i, size);
+		if (st == OOB_PASS && got != (int)size)
+			st = oob_fail("received size %d, sent %zu", got, size);
+	}
+	free(buf);
+	return st;
+}
+
+int h_teardown(struct h_ctx *x)
+{
+	if (x->send)
+		H_CALL(zsm_client_close_send(x->c, x->send));
+	if (x->recv)
+		H_CALL(zsm_client_close_recv(x->c, x->recv));
+	H_CALL(zsm_client_finalize(x->c));
+	zsm_client_close(x->c);
+	x->c = NULL;
+	return OOB_PASS;
+}
+
+/* The case table: name, the issue's case, what a pass shows. */
+static const struct h_case h_cases[] = {
+	{"misuse", h_case_misuse, 60, "3, 9",
+	 "double closes, stale requests, NULL and bad arguments: clear "
+	 "errors, no crash"},
+	{"fork", h_case_fork, 120, "4",
+	 "a child forked after init fails its calls at once, exits without "
+	 "hanging and leaves the parent's comms working"},
+};
+#define H_NCASES (sizeof(h_cases) / sizeof(h_cases[0]))
+
+static int h_selected(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = list; p && *p;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+
+		if (len == n && !strncmp(p, name, n))
+			return 1;
+		p = comma ? comma + 1 : NULL;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *only = NULL, *scale = getenv("ZSM_TEST_TIME_SCALE");
+	const char *preload = getenv("LD_PRELOAD");
+	int passed = 0, failed = 0, skipped = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--plugin") && i + 1 < argc) {
+			h_opts.plugin = argv[++i];
+		} else if (!strcmp(argv[i], "--case") && i + 1 < argc) {
+			only = argv[++i];
+		} else if (!strcmp(argv[i], "--list")) {
+			for (size_t k = 0; k < H_NCASES; k++)
+				printf("%-16s case %-6s %s\n", h_cases[k].name,
+				       h_cases[k].issue, h_cases[k].what);
+			return 0;
+		} else {
+			fprintf(stderr,
+				"usage: zsm-harden --plugin PATH [--case "
+				"NAME,...] [--list]\n");
+			return 2;
+		}
+	}
+	if (!h_opts.plugin) {
+		fprintf(stderr, "zsm-harden: --plugin is required\n");
+		return 2;
+	}
+	if (scale && atoi(scale) >= 1)
+		h_opts.scale = atoi(scale);
+	else if (preload && strstr(preload, "vgpreload"))
+		h_opts.scale = 10;
+	for (size_t k = 0; k < H_NCASES; k++) {
+		int r;
+
+		if (only && !h_selected(only, h_cases[k].name))
+			continue;
+		r = oob_check(h_cases[k].name, h_cases[k].what, h_cases[k].fn,
+			      NULL, h_cases[k].timeout_s * h_opts.scale);
+		passed += r == OOB_PASS;
+		skipped += r == OOB_SKIP;
+		failed += r == OOB_FAIL;
+	}
+	printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+	if (failed)
+		return 1;
+	return passed ? 0 : 77;
+}
