@@ -14,6 +14,7 @@ enum zsm_param_type {
 	ZSM_PARAM_BOOL,
 	ZSM_PARAM_ENUM, /* stored as the index into choices */
 	ZSM_PARAM_STR,
+	ZSM_PARAM_LIST, /* a string: names separated by commas, none empty */
 };
 
 /* X(name, type, default, min, max, choices, help) */
@@ -26,7 +27,7 @@ enum zsm_param_type {
 	  "cxi, verbs;ofi_rxm, tcp;ofi_rxm. A name ('tcp;ofi_rxm', or "       \
 	  "'tcp' for tcp;ofi_rxm) forces that provider. FI_PROVIDER also "    \
 	  "filters what libfabric offers.")                                   \
-	X(DOMAIN, ZSM_PARAM_STR, "", 0, 0, NULL,                              \
+	X(DOMAIN, ZSM_PARAM_LIST, "", 0, 0, NULL,                             \
 	  "Comma-separated libfabric domains (NICs) to use, e.g. 'lo' or "    \
 	  "'eth0,eth1'. Empty: every NIC but loopback, or loopback when it "  \
 	  "is the only one.")                                                 \
