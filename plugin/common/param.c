@@ -273,8 +273,10 @@ void zsm_param_print_md(FILE *out)
 		     "Integers and booleans are plain decimal: digits only, "
 		     "with no sign, space, hex or leading zero (`0400` is "
 		     "refused, not read as octal 256). A list is names "
-		     "separated by commas, with no empty name and no "
-		     "spaces.\n\n"
+		     "separated by commas, with no empty name and no spaces. "
+		     "A provider or domain that `ZSM_PROVIDER` or "
+		     "`ZSM_DOMAIN` names and that gives no device fails "
+		     "`init` the same way, with the reason.\n\n"
 		     "| Variable | Type | Default | Allowed | Meaning |\n"
 		     "|---|---|---|---|---|\n");
 	for (int i = 0; i < ZSM_P_COUNT; i++) {
