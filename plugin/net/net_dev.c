@@ -178,7 +178,7 @@ static uint64_t zsm_net_fnv1a(const char *s)
 
 static struct fi_info *zsm_net_hints(void)
 {
-	struct fi_info *hints = fi_allocinfo();
+	struct fi_info *hints = zsm_fi_allocinfo();
 
 	if (!hints)
 		return NULL;
@@ -203,7 +203,7 @@ static struct fi_info *zsm_net_hints(void)
  */
 static uint32_t zsm_net_hmem_api(void)
 {
-	return FI_VERSION_GE(fi_version(), ZSM_FI_API_DMABUF)
+	return FI_VERSION_GE(zsm_fi_version(), ZSM_FI_API_DMABUF)
 		       ? ZSM_FI_API_DMABUF
 		       : FI_VERSION(1, 14);
 }
@@ -217,9 +217,9 @@ static struct fi_info *zsm_net_offers_with(uint64_t caps, uint32_t api)
 	if (!hints)
 		return NULL;
 	hints->caps |= caps;
-	if (fi_getinfo(api, NULL, NULL, 0, hints, &list))
+	if (zsm_fi_getinfo(api, NULL, NULL, 0, hints, &list))
 		list = NULL;
-	fi_freeinfo(hints);
+	zsm_fi_freeinfo(hints);
 	return list;
 }
 
@@ -256,7 +256,7 @@ static void zsm_net_rich_free(struct zsm_net_rich *r)
 {
 	for (int i = 0; i < ZSM_NET_RICH_KINDS; i++)
 		if (r->lists[i])
-			fi_freeinfo(r->lists[i]);
+			zsm_fi_freeinfo(r->lists[i]);
 }
 
 /*
@@ -411,11 +411,15 @@ int zsm_net_topo_discover(struct zsm_net_topo *topo)
 	char why[160];
 
 	memset(topo, 0, sizeof(*topo));
+	ret = zsm_fi_lib_load();
+	if (ret)
+		return ret;
 	hints = zsm_net_hints();
 	if (!hints)
 		return -ENOMEM;
-	ret = fi_getinfo(FI_VERSION(1, 14), NULL, NULL, 0, hints, &topo->all);
-	fi_freeinfo(hints);
+	ret = zsm_fi_getinfo(FI_VERSION(1, 14), NULL, NULL, 0, hints,
+			     &topo->all);
+	zsm_fi_freeinfo(hints);
 	if (ret == -FI_ENODATA) {
 		ZSM_INFO("net: libfabric offers no RDM endpoint with tagged "
 			 "messages");
@@ -423,7 +427,7 @@ int zsm_net_topo_discover(struct zsm_net_topo *topo)
 		return zsm_net_topo_check_asked(topo);
 	}
 	if (ret) {
-		ZSM_WARN("net: fi_getinfo failed: %s", fi_strerror(-ret));
+		ZSM_WARN("net: fi_getinfo failed: %s", zsm_fi_strerror(-ret));
 		return -EIO;
 	}
 	zsm_net_rich_get(&rich);
@@ -461,7 +465,7 @@ int zsm_net_topo_discover(struct zsm_net_topo *topo)
 		/* The richer offer of the same provider and domain, when
 		 * there is one: endpoints need FI_HMEM to take GPU
 		 * registrations, and reads to flush. */
-		dev->info = fi_dupinfo(hm ? hm : best[i]);
+		dev->info = zsm_fi_dupinfo(hm ? hm : best[i]);
 		if (!dev->info) {
 			zsm_net_rich_free(&rich);
 			zsm_net_topo_free(topo);
@@ -524,11 +528,11 @@ const char *zsm_net_topo_why(const struct zsm_net_topo *topo,
 void zsm_net_topo_free(struct zsm_net_topo *topo)
 {
 	for (int i = 0; i < topo->ndevs; i++) {
-		fi_freeinfo(topo->devs[i].info);
+		zsm_fi_freeinfo(topo->devs[i].info);
 		free(topo->devs[i].pci_path);
 	}
 	if (topo->all)
-		fi_freeinfo(topo->all);
+		zsm_fi_freeinfo(topo->all);
 	memset(topo, 0, sizeof(*topo));
 }
 

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The ZSM_* table: defaults, parsing, range checks, refusal of bad values. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/log.h"
 #include "common/param.h"
+#include "log_capture.h"
 #include "zsm_test.h"
 
 static const char *fake_env[16][2];
@@ -30,39 +29,18 @@ static void set_env(const char *name, const char *value)
 	fake_env[i][1] = value;
 }
 
-/* Every WARN since reset(), one per line, as NCCL's logger would get it. */
-static char warned[4096];
-
-static void capture_logger(int level, unsigned long flags, const char *file,
-			   int line, const char *fmt, ...)
-{
-	size_t used = strlen(warned);
-	va_list ap;
-
-	(void)flags;
-	(void)file;
-	(void)line;
-	if (level != NCCL_LOG_WARN || used + 2 >= sizeof(warned))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(warned + used, sizeof(warned) - used - 1, fmt, ap);
-	va_end(ap);
-	strcat(warned, "\n");
-}
-
 static int reset(void **state)
 {
 	(void)state;
 	memset(fake_env, 0, sizeof(fake_env));
-	zsm_log_set_logger(capture_logger);
-	warned[0] = '\0';
+	zsm_log_capture_start();
 	return zsm_param_load(fake_getenv);
 }
 
 static int forget_logger(void **state)
 {
 	(void)state;
-	zsm_log_set_logger(NULL);
+	zsm_log_capture_stop();
 	return 0;
 }
 
@@ -73,14 +51,15 @@ static void assert_refused(const char *name, const char *text,
 	char want[160];
 
 	set_env(name, text);
-	warned[0] = '\0';
+	zsm_log_capture_start();
 	if (zsm_param_load(fake_getenv) != -EINVAL)
 		fail_msg("%s='%s' was taken", name, text);
 	snprintf(want, sizeof(want), "%s='%s' is not allowed", name, text);
-	if (!strstr(warned, want) || !strstr(warned, allowed))
+	if (!strstr(zsm_log_captured, want) ||
+	    !strstr(zsm_log_captured, allowed))
 		fail_msg("%s='%s': want a WARN with \"%s\" and \"%s\", got "
 			 "\"%s\"",
-			 name, text, want, allowed, warned);
+			 name, text, want, allowed, zsm_log_captured);
 }
 
 static void test_param_defaults_apply(void **state)
@@ -175,7 +154,7 @@ static void test_param_int_plain_decimal_is_read(void **state)
 		zsm_assert_int_eq(zsm_param_load(fake_getenv), 0);
 		zsm_assert_int_eq(zsm_param_int(good[i].id), good[i].want);
 	}
-	assert_string_equal(warned, "");
+	assert_string_equal(zsm_log_captured, "");
 }
 
 static void test_param_bool_not_0_or_1_is_refused(void **state)
@@ -209,7 +188,8 @@ static void test_param_list_with_empty_item_is_refused(void **state)
 		assert_refused("ZSM_DOMAIN", bad[i].text, bad[i].why);
 		assert_string_equal(zsm_param_str(ZSM_P_DOMAIN), "");
 	}
-	assert_non_null(strstr(warned, "use names separated by commas"));
+	assert_non_null(
+		strstr(zsm_log_captured, "use names separated by commas"));
 }
 
 static void test_param_list_of_names_is_read(void **state)
@@ -223,7 +203,7 @@ static void test_param_list_of_names_is_read(void **state)
 		zsm_assert_int_eq(zsm_param_load(fake_getenv), 0);
 		assert_string_equal(zsm_param_str(ZSM_P_DOMAIN), good[i]);
 	}
-	assert_string_equal(warned, "");
+	assert_string_equal(zsm_log_captured, "");
 }
 
 static void test_param_unknown_choice_is_refused(void **state)
