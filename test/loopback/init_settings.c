@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "zsm_client.h"
 
 struct settings_case {
@@ -43,9 +43,12 @@ static const struct settings_case settings_cases[] = {
 	{"ZSM_CONNECT_TIMEOUT_MS", "400", ncclSuccess, NULL},
 };
 
+static const char *settings_plugin;
+
 /* Run one case; returns 0 when it behaved.  Runs in the child. */
-static int settings_run(const char *plugin, const struct settings_case *k)
+static int settings_run(void *arg)
 {
+	const struct settings_case *k = arg;
 	struct zsm_client *c;
 	FILE *cap = tmpfile();
 	char log[8192];
@@ -55,7 +58,7 @@ static int settings_run(const char *plugin, const struct settings_case *k)
 	setenv("ZSM_PROVIDER", "tcp", 1);
 	setenv("ZSM_DOMAIN", "lo", 1);
 	setenv(k->var, k->value, 1);
-	if (!cap || zsm_client_open(plugin, 0, &c) != ncclSuccess)
+	if (!cap || zsm_client_open(settings_plugin, 0, &c) != ncclSuccess)
 		return 1;
 	/* The plugin's WARNs reach stderr through zsm_client_logger. */
 	fflush(stderr);
@@ -85,39 +88,18 @@ static int settings_run(const char *plugin, const struct settings_case *k)
 
 int main(int argc, char **argv)
 {
-	int failures = 0;
 	size_t ncase = sizeof(settings_cases) / sizeof(settings_cases[0]);
+	int failures = 0;
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: %s PLUGIN.so\n", argv[0]);
 		return 2;
 	}
-	for (size_t i = 0; i < ncase; i++) {
-		int status = 0;
-		pid_t pid;
-
-		fflush(stdout);
-		pid = fork();
-		if (pid < 0) {
-			perror("fork");
-			return 1;
-		}
-		if (pid == 0) {
-			int rc = settings_run(argv[1], &settings_cases[i]);
-
-			fflush(stdout);
-			_exit(rc);
-		}
-		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-		    WEXITSTATUS(status) != 0) {
-			if (!WIFEXITED(status))
-				printf("FAIL %s='%s': the child died (status "
-				       "0x%x)\n",
-				       settings_cases[i].var,
-				       settings_cases[i].value, status);
+	settings_plugin = argv[1];
+	for (size_t i = 0; i < ncase; i++)
+		if (zsm_child_run(settings_run,
+				  (void *)&settings_cases[i]) != 0)
 			failures++;
-		}
-	}
 	printf("%s: %d of %zu case(s) failed\n", argv[0], failures, ncase);
 	return failures ? 1 : 0;
 }
