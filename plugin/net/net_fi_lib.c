@@ -64,8 +64,8 @@ static void zsm_fi_lib_note(char *buf, size_t len, const char *word)
  * dlopen name, then put back each signal disposition that the load
  * changed: constructors of the library, or of one it pulls in, may take
  * handlers the application installed.  A disposition another thread
- * changes during the load is put back too; init runs before NCCL's
- * threads would.  RTLD_NOW: an unresolvable symbol in libfabric or a
+ * changes during the load is put back too: a window of one dlopen, once
+ * per process.  RTLD_NOW: an unresolvable symbol in libfabric or a
  * provider it needs fails here, as an init error, not later as an abort
  * in the proxy thread.  RTLD_LOCAL: libfabric and what it brings (verbs,
  * psm, libnl) stay out of the global scope, where they could bind symbols

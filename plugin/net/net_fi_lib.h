@@ -6,8 +6,8 @@
  * replaces the process's handlers of SIGSEGV, SIGBUS, SIGILL, SIGABRT,
  * SIGTERM and SIGINT without chaining to them; a plugin that links
  * libfabric has that happen when NCCL dlopens it, before any zsm code
- * runs, and the application's handlers are gone (a crash inside malloc
- * then hangs in psm's handler).  zsm_fi_lib_load() opens libfabric at the
+ * runs, and the application's handlers are gone (issue 12 saw a crash
+ * inside malloc hang in psm's handler).  zsm_fi_lib_load() opens libfabric at the
  * first init instead, and puts back every signal disposition that the
  * load changed.
  *
