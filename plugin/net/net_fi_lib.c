@@ -50,13 +50,14 @@ static int zsm_fi_lib_same_action(const struct sigaction *a,
 	return 1;
 }
 
-/* Append ", word" (or word first) to buf unless it is there already. */
+/* Append ", word" (or word first) to buf unless it is an item already. */
 static void zsm_fi_lib_note(char *buf, size_t len, const char *word)
 {
-	size_t used = strlen(buf);
+	size_t used = strlen(buf), n = strlen(word);
 
-	if (strstr(buf, word))
-		return;
+	for (const char *p = buf; (p = strstr(p, word)) != NULL; p += n)
+		if ((p == buf || p[-1] == ' ') && (p[n] == ',' || !p[n]))
+			return;
 	snprintf(buf + used, len - used, "%s%s", used ? ", " : "", word);
 }
 
