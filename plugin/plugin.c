@@ -178,7 +178,7 @@ static int zsm_plugin_open_endpoints(void)
 			ZSM_WARN("net: device %s is left out: its endpoint "
 				 "does not open",
 				 t->devs[i].name);
-			fi_freeinfo(t->devs[i].info);
+			zsm_fi_freeinfo(t->devs[i].info);
 			free(t->devs[i].pci_path);
 			continue;
 		}

@@ -5,6 +5,7 @@
  * why each was taken or passed over, and the properties NCCL will read for
  * each device.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,12 @@ int main(int argc, char **argv)
 			 "no cuMemGetHandleForAddressRange)");
 
 	ret = zsm_net_topo_discover(&topo);
+	if (ret == -EDOM) {
+		fprintf(stderr, "zsm-info: ZSM_PROVIDER or ZSM_DOMAIN names "
+				"what zsm cannot use (see above); the plugin "
+				"would refuse to start\n");
+		return 1;
+	}
 	if (ret) {
 		fprintf(stderr, "zsm-info: provider discovery failed (%d)\n",
 			ret);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Owns the parsed values of the ZSM_* table and their validation. */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,21 +61,90 @@ static const char *zsm_param_choice_name(const char *choices, int idx)
 	return word;
 }
 
+/*
+ * Plain decimal: digits only, and no leading zero but in "0" itself.
+ * strtoll would also take a sign and leading spaces, and with base 0
+ * octal and hex ("0400" is 256); a leading zero is refused rather than
+ * read as decimal, since whoever wrote it may have meant octal.  No row
+ * of the table needs anything else.
+ */
+static int zsm_param_parse_decimal(const char *text, long long *out)
+{
+	long long v = 0;
+
+	if (!text[0] || (text[0] == '0' && text[1]))
+		return -EINVAL;
+	for (const char *p = text; *p; p++) {
+		int digit = *p - '0';
+
+		if (digit < 0 || digit > 9)
+			return -EINVAL;
+		if (v > (LLONG_MAX - digit) / 10)
+			return -ERANGE;
+		v = v * 10 + digit;
+	}
+	*out = v;
+	return 0;
+}
+
+/*
+ * Why a list value is malformed, in buf; NULL when it is fine.  An empty
+ * item ("lo,,eth0", a trailing comma) or one with a space would name no
+ * NIC at all, so it is refused here rather than matched against nothing.
+ */
+static const char *zsm_param_list_bad(const char *text, char *buf, size_t len)
+{
+	int item = 1;
+
+	if (!text[0])
+		return NULL; /* the empty list: not set */
+	for (const char *p = text;; item++) {
+		size_t n = strcspn(p, ",");
+
+		if (n == 0) {
+			snprintf(buf, len, "item %d is empty", item);
+			return buf;
+		}
+		if (strcspn(p, " \t\n\r\f\v") < n) {
+			snprintf(buf, len, "item %d ('%.*s') holds a space",
+				 item, (int)n, p);
+			return buf;
+		}
+		if (!p[n])
+			return NULL;
+		p += n + 1;
+	}
+}
+
+static int zsm_param_copy_str(const struct zsm_param_desc *d,
+			      const char *text, struct zsm_param_value *out)
+{
+	if (strlen(text) >= sizeof(out->str)) {
+		ZSM_WARN("ZSM_%s: value longer than %zu characters", d->name,
+			 sizeof(out->str) - 1);
+		return -EINVAL;
+	}
+	strcpy(out->str, text);
+	return 0;
+}
+
 static int zsm_param_parse(const struct zsm_param_desc *d, const char *text,
 			   struct zsm_param_value *out)
 {
-	char *end;
+	char why[96];
 	long long v;
 
 	switch (d->type) {
-	case ZSM_PARAM_STR:
-		if (strlen(text) >= sizeof(out->str)) {
-			ZSM_WARN("ZSM_%s: value longer than %zu characters",
-				 d->name, sizeof(out->str) - 1);
+	case ZSM_PARAM_LIST:
+		if (zsm_param_list_bad(text, why, sizeof(why))) {
+			ZSM_WARN("ZSM_%s='%s' is not allowed: %s; use names "
+				 "separated by commas, e.g. 'eth0,eth1'",
+				 d->name, text, why);
 			return -EINVAL;
 		}
-		strcpy(out->str, text);
-		return 0;
+		return zsm_param_copy_str(d, text, out);
+	case ZSM_PARAM_STR:
+		return zsm_param_copy_str(d, text, out);
 	case ZSM_PARAM_ENUM:
 		v = zsm_param_choice_index(d->choices, text);
 		if (v < 0) {
@@ -86,17 +156,17 @@ static int zsm_param_parse(const struct zsm_param_desc *d, const char *text,
 		return 0;
 	case ZSM_PARAM_BOOL:
 	case ZSM_PARAM_INT:
-		errno = 0;
-		v = strtoll(text, &end, 0);
-		if (errno || end == text || *end != '\0' || v < d->min ||
+		if (zsm_param_parse_decimal(text, &v) || v < d->min ||
 		    v > d->max) {
 			if (d->type == ZSM_PARAM_BOOL)
 				ZSM_WARN("ZSM_%s='%s' is not allowed: use 0 "
 					 "or 1",
 					 d->name, text);
 			else
-				ZSM_WARN("ZSM_%s='%s' is not allowed: use an "
-					 "integer in [%lld, %lld]",
+				ZSM_WARN("ZSM_%s='%s' is not allowed: use a "
+					 "decimal integer in [%lld, %lld], "
+					 "digits only (no sign, space, "
+					 "leading zero or hex)",
 					 d->name, text, d->min, d->max);
 			return -EINVAL;
 		}
@@ -183,6 +253,8 @@ static const char *zsm_param_type_name(const struct zsm_param_desc *d)
 		return "choice";
 	case ZSM_PARAM_STR:
 		return "string";
+	case ZSM_PARAM_LIST:
+		return "list";
 	}
 	return "?";
 }
@@ -195,9 +267,16 @@ void zsm_param_print_md(FILE *out)
 		     "-->\n\n"
 		     "zsm reads these environment variables once, when NCCL "
 		     "first initialises the plugin. A value outside its range "
-		     "or choices makes `init` fail with a message naming the "
-		     "variable and what it allows; nothing is silently "
-		     "clamped.\n\n"
+		     "or choices makes `init` fail (`ncclInvalidUsage`) with a "
+		     "message naming the variable and what it allows; nothing "
+		     "is silently clamped.\n\n"
+		     "Integers and booleans are plain decimal: digits only, "
+		     "with no sign, space, hex or leading zero (`0400` is "
+		     "refused, not read as octal 256). A list is names "
+		     "separated by commas, with no empty name and no spaces. "
+		     "A provider or domain that `ZSM_PROVIDER` or "
+		     "`ZSM_DOMAIN` names and that gives no device fails "
+		     "`init` the same way, with the reason.\n\n"
 		     "| Variable | Type | Default | Allowed | Meaning |\n"
 		     "|---|---|---|---|---|\n");
 	for (int i = 0; i < ZSM_P_COUNT; i++) {
@@ -212,6 +291,9 @@ void zsm_param_print_md(FILE *out)
 		else if (d->type == ZSM_PARAM_ENUM)
 			snprintf(allowed, sizeof(allowed), "`%s`",
 				 d->choices);
+		else if (d->type == ZSM_PARAM_LIST)
+			snprintf(allowed, sizeof(allowed), "names, "
+				 "comma-separated");
 		else
 			snprintf(allowed, sizeof(allowed), "any");
 		fprintf(out, "| `ZSM_%s` | %s | `%s` | %s | %s |\n", d->name,
@@ -226,7 +308,7 @@ void zsm_param_print_values(FILE *out)
 		const struct zsm_param_desc *d = &zsm_param_descs[i];
 		const struct zsm_param_value *v = zsm_param_get(i);
 
-		if (d->type == ZSM_PARAM_STR)
+		if (d->type == ZSM_PARAM_STR || d->type == ZSM_PARAM_LIST)
 			fprintf(out, "  ZSM_%-20s '%s' (%s)\n", d->name,
 				v->str, v->from_env ? "env" : "default");
 		else if (d->type == ZSM_PARAM_ENUM)

@@ -14,6 +14,7 @@ enum zsm_param_type {
 	ZSM_PARAM_BOOL,
 	ZSM_PARAM_ENUM, /* stored as the index into choices */
 	ZSM_PARAM_STR,
+	ZSM_PARAM_LIST, /* a string: names separated by commas, none empty */
 };
 
 /* X(name, type, default, min, max, choices, help) */
@@ -24,12 +25,14 @@ enum zsm_param_type {
 	X(PROVIDER, ZSM_PARAM_STR, "auto", 0, 0, NULL,                        \
 	  "libfabric provider. 'auto' takes the best offered per NIC: efa, "  \
 	  "cxi, verbs;ofi_rxm, tcp;ofi_rxm. A name ('tcp;ofi_rxm', or "       \
-	  "'tcp' for tcp;ofi_rxm) forces that provider. FI_PROVIDER also "    \
-	  "filters what libfabric offers.")                                   \
-	X(DOMAIN, ZSM_PARAM_STR, "", 0, 0, NULL,                              \
+	  "'tcp' for tcp;ofi_rxm) forces that provider, and init fails when " \
+	  "it gives no device. FI_PROVIDER also filters what libfabric "      \
+	  "offers.")                                                          \
+	X(DOMAIN, ZSM_PARAM_LIST, "", 0, 0, NULL,                             \
 	  "Comma-separated libfabric domains (NICs) to use, e.g. 'lo' or "    \
-	  "'eth0,eth1'. Empty: every NIC but loopback, or loopback when it "  \
-	  "is the only one.")                                                 \
+	  "'eth0,eth1'; each must become a device, or init fails saying "     \
+	  "why it cannot. Empty: every NIC but loopback, or loopback when "   \
+	  "it is the only one.")                                              \
 	X(PROXY, ZSM_PARAM_ENUM, "thread", 0, 0, "thread|inline",             \
 	  "Who drives progress: the plugin's proxy thread, or the caller's "  \
 	  "test() (inline, for debugging and comparison).")                   \

@@ -35,6 +35,7 @@
 
 #include "ce/ce.h"
 #include "core.h"
+#include "net/net_fi_lib.h"
 #include "net/net_hmem.h"
 #include "proxy/proxy.h"
 

@@ -200,7 +200,7 @@ static int zsm_net_ctrl_post_recv(struct zsm_net_comm *comm,
 	}
 	if (ret) {
 		ZSM_WARN("net: %s: posting a control receive failed: %s",
-			 comm->ep->dev->name, fi_strerror((int)-ret));
+			 comm->ep->dev->name, zsm_fi_strerror((int)-ret));
 		return -EIO;
 	}
 	op->posted = 1;
@@ -233,7 +233,7 @@ static int zsm_net_ctrl_send(struct zsm_net_comm *comm, uint32_t to_id,
 		return -EAGAIN;
 	if (ret) {
 		ZSM_WARN("net: %s: sending a control message failed: %s",
-			 comm->ep->dev->name, fi_strerror((int)-ret));
+			 comm->ep->dev->name, zsm_fi_strerror((int)-ret));
 		return -EIO;
 	}
 	op->posted = 1;

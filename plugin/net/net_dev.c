@@ -178,7 +178,7 @@ static uint64_t zsm_net_fnv1a(const char *s)
 
 static struct fi_info *zsm_net_hints(void)
 {
-	struct fi_info *hints = fi_allocinfo();
+	struct fi_info *hints = zsm_fi_allocinfo();
 
 	if (!hints)
 		return NULL;
@@ -203,7 +203,7 @@ static struct fi_info *zsm_net_hints(void)
  */
 static uint32_t zsm_net_hmem_api(void)
 {
-	return FI_VERSION_GE(fi_version(), ZSM_FI_API_DMABUF)
+	return FI_VERSION_GE(zsm_fi_version(), ZSM_FI_API_DMABUF)
 		       ? ZSM_FI_API_DMABUF
 		       : FI_VERSION(1, 14);
 }
@@ -217,9 +217,9 @@ static struct fi_info *zsm_net_offers_with(uint64_t caps, uint32_t api)
 	if (!hints)
 		return NULL;
 	hints->caps |= caps;
-	if (fi_getinfo(api, NULL, NULL, 0, hints, &list))
+	if (zsm_fi_getinfo(api, NULL, NULL, 0, hints, &list))
 		list = NULL;
-	fi_freeinfo(hints);
+	zsm_fi_freeinfo(hints);
 	return list;
 }
 
@@ -256,7 +256,7 @@ static void zsm_net_rich_free(struct zsm_net_rich *r)
 {
 	for (int i = 0; i < ZSM_NET_RICH_KINDS; i++)
 		if (r->lists[i])
-			fi_freeinfo(r->lists[i]);
+			zsm_fi_freeinfo(r->lists[i]);
 }
 
 /*
@@ -282,6 +282,126 @@ static const struct fi_info *zsm_net_rich_pick(const struct zsm_net_rich *r,
 	return NULL;
 }
 
+/*
+ * The distinct provider names (domain names when domains) of the offers,
+ * comma-separated, in buf; "none" when there is no offer.
+ */
+static const char *zsm_net_offered(const struct fi_info *all, int domains,
+				   char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (const struct fi_info *fi = all; fi; fi = fi->next) {
+		const char *name = domains ? fi->domain_attr->name
+					   : fi->fabric_attr->prov_name;
+		const struct fi_info *e;
+
+		for (e = all; e != fi; e = e->next)
+			if (strcmp(name, domains ? e->domain_attr->name
+						 : e->fabric_attr->prov_name) ==
+			    0)
+				break;
+		if (e == fi && used < len)
+			used += (size_t)snprintf(buf + used, len - used, "%s%s",
+						 used ? ", " : "", name);
+	}
+	return buf[0] ? buf : "none";
+}
+
+/* The offer of domain name[0, n) to explain, or NULL when none has it:
+ * one of a provider that would be taken, when there is one. */
+static const struct fi_info *zsm_net_domain_offer(const struct fi_info *all,
+						  const char *name, size_t n)
+{
+	const char *want = zsm_param_str(ZSM_P_PROVIDER);
+	const struct fi_info *first = NULL;
+
+	for (const struct fi_info *fi = all; fi; fi = fi->next) {
+		const char *prov = fi->fabric_attr->prov_name;
+
+		if (strlen(fi->domain_attr->name) != n ||
+		    strncmp(fi->domain_attr->name, name, n) != 0)
+			continue;
+		if (strcasecmp(want, "auto") == 0
+			    ? zsm_net_prov_rank_of(prov) >= 0
+			    : zsm_net_prov_wanted(want, prov))
+			return fi;
+		if (!first)
+			first = fi;
+	}
+	return first;
+}
+
+static int zsm_net_topo_has_dev(const struct zsm_net_topo *topo,
+				const char *name, size_t n)
+{
+	for (int i = 0; i < topo->ndevs; i++)
+		if (strlen(topo->devs[i].name) == n &&
+		    strncmp(topo->devs[i].name, name, n) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * A provider or domain that the user named and that gives no device is a
+ * configuration error (-EDOM), said once per name with the reason: init
+ * must not go on quietly with fewer NICs than the job was set up for.
+ */
+static int zsm_net_topo_check_asked(const struct zsm_net_topo *topo)
+{
+	const char *want = zsm_param_str(ZSM_P_PROVIDER);
+	const char *domains = zsm_param_str(ZSM_P_DOMAIN);
+	const int forced = strcasecmp(want, "auto") != 0;
+	const struct fi_info *fi;
+	char list[512], why[160];
+	int ret = 0;
+
+	for (fi = topo->all; forced && fi; fi = fi->next)
+		if (zsm_net_prov_wanted(want, fi->fabric_attr->prov_name))
+			break;
+	if (forced && !fi) {
+		ZSM_WARN("ZSM_PROVIDER=%s matches no provider libfabric offers "
+			 "(offered: %s)",
+			 want, zsm_net_offered(topo->all, 0, list, sizeof(list)));
+		return -EDOM;
+	}
+	/* The list's syntax was checked when it was read (param.c). */
+	for (const char *p = domains; *p;) {
+		size_t n = strcspn(p, ",");
+
+		if (!zsm_net_topo_has_dev(topo, p, n)) {
+			fi = zsm_net_domain_offer(topo->all, p, n);
+			if (!fi)
+				ZSM_WARN("ZSM_DOMAIN=%s: %.*s is not a domain "
+					 "libfabric offers (offered: %s)",
+					 domains, (int)n, p,
+					 zsm_net_offered(topo->all, 1, list,
+							 sizeof(list)));
+			else
+				ZSM_WARN("ZSM_DOMAIN=%s: %.*s is offered by %s "
+					 "but passed over: %s",
+					 domains, (int)n, p,
+					 fi->fabric_attr->prov_name,
+					 zsm_net_topo_why(topo, fi, why,
+							  sizeof(why)));
+			ret = -EDOM;
+		}
+		p += n + (p[n] == ',');
+	}
+	if (ret || !forced || topo->ndevs > 0)
+		return ret;
+	/* Offered, but every offer of it is passed over (tags, addresses). */
+	for (fi = topo->all; fi; fi = fi->next)
+		if (zsm_net_prov_wanted(want, fi->fabric_attr->prov_name))
+			break;
+	ZSM_WARN("ZSM_PROVIDER=%s gives no device: its offers are passed over "
+		 "(%s on %s: %s)",
+		 want, fi->fabric_attr->prov_name, fi->domain_attr->name,
+		 zsm_net_topo_why(topo, fi, why, sizeof(why)));
+	return -EDOM;
+}
+
 int zsm_net_topo_discover(struct zsm_net_topo *topo)
 {
 	struct fi_info *hints, *fi;
@@ -291,18 +411,23 @@ int zsm_net_topo_discover(struct zsm_net_topo *topo)
 	char why[160];
 
 	memset(topo, 0, sizeof(*topo));
+	ret = zsm_fi_lib_load();
+	if (ret)
+		return ret;
 	hints = zsm_net_hints();
 	if (!hints)
 		return -ENOMEM;
-	ret = fi_getinfo(FI_VERSION(1, 14), NULL, NULL, 0, hints, &topo->all);
-	fi_freeinfo(hints);
+	ret = zsm_fi_getinfo(FI_VERSION(1, 14), NULL, NULL, 0, hints,
+			     &topo->all);
+	zsm_fi_freeinfo(hints);
 	if (ret == -FI_ENODATA) {
 		ZSM_INFO("net: libfabric offers no RDM endpoint with tagged "
 			 "messages");
-		return 0;
+		topo->all = NULL;
+		return zsm_net_topo_check_asked(topo);
 	}
 	if (ret) {
-		ZSM_WARN("net: fi_getinfo failed: %s", fi_strerror(-ret));
+		ZSM_WARN("net: fi_getinfo failed: %s", zsm_fi_strerror(-ret));
 		return -EIO;
 	}
 	zsm_net_rich_get(&rich);
@@ -340,7 +465,7 @@ int zsm_net_topo_discover(struct zsm_net_topo *topo)
 		/* The richer offer of the same provider and domain, when
 		 * there is one: endpoints need FI_HMEM to take GPU
 		 * registrations, and reads to flush. */
-		dev->info = fi_dupinfo(hm ? hm : best[i]);
+		dev->info = zsm_fi_dupinfo(hm ? hm : best[i]);
 		if (!dev->info) {
 			zsm_net_rich_free(&rich);
 			zsm_net_topo_free(topo);
@@ -363,7 +488,10 @@ int zsm_net_topo_discover(struct zsm_net_topo *topo)
 		topo->ndevs++;
 	}
 	zsm_net_rich_free(&rich);
-	return 0;
+	ret = zsm_net_topo_check_asked(topo);
+	if (ret)
+		zsm_net_topo_free(topo);
+	return ret;
 }
 
 const char *zsm_net_topo_why(const struct zsm_net_topo *topo,
@@ -400,11 +528,11 @@ const char *zsm_net_topo_why(const struct zsm_net_topo *topo,
 void zsm_net_topo_free(struct zsm_net_topo *topo)
 {
 	for (int i = 0; i < topo->ndevs; i++) {
-		fi_freeinfo(topo->devs[i].info);
+		zsm_fi_freeinfo(topo->devs[i].info);
 		free(topo->devs[i].pci_path);
 	}
 	if (topo->all)
-		fi_freeinfo(topo->all);
+		zsm_fi_freeinfo(topo->all);
 	memset(topo, 0, sizeof(*topo));
 }
 

@@ -52,7 +52,7 @@ int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 	ep->needs_mr = (fi->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
 
 	step = "fi_fabric";
-	ret = fi_fabric(fi->fabric_attr, &ep->fabric, NULL);
+	ret = zsm_fi_fabric(fi->fabric_attr, &ep->fabric, NULL);
 	if (ret)
 		goto err;
 	step = "fi_domain";
@@ -114,7 +114,7 @@ int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 	return 0;
 err:
 	ZSM_WARN("net: opening the endpoint on %s failed at %s: %s",
-		 dev->name, step, fi_strerror(ret < 0 ? -ret : ret));
+		 dev->name, step, zsm_fi_strerror(ret < 0 ? -ret : ret));
 	zsm_net_ep_close(ep);
 	return -EIO;
 }
@@ -169,7 +169,8 @@ int zsm_net_ep_av_insert(struct zsm_net_ep *ep, const void *addr,
 	if (ret != 1) {
 		ZSM_WARN("net: %s: the peer's address was refused by the "
 			 "address vector: %s",
-			 zsm_net_ep_name(ep), fi_strerror(ret < 0 ? -ret : EINVAL));
+			 zsm_net_ep_name(ep),
+			 zsm_fi_strerror(ret < 0 ? -ret : EINVAL));
 		return -EINVAL;
 	}
 	return 0;
@@ -226,7 +227,7 @@ int zsm_net_ep_progress(struct zsm_net_ep *ep)
 			if (e->err != FI_ECANCELED)
 				ZSM_WARN("net: %s: operation failed: %s (%s)",
 					 zsm_net_ep_name(ep),
-					 fi_strerror(e->err),
+					 zsm_fi_strerror(e->err),
 					 fi_cq_strerror(ep->cq, e->prov_errno,
 							e->err_data, NULL, 0));
 			if (op)
@@ -238,7 +239,7 @@ int zsm_net_ep_progress(struct zsm_net_ep *ep)
 		}
 		if (n < 0) {
 			ZSM_WARN("net: %s: reading completions failed: %s",
-				 zsm_net_ep_name(ep), fi_strerror((int)-n));
+				 zsm_net_ep_name(ep), zsm_fi_strerror((int)-n));
 			break;
 		}
 		for (ssize_t i = 0; i < n; i++)
@@ -297,7 +298,7 @@ static int zsm_net_post_req(struct zsm_net_req *req)
 			ZSM_WARN("net: %s: posting a %s failed: %s",
 				 zsm_net_ep_name(ep),
 				 zsm_net_req_what(req),
-				 fi_strerror((int)-ret));
+				 zsm_fi_strerror((int)-ret));
 			err = -EIO;
 			goto fail_rest;
 		}

@@ -48,7 +48,7 @@ static int zsm_net_mr_attr_reg(struct zsm_net_ep *ep,
 	ret = zsm_fi_mr_regattr(ep->domain, attr, flags, &mr);
 	if (ret) {
 		ZSM_WARN("net: %s: fi_mr_regattr of %s failed: %s%s",
-			 ep->dev->name, what, fi_strerror(-ret), hint);
+			 ep->dev->name, what, zsm_fi_strerror(-ret), hint);
 		return -EIO;
 	}
 	if (ep->mr_mode & FI_MR_ENDPOINT) {
@@ -58,7 +58,7 @@ static int zsm_net_mr_attr_reg(struct zsm_net_ep *ep,
 		if (ret) {
 			ZSM_WARN("net: %s: binding a registration to the "
 				 "endpoint failed: %s",
-				 ep->dev->name, fi_strerror(-ret));
+				 ep->dev->name, zsm_fi_strerror(-ret));
 			fi_close(&mr->fid);
 			return -EIO;
 		}

@@ -17,4 +17,17 @@ if readelf -d "$lib" | grep NEEDED | grep -Eq 'libcuda|libcudart'; then
 	echo "the plugin links a CUDA library; it must load libcuda at run time"
 	exit 1
 fi
+# libfabric is opened at the first init, not linked (plugin/net/net_fi_lib.h):
+# linked, its psm dependency takes the process's signal handlers as NCCL
+# loads the plugin.  Its six functions come from dlvsym, so none is imported.
+if readelf -d "$lib" | grep NEEDED | grep -q 'libfabric'; then
+	echo "the plugin links libfabric; it must open it at init (net_fi_lib.c)"
+	exit 1
+fi
+fi_imports=$(nm -D --undefined-only "$lib" | awk '$2 ~ /^fi_/ {print $2}')
+if [ -n "$fi_imports" ]; then
+	echo "the plugin imports libfabric symbols; call them through zsm_fi_*:"
+	echo "$fi_imports"
+	exit 1
+fi
 echo "exports: $(echo $got)"

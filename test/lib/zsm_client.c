@@ -130,7 +130,8 @@ int zsm_client_open(const char *path, int abi, struct zsm_client **out)
 	 * the plugin is closed: its providers allocate in their constructors
 	 * on every load and never free, which would hide a plugin leak among
 	 * theirs under valgrind and LeakSanitizer.  The plugin itself is
-	 * still unloaded.
+	 * still unloaded.  (zsm opens libfabric at init, not here, and never
+	 * closes it; this is for plugins that link it.)
 	 */
 	(void)dlopen("libfabric.so.1", RTLD_NOW | RTLD_NOLOAD);
 	for (v = abi ? abi : ZSM_CLIENT_ABI_MAX;
