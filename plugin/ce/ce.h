@@ -6,10 +6,12 @@
  * stack.  The handshake still runs over net; it also sets up a channel:
  *
  *   sender (connect)                          receiver (accept)
- *   memfd window of send slots  --CONN_REQ(fd, addr, pid)-->
- *                                             pidfd_getfd + mmap the window,
- *                                             probe process_vm_readv
- *                               <--CONN_ACK(ce on/off)--
+ *                          --CONN_REQ(pid, probe word)-->
+ *                                             read the probe word, make the
+ *                                             memfd window of send slots
+ *   pidfd_getfd from the       <--CONN_ACK(fd, addr)--
+ *   handle's pid + mmap, probe
+ *                          --CONN_DONE(ce on/off)-->
  *
  * Data: isend publishes a Ready slot {tag, address, size} in the shared
  * window; the receiver's engine matches it to the oldest posted receive
@@ -55,20 +57,41 @@ int zsm_ce_hugepage_policy_allows(const char *enabled);
 int zsm_ce_hugepage_allowed(void);
 
 /*
- * Sender, at connect: a new channel and its window.  *fd and *addr name
- * the window in this process, for the CONN_REQ.  0 or -errno.
+ * The address of a word of this process that holds ZSM_CE_MAGIC: a
+ * listener reads it (process_vm_readv) before it offers a window, to see
+ * that it can read our memory at all.
  */
-int zsm_ce_chan_create(struct zsm_ce_chan **out, int *fd, uint64_t *addr);
+uint64_t zsm_ce_probe_addr(void);
 /*
- * Receiver, on a CONN_REQ from pid: map the sender's window (its fd in
- * the sender) and check that its memory can be read.  0, or -errno with
- * why filled (the comm then stays on net).
+ * Receiver (listener), on a CONN_REQ from sender: read its probe word,
+ * watch its process (pidfd), and make the shared window, whose header
+ * names receive comm id and its key.  0, or -errno with why filled (the
+ * comm then stays on net).
  */
-int zsm_ce_chan_attach(struct zsm_ce_chan **out, pid_t pid, int fd,
-		       uint64_t addr, char *why, size_t why_len);
+int zsm_ce_chan_create(struct zsm_ce_chan **out, pid_t sender,
+		       uint64_t probe_addr, uint32_t id, uint64_t key,
+		       char *why, size_t why_len);
+/*
+ * What to tell the peer of ch's window: the receiver's fd for it and its
+ * address in the receiver, or (sender) -1 and the sender's mapping.
+ */
+int zsm_ce_chan_offer(const struct zsm_ce_chan *ch, int32_t *fd,
+		      uint64_t *addr);
+/*
+ * Sender (connector), on the CONN_ACK: take the window's fd from the
+ * receiver's process, the one the handle named (so no one else's fd is
+ * ever taken), map it and check that its header names receive comm id
+ * with key and that the receiver's memory can be read.  0, or -errno
+ * with why filled (the comm then uses net).
+ */
+int zsm_ce_chan_attach(struct zsm_ce_chan **out, pid_t receiver, int fd,
+		       uint64_t addr, uint32_t id, uint64_t key, char *why,
+		       size_t why_len);
 /* Engine: the handshake is done; data requests of comm go through ce. */
 void zsm_ce_chan_start(struct zsm_ce_chan *ch, struct zsm_net_comm *comm,
 		       pid_t peer);
+/* Engine: the comm failed: end ch's requests with err. */
+void zsm_ce_chan_fail(struct zsm_ce_chan *ch, int err);
 /*
  * Engine: the comm closes or failed before starting: end its requests
  * with err, tell the peer, wait for a copy in flight, unmap.

@@ -78,20 +78,69 @@ static void zsm_ce_chan_free(struct zsm_ce_chan *ch)
 	free(ch);
 }
 
-int zsm_ce_chan_create(struct zsm_ce_chan **out, int *fd, uint64_t *addr)
+static const uint32_t zsm_ce_probe_word = ZSM_CE_MAGIC;
+
+uint64_t zsm_ce_probe_addr(void)
 {
-	struct zsm_ce_chan *ch = zsm_ce_chan_new(ZSM_CE_SENDER);
+	return (uint64_t)(uintptr_t)&zsm_ce_probe_word;
+}
+
+/* Read the ZSM_CE_MAGIC word at addr in pid: 0, or -errno with why. */
+static int zsm_ce_probe(pid_t pid, uint64_t addr, char *why, size_t why_len)
+{
+	uint32_t magic = 0;
+	struct iovec local = {.iov_base = &magic, .iov_len = sizeof(magic)};
+	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr,
+			       .iov_len = sizeof(magic)};
+
+	errno = 0;
+	if (process_vm_readv(pid, &local, 1, &remote, 1, 0) ==
+		    (ssize_t)sizeof(magic) &&
+	    magic == ZSM_CE_MAGIC)
+		return 0;
+	snprintf(why, why_len, "process_vm_readv of pid %d: %s%s", (int)pid,
+		 errno ? strerror(errno) : "read something else",
+		 errno == EPERM ? " (ptrace not allowed: "
+				  "kernel.yama.ptrace_scope, or a container "
+				  "without CAP_SYS_PTRACE?)"
+				: "");
+	return errno ? -errno : -EPROTO;
+}
+
+/* The peer's pidfd, its death detector: no pidfd, no channel. */
+static int zsm_ce_chan_watch(struct zsm_ce_chan *ch, pid_t pid, char *why,
+			     size_t why_len)
+{
+	ch->pidfd = zsm_ce_pidfd_open(pid);
+	if (ch->pidfd >= 0)
+		return 0;
+	snprintf(why, why_len, "pidfd_open(%d): %s", (int)pid,
+		 strerror(errno));
+	return -errno;
+}
+
+int zsm_ce_chan_create(struct zsm_ce_chan **out, pid_t sender,
+		       uint64_t probe_addr, uint32_t id, uint64_t key,
+		       char *why, size_t why_len)
+{
+	struct zsm_ce_chan *ch;
 	int ret;
 
 	*out = NULL;
+	ret = zsm_ce_probe(sender, probe_addr, why, why_len);
+	if (ret)
+		return ret;
+	ch = zsm_ce_chan_new(ZSM_CE_RECEIVER);
 	if (!ch)
 		return -ENOMEM;
+	ret = zsm_ce_chan_watch(ch, sender, why, why_len);
+	if (ret)
+		goto err;
 	ch->win_len = sizeof(*ch->win);
 	ch->memfd = memfd_create("zsm-ce", MFD_CLOEXEC);
 	if (ch->memfd < 0 || ftruncate(ch->memfd, (off_t)ch->win_len)) {
 		ret = -errno;
-		ZSM_INFO("ce: no shared window (memfd: %s): same-host comms "
-			 "use the network",
+		snprintf(why, why_len, "no shared window (memfd: %s)",
 			 strerror(errno));
 		goto err;
 	}
@@ -100,15 +149,15 @@ int zsm_ce_chan_create(struct zsm_ce_chan **out, int *fd, uint64_t *addr)
 	if (ch->win == MAP_FAILED) {
 		ch->win = NULL;
 		ret = -errno;
-		ZSM_WARN("ce: mapping a %zu-byte window failed: %s",
+		snprintf(why, why_len, "mapping a %zu-byte window: %s",
 			 ch->win_len, strerror(errno));
 		goto err;
 	}
 	/* A fresh memfd reads as zeros: every slot is empty. */
 	ch->win->magic = ZSM_CE_MAGIC;
 	ch->win->version = ZSM_CE_VERSION;
-	*fd = ch->memfd;
-	*addr = (uint64_t)(uintptr_t)ch->win;
+	ch->win->comm_id = id;
+	ch->win->key = key;
 	*out = ch;
 	return 0;
 err:
@@ -116,31 +165,37 @@ err:
 	return ret;
 }
 
-int zsm_ce_chan_attach(struct zsm_ce_chan **out, pid_t pid, int fd,
-		       uint64_t addr, char *why, size_t why_len)
+int zsm_ce_chan_offer(const struct zsm_ce_chan *ch, int32_t *fd,
+		      uint64_t *addr)
 {
-	struct zsm_ce_chan *ch = zsm_ce_chan_new(ZSM_CE_RECEIVER);
-	struct iovec local, remote;
-	uint32_t magic = 0;
+	if (!ch->win)
+		return -ENOENT;
+	*fd = ch->side == ZSM_CE_RECEIVER ? ch->memfd : -1;
+	*addr = (uint64_t)(uintptr_t)ch->win;
+	return ch->side == ZSM_CE_RECEIVER && ch->memfd < 0 ? -ENOENT : 0;
+}
+
+int zsm_ce_chan_attach(struct zsm_ce_chan **out, pid_t receiver, int fd,
+		       uint64_t addr, uint32_t id, uint64_t key, char *why,
+		       size_t why_len)
+{
+	struct zsm_ce_chan *ch = zsm_ce_chan_new(ZSM_CE_SENDER);
 	struct stat st;
 	int ret, myfd = -1;
 
 	*out = NULL;
 	if (!ch)
 		return -ENOMEM;
-	ch->pidfd = zsm_ce_pidfd_open(pid);
-	if (ch->pidfd < 0) {
-		ret = -errno;
-		snprintf(why, why_len, "pidfd_open(%d): %s", (int)pid,
-			 strerror(errno));
+	ret = zsm_ce_chan_watch(ch, receiver, why, why_len);
+	if (ret)
 		goto err;
-	}
-	/* Needs the same permission as ptrace, like the copies later. */
+	/* Needs the same permission as ptrace, like the copies later; the
+	 * fd is the receiver's, the process the handle named. */
 	myfd = zsm_ce_pidfd_getfd(ch->pidfd, fd);
 	if (myfd < 0) {
 		ret = -errno;
 		snprintf(why, why_len,
-			 "pidfd_getfd of pid %d's window: %s%s", (int)pid,
+			 "pidfd_getfd of pid %d's window: %s%s", (int)receiver,
 			 strerror(errno),
 			 errno == EPERM ? " (ptrace not allowed: "
 					  "kernel.yama.ptrace_scope, or a "
@@ -148,10 +203,12 @@ int zsm_ce_chan_attach(struct zsm_ce_chan **out, pid_t pid, int fd,
 					: "");
 		goto err;
 	}
-	if (fstat(myfd, &st) || (size_t)st.st_size != sizeof(*ch->win)) {
+	if (fstat(myfd, &st) || !S_ISREG(st.st_mode) ||
+	    (size_t)st.st_size != sizeof(*ch->win)) {
 		ret = -EPROTO;
-		snprintf(why, why_len, "pid %d's window is %lld bytes, not %zu",
-			 (int)pid, (long long)st.st_size, sizeof(*ch->win));
+		snprintf(why, why_len, "pid %d's fd %d is not a window of %zu "
+				       "bytes",
+			 (int)receiver, fd, sizeof(*ch->win));
 		goto err;
 	}
 	ch->win_len = sizeof(*ch->win);
@@ -160,32 +217,24 @@ int zsm_ce_chan_attach(struct zsm_ce_chan **out, pid_t pid, int fd,
 	if (ch->win == MAP_FAILED) {
 		ch->win = NULL;
 		ret = -errno;
-		snprintf(why, why_len, "mmap of pid %d's window: %s", (int)pid,
-			 strerror(errno));
+		snprintf(why, why_len, "mmap of pid %d's window: %s",
+			 (int)receiver, strerror(errno));
 		goto err;
 	}
 	if (ch->win->magic != ZSM_CE_MAGIC ||
-	    ch->win->version != ZSM_CE_VERSION) {
+	    ch->win->version != ZSM_CE_VERSION || ch->win->comm_id != id ||
+	    ch->win->key != key) {
 		ret = -EPROTO;
-		snprintf(why, why_len, "pid %d's window is not ce version %d",
-			 (int)pid, ZSM_CE_VERSION);
+		snprintf(why, why_len, "pid %d's fd %d is not the ce window "
+				       "(version %d) of its comm %u",
+			 (int)receiver, fd, ZSM_CE_VERSION, id);
 		goto err;
 	}
-	/* The copies read the sender's memory: try it once now, on the
-	 * window's own first word, so a refusal keeps the comm on net. */
-	local.iov_base = &magic;
-	local.iov_len = sizeof(magic);
-	remote.iov_base = (void *)(uintptr_t)addr;
-	remote.iov_len = sizeof(magic);
-	if (process_vm_readv(pid, &local, 1, &remote, 1, 0) !=
-		    (ssize_t)sizeof(magic) ||
-	    magic != ZSM_CE_MAGIC) {
-		ret = errno ? -errno : -EPROTO;
-		snprintf(why, why_len, "process_vm_readv of pid %d: %s",
-			 (int)pid,
-			 errno ? strerror(errno) : "read something else");
+	/* The copies write into the receiver's memory: try it once now, on
+	 * the window's own first word, so a refusal keeps the comm on net. */
+	ret = zsm_ce_probe(receiver, addr, why, why_len);
+	if (ret)
 		goto err;
-	}
 	close(myfd);
 	*out = ch;
 	return 0;
@@ -201,9 +250,7 @@ void zsm_ce_chan_start(struct zsm_ce_chan *ch, struct zsm_net_comm *comm,
 {
 	ch->comm = comm;
 	ch->peer_pid = peer;
-	if (ch->pidfd < 0)
-		ch->pidfd = zsm_ce_pidfd_open(peer);
-	/* The receiver has its own copy of the window's fd by now, and the
+	/* The sender has its own copy of the window's fd by now, and the
 	 * mapping outlives ours: one fd less per comm. */
 	if (ch->memfd >= 0) {
 		close(ch->memfd);
@@ -211,6 +258,14 @@ void zsm_ce_chan_start(struct zsm_ce_chan *ch, struct zsm_net_comm *comm,
 	}
 	ch->next_chan = zsm_ce_chans;
 	zsm_ce_chans = ch;
+}
+
+void zsm_ce_chan_fail(struct zsm_ce_chan *ch, int err)
+{
+	if (ch->failed)
+		return;
+	ch->failed = 1;
+	zsm_ce_xfer_abort(ch, err);
 }
 
 int zsm_ce_peer_gone(const struct zsm_ce_chan *ch)

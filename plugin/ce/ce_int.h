@@ -16,7 +16,8 @@
  */
 #define ZSM_CE_SLOTS ZSM_MAX_REQUESTS
 #define ZSM_CE_MAGIC 0x45434d5aU /* "ZMCE" */
-#define ZSM_CE_VERSION 3
+/* 4: the receiver makes the window; its header names the comm. */
+#define ZSM_CE_VERSION 4
 /* One process_vm_readv moves at most this much, so that a 1 GiB receive
  * does not hold the engine from every other comm for 100 ms. */
 #define ZSM_CE_CHUNK ((size_t)8 << 20)
@@ -101,6 +102,11 @@ struct zsm_ce_gpu_op {
 struct zsm_ce_window {
 	uint32_t magic;
 	uint32_t version;
+	/* The receive comm the window belongs to, and its key: a sender
+	 * that took another window of the same process finds out. */
+	uint32_t comm_id;
+	uint32_t pad0;
+	uint64_t key;
 	/* Set once by each side when it closes (seq_cst, see busy). */
 	_Atomic uint32_t closed[2];
 	/*
@@ -112,7 +118,7 @@ struct zsm_ce_window {
 	 * returns.
 	 */
 	_Atomic uint32_t busy[2];
-	uint32_t pad[10];
+	uint32_t pad[6];
 	/*
 	 * GPU registrations the sender dropped (deregMr), by number: the
 	 * receiver closes what it opened for them.  The sender writes
@@ -139,8 +145,11 @@ struct zsm_ce_chan {
 	uint64_t next;	  /* sender: next send's number; receiver: next to take */
 	uint64_t oldest;  /* sender: oldest send not yet done */
 	struct zsm_net_req *head, *tail; /* sends published / receives posted */
-	/* Receiver: the send being copied, if any. */
+	/* Receiver: the send being copied, if any, and its slot as it was
+	 * when taken: the sender can write the slot at any time, so what
+	 * was checked is what is used. */
 	struct zsm_net_req *cur_req;
+	struct zsm_ce_slot cur;
 	int cur_sub;
 	uint64_t cur_off;
 	uint64_t cur_end;  /* receiver, one side copying: its range ends here */

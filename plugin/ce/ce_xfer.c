@@ -87,7 +87,7 @@ static void zsm_ce_fail(struct zsm_ce_chan *ch, int err, const char *why)
 	ZSM_WARN("ce: %s comm %u: %s; failing it",
 		 ch->side == ZSM_CE_SENDER ? "send" : "receive",
 		 ch->comm->local_id, why);
-	zsm_net_comm_fail(ch->comm, err);
+	zsm_net_comm_fail(ch->comm, err, NULL);
 	zsm_ce_xfer_abort(ch, err);
 }
 
@@ -189,19 +189,21 @@ static int zsm_ce_post(struct zsm_desc *desc)
 	return 0;
 }
 
-/* Take the next piece of s for this side; its length, 0 when none is
- * left.  Both sides call it on the same slot. */
-static uint64_t zsm_ce_claim(struct zsm_ce_slot *s, uint64_t *off)
+/* Take the next piece of s, a message of size bytes as this side knows
+ * it, for this side; its length, 0 when none is left.  Both sides call it
+ * on the same slot. */
+static uint64_t zsm_ce_claim(struct zsm_ce_slot *s, uint64_t size,
+			     uint64_t *off)
 {
 	/* relaxed: only the count is shared; the bytes are published by
 	 * helped and done. */
 	uint64_t k = atomic_fetch_add_explicit(&s->claim, 1,
 					       memory_order_relaxed);
 
-	if (k >= (s->size + ZSM_CE_PIECE - 1) / ZSM_CE_PIECE)
+	if (k >= (size + ZSM_CE_PIECE - 1) / ZSM_CE_PIECE)
 		return 0;
 	*off = k * ZSM_CE_PIECE;
-	return s->size - *off < ZSM_CE_PIECE ? s->size - *off : ZSM_CE_PIECE;
+	return size - *off < ZSM_CE_PIECE ? size - *off : ZSM_CE_PIECE;
 }
 
 /*
@@ -212,8 +214,8 @@ static uint64_t zsm_ce_claim(struct zsm_ce_slot *s, uint64_t *off)
  * and *left name what is left of its piece.
  */
 static int zsm_ce_copy_pieces(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
-			      char *local, uint64_t remote, uint64_t *off,
-			      uint64_t *left)
+			      uint64_t size, char *local, uint64_t remote,
+			      uint64_t *off, uint64_t *left)
 {
 	uint64_t budget = ZSM_CE_CHUNK;
 
@@ -221,7 +223,7 @@ static int zsm_ce_copy_pieces(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 		ssize_t got;
 
 		if (!*left) {
-			*left = zsm_ce_claim(s, off);
+			*left = zsm_ce_claim(s, size, off);
 			if (!*left)
 				return 0;
 		}
@@ -263,8 +265,8 @@ static int zsm_ce_help(struct zsm_ce_chan *ch)
 		ch->help_left = 0;
 		s->help_err = 0;
 	}
-	ret = zsm_ce_copy_pieces(ch, s, req->data[0], s->dst, &ch->help_off,
-				 &ch->help_left);
+	ret = zsm_ce_copy_pieces(ch, s, req->len[0], req->data[0], s->dst,
+				 &ch->help_off, &ch->help_left);
 	if (ret > 0)
 		return 1; /* more next pass */
 	if (ret < 0) {
@@ -327,7 +329,9 @@ static void zsm_ce_finish(struct zsm_ce_chan *ch, uint64_t seq,
 {
 	struct zsm_ce_slot *s = zsm_ce_slot_of(ch, seq);
 
-	s->err = err;
+	/* A message larger than its receive is the receive's error (as on
+	 * net, where the sender cannot know): the send was handed over. */
+	s->err = err == -EMSGSIZE ? 0 : err;
 	s->len = len;
 	/* release: pairs with the acquire in zsm_ce_progress_sender. */
 	atomic_store_explicit(&s->done, seq + 1, memory_order_release);
@@ -454,8 +458,9 @@ static int zsm_ce_copy_shared(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 			      struct zsm_net_req *req)
 {
 	if (!ch->claims_over) {
-		int ret = zsm_ce_copy_pieces(ch, s, req->data[ch->cur_sub],
-					     s->addr, &ch->cur_off,
+		int ret = zsm_ce_copy_pieces(ch, s, ch->cur.size,
+					     req->data[ch->cur_sub],
+					     ch->cur.addr, &ch->cur_off,
 					     &ch->piece_left);
 
 		if (ret > 0)
@@ -492,12 +497,18 @@ static int zsm_ce_copy_shared(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 				 ch->comm->local_id, (int)ch->peer_pid,
 				 strerror(-s->help_err));
 		ch->no_help = 1;
-		/* The piece it could not write, by the one-side path. */
+		/* The piece it could not write, by the one-side path; the
+		 * sender says which, and it must lie inside the message. */
+		if (s->help_fail_off > ch->cur.size ||
+		    s->help_fail_len > ch->cur.size - s->help_fail_off) {
+			zsm_ce_complete(ch, -EPROTO, 0);
+			return 1;
+		}
 		ch->cur_off = s->help_fail_off;
 		ch->cur_end = s->help_fail_off + s->help_fail_len;
 		return 0;
 	}
-	zsm_ce_complete(ch, 0, s->size);
+	zsm_ce_complete(ch, 0, ch->cur.size);
 	return 1;
 }
 
@@ -509,11 +520,11 @@ static int zsm_ce_copy(struct zsm_ce_chan *ch)
 	size_t n;
 	ssize_t got;
 
-	if (s->gpu || zsm_ce_recv_gpu(req, ch->cur_sub)) {
+	if (ch->cur.gpu || zsm_ce_recv_gpu(req, ch->cur_sub)) {
 		/* One stream: pipelined copies first. */
 		if (ch->pipe_n)
 			return 0;
-		return zsm_ce_copy_mixed(ch, s, req);
+		return zsm_ce_copy_mixed(ch, &ch->cur, req);
 	}
 	if (ch->claiming)
 		return zsm_ce_copy_shared(ch, s, req);
@@ -524,7 +535,7 @@ static int zsm_ce_copy(struct zsm_ce_chan *ch)
 		got = zsm_ce_peer_copy(ch,
 				       (char *)req->data[ch->cur_sub] +
 					       ch->cur_off,
-				       s->addr + ch->cur_off, n);
+				       ch->cur.addr + ch->cur_off, n);
 		if (got < 0) {
 			zsm_ce_complete(ch, zsm_ce_copy_failed(ch, got, n),
 					ch->cur_off);
@@ -534,7 +545,7 @@ static int zsm_ce_copy(struct zsm_ce_chan *ch)
 		if (ch->cur_off < ch->cur_end)
 			return 0;
 	}
-	zsm_ce_complete(ch, 0, s->size);
+	zsm_ce_complete(ch, 0, ch->cur.size);
 	return 1;
 }
 
@@ -545,6 +556,7 @@ static int zsm_ce_copy(struct zsm_ce_chan *ch)
 static int zsm_ce_take(struct zsm_ce_chan *ch)
 {
 	struct zsm_ce_slot *s = zsm_ce_slot_of(ch, ch->next);
+	struct zsm_ce_slot *m = &ch->cur;
 	struct zsm_net_req *req;
 	int i = 0;
 
@@ -552,9 +564,20 @@ static int zsm_ce_take(struct zsm_ce_chan *ch)
 	if (atomic_load_explicit(&s->seq, memory_order_acquire) !=
 	    ch->next + 1)
 		return 0;
+	/* From here on the slot as it is now, whatever the sender writes
+	 * into it later: the size checked is the size copied. */
+	m->addr = s->addr;
+	m->size = s->size;
+	m->tag = s->tag;
+	m->gpu = s->gpu;
+	m->ipc_off = s->ipc_off;
+	m->vmm_fd = s->vmm_fd;
+	m->ipc = s->ipc;
+	m->reg_id = s->reg_id;
+	m->alloc_size = s->alloc_size;
 	for (req = ch->head; req; req = req->ce_next) {
 		for (i = 0; i < req->n; i++)
-			if (req->ops[i].posted == 0 && req->tag[i] == s->tag)
+			if (req->ops[i].posted == 0 && req->tag[i] == m->tag)
 				break;
 		if (i < req->n)
 			break;
@@ -565,14 +588,15 @@ static int zsm_ce_take(struct zsm_ce_chan *ch)
 	ch->cur_req = req;
 	ch->cur_sub = i;
 	ch->cur_off = 0;
-	ch->cur_end = s->size;
-	if (s->size > req->len[i]) {
-		ZSM_WARN("ce: receive comm %u: a %llu-byte message for a "
+	ch->cur_end = m->size;
+	if (m->size > req->len[i]) {
+		/* test() says it; the sizes are for a debugging eye. */
+		ZSM_INFO("ce: receive comm %u: a %llu-byte message for a "
 			 "%zu-byte receive (tag %d)",
-			 ch->comm->local_id, (unsigned long long)s->size,
-			 req->len[i], s->tag);
+			 ch->comm->local_id, (unsigned long long)m->size,
+			 req->len[i], m->tag);
 		zsm_ce_complete(ch, -EMSGSIZE, 0);
-	} else if (s->size >= ZSM_CE_SPLIT_MIN && !ch->no_help && !s->gpu &&
+	} else if (m->size >= ZSM_CE_SPLIT_MIN && !ch->no_help && !m->gpu &&
 		   !zsm_ce_recv_gpu(req, i)) {
 		/* The sender's core takes pieces too. */
 		ch->claiming = 1;
@@ -622,7 +646,7 @@ static int zsm_ce_pipe_reap(struct zsm_ce_chan *ch)
  */
 static int zsm_ce_pipe_join(struct zsm_ce_chan *ch)
 {
-	struct zsm_ce_slot *s = zsm_ce_slot_of(ch, ch->next);
+	const struct zsm_ce_slot *s = &ch->cur;
 	struct zsm_net_req *req = ch->cur_req;
 	int sub = ch->cur_sub, ret;
 	struct zsm_ce_gpu_op *op;

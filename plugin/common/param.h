@@ -95,9 +95,19 @@ enum zsm_param_type {
 	  "DMABUF) where libfabric is 1.20 or later and every GPU supports "  \
 	  "them; otherwise, or with 0, as CUDA memory (FI_HMEM_CUDA).")       \
 	X(PEER_CHECK_MS, ZSM_PARAM_INT, "1000", 0, 600000, NULL,              \
-	  "A comm with work outstanding and no traffic for this long probes " \
-	  "its peer; a peer that takes no probe for 4 such periods has its "  \
-	  "comm failed (ncclRemoteError) instead of hanging. 0: no probes.")  \
+	  "Liveness of peers on other hosts: while a comm has work "          \
+	  "outstanding and nothing was heard from its peer for this long, "   \
+	  "it probes the peer; nothing heard for twice this long fails "      \
+	  "every comm to that peer (ncclRemoteError) instead of hanging. "    \
+	  "Peers on this host are watched by their process (a stopped one "   \
+	  "is alive). 0: no probes, a silent peer is waited for.")            \
+	X(CHECKSUM, ZSM_PARAM_BOOL, "0", 0, 1, NULL,                          \
+	  "End-to-end CRC32C of every message sent from host memory over "    \
+	  "the network, carried in remote CQ data and checked by the "        \
+	  "receiver: a message altered in flight (past TCP's own checksum) "  \
+	  "fails its receive (ncclRemoteError) instead of being delivered. "  \
+	  "Needs 8 bytes of remote CQ data (tcp, cxi; not efa). Costs a "     \
+	  "CPU pass over each message on both sides.")                        \
 	X(HOSTID, ZSM_PARAM_STR, "", 0, 0, NULL,                              \
 	  "Overrides the host identity, which tells each comm whether its "   \
 	  "peer is on the same host (otherwise NCCL_HOSTID, else the "        \

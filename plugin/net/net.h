@@ -4,23 +4,43 @@
  * endpoint per device shared by every comm of the process, comms, requests
  * and memory registrations.
  *
- * Wire protocol.  Every message is a tagged message on the shared endpoint.
- * A 48-bit tag (cxi offers 48, others 64) reads, from the top:
- *   1 bit  control flag
- *   23 bits comm id at the receiving endpoint
+ * Wire protocol (ZSM_HANDLE_VERSION).  Every message is a tagged message
+ * on the shared endpoint.  A 48-bit tag (cxi offers 48, others 64) reads,
+ * from the top:
+ *   1 bit   control flag
+ *   23 bits comm id at the receiving endpoint (random, see idmap.h)
  *   24 bits NCCL tag (data) or message type (control)
- * A receive comm's id makes its tags unique on the endpoint, so receives
- * are posted from any source; libfabric matches each tag's messages in
- * posting order, which is NCCL's matching rule, and NCCL's tag picks the
- * buffer inside a grouped receive.
+ * Data receives are posted for the peer's address (FI_DIRECTED_RECV) and
+ * a receive comm's id makes its tags unique on the endpoint; libfabric
+ * matches each tag's messages in posting order, which is NCCL's matching
+ * rule, and NCCL's tag picks the buffer inside a grouped receive.  Where
+ * the provider carries remote CQ data, each data message carries its
+ * receive comm's 31-bit data key (and a checksum with ZSM_CHECKSUM):
+ * a message without it is dropped.
  *
- * Connection: listen() posts a control receive on a fresh listen id and
- * puts {magic, version, nonce, id, pid, host hash, address} in the handle.
- * connect() sends CONN_REQ {nonce, its own id, pid, host hash, address}
- * there; the listener's engine makes a receive comm with a fresh id and
- * answers CONN_ACK {id, pid, host hash}.  connect() completes when the ACK
- * arrives; accept() when the comm exists.  Each side learns from the
- * other's message whether its peer shares its host (common/host.h).
+ * Control messages arrive on receives the endpoint posts for any comm id
+ * (net_ctrl.c), each as large as the provider's largest eager message so
+ * that nothing a peer sends can truncate one.  Every control message names
+ * the comm it is for and carries that comm's 64-bit key (a CONN_REQ: the
+ * listener's nonce from the handle); anything else is dropped and counted.
+ *
+ *   listener                                   connector
+ *   listen(): id L, nonce N
+ *     handle {magic, version, L, N, pid, host, address} --(NCCL)-->
+ *                                              connect(): comm S, key Ks
+ *           <------ CONN_REQ {N, S, Ks, pid, host, address, ce offer}
+ *   comm R (key Kr, data key Dr), ce window if the connector is on this
+ *   host and can be read
+ *     CONN_ACK {Ks, R, Kr, Dr, pid, host, window} ------------->
+ *                                              takes the window from the
+ *                                              handle's pid, or not;
+ *                                              connect() returns S
+ *           <------ CONN_DONE {Kr, ce on/off}
+ *   accept() returns R
+ *
+ * A CONN_REQ that names no listener, or the wrong nonce, is answered at
+ * once with a refusing CONN_ACK.  PING and PONG probe a silent peer
+ * (net_peer.c).
  */
 #ifndef ZSM_NET_H
 #define ZSM_NET_H
@@ -34,6 +54,7 @@
 #include <rdma/fi_domain.h>
 
 #include "ce/ce.h"
+#include "common/idmap.h"
 #include "core.h"
 #include "net/net_fi_lib.h"
 #include "net/net_hmem.h"
@@ -47,22 +68,27 @@
 #define ZSM_TAG_CTRL (1ULL << 47)
 #define ZSM_TAG_USER_MAX ((1U << ZSM_TAG_BITS_USER) - 1)
 #define ZSM_TAG_ID_MAX ((1U << ZSM_TAG_BITS_ID) - 1)
+/* A control receive's ignore mask: any comm id, any type. */
+#define ZSM_TAG_CTRL_IGNORE (ZSM_TAG_CTRL - 1)
 
 enum zsm_ctrl_type {
 	ZSM_CTRL_CONN_REQ = 1,
 	ZSM_CTRL_CONN_ACK = 2,
-	ZSM_CTRL_PING = 3,
+	ZSM_CTRL_CONN_DONE = 3,
+	ZSM_CTRL_PING = 4,
+	ZSM_CTRL_PONG = 5,
+	ZSM_CTRL_NTYPES,
 };
 
 #define ZSM_HANDLE_MAGIC 0x314d535aU /* "ZSM1" */
 /*
  * Version of the wire: the handle and the control messages together, so a
  * connector refuses a handle from another version before any message of a
- * layout it does not know is sent.  2: control messages carry host_hash and
- * pid, and handles carry a real host_hash (1 sent 0).  magic and version
- * keep their offsets in every version, so either side can name the other's.
+ * layout it does not know is sent.  4: keys in every message, CONN_DONE,
+ * the ce window made by the listener.  magic and version keep their
+ * offsets in every version, so either side can name the other's.
  */
-#define ZSM_HANDLE_VERSION 3
+#define ZSM_HANDLE_VERSION 4
 
 /* The 128-byte connection handle NCCL ships from listener to connector. */
 struct zsm_net_handle {
@@ -73,11 +99,13 @@ struct zsm_net_handle {
 	uint32_t nonce;
 	uint32_t pid;
 	/* Connector-side state, kept here because NCCL retries connect()
-	 * with the same buffer: 0 = not started, else our pending comm id. */
+	 * with the same buffer: 0 = not started, else our pending comm id,
+	 * and when that connect started. */
 	uint32_t conn_id;
 	uint64_t host_hash;
 	uint8_t addr[ZSM_NET_ADDR_MAX];
-	uint8_t reserved[32];
+	uint64_t conn_start_ns;
+	uint8_t reserved[24];
 };
 _Static_assert(sizeof(struct zsm_net_handle) == NCCL_NET_HANDLE_MAXSIZE,
 	       "handle must fill exactly NCCL's 128 bytes");
@@ -87,7 +115,8 @@ _Static_assert(offsetof(struct zsm_net_handle, version) == 4 &&
 		       offsetof(struct zsm_net_handle, pid) == 16 &&
 		       offsetof(struct zsm_net_handle, conn_id) == 20 &&
 		       offsetof(struct zsm_net_handle, host_hash) == 24 &&
-		       offsetof(struct zsm_net_handle, addr) == 32,
+		       offsetof(struct zsm_net_handle, addr) == 32 &&
+		       offsetof(struct zsm_net_handle, conn_start_ns) == 96,
 	       "handle layout is wire format: change ZSM_HANDLE_VERSION");
 
 /* Encode/decode, unit tested.  Decode refuses foreign or damaged handles. */
@@ -96,41 +125,51 @@ void zsm_net_handle_encode(struct zsm_net_handle *h, uint32_t listen_id,
 			   uint64_t host_hash);
 int zsm_net_handle_check(const struct zsm_net_handle *h);
 
-/* Control message payload: CONN_REQ and CONN_ACK (PING has none). */
+/* Every control message, whatever its type (unused fields are 0). */
 struct zsm_ctrl_msg {
 	uint32_t magic;
 	uint16_t version;
 	uint16_t type;
-	uint32_t nonce;
-	uint32_t id;        /* the sender's comm id */
-	uint32_t addr_len;  /* CONN_REQ only */
-	int32_t status;
+	uint32_t src_id;    /* the sending comm: where answers go */
+	uint32_t dst_id;    /* the receiving comm (its tag says it too) */
+	uint64_t key;	    /* the receiving comm's key (CONN_REQ: nonce) */
+	int32_t status;	    /* CONN_ACK: 0, or -errno: refused */
+	uint32_t pid;	    /* the sender's process id */
 	uint64_t host_hash; /* the sender's zsm_host_hash() */
-	uint32_t pid;       /* the sender's process id */
-	int32_t ce_fd;      /* CONN_REQ: the ce window's fd in the sender, or -1 */
-	uint64_t ce_addr;   /* CONN_REQ: the window's address in the sender */
-	uint32_t ce_flags;  /* CONN_ACK: ZSM_CTRL_CE_ON when ce is used */
-	uint32_t reserved;  /* 0: keeps addr 8-aligned */
-	uint8_t addr[ZSM_NET_ADDR_MAX]; /* CONN_REQ only, last */
+	uint64_t reply_key; /* REQ, ACK: what messages back must carry */
+	uint32_t data_key;  /* ACK: what data messages to R must carry */
+	uint32_t flags;	    /* ZSM_CTRL_CE_* */
+	uint64_t ce_addr;   /* REQ: probe word; ACK: window; DONE: window */
+	int32_t ce_fd;	    /* ACK: the window's fd in the listener */
+	uint32_t addr_len;  /* REQ: the connector's address */
+	uint8_t addr[ZSM_NET_ADDR_MAX];
 };
-#define ZSM_CTRL_CE_ON 1u
+#define ZSM_CTRL_CE_WANT 1u  /* REQ: the connector would take ce */
+#define ZSM_CTRL_CE_OFFER 2u /* ACK: a window is offered */
+#define ZSM_CTRL_CE_ON 4u    /* DONE: the connector took it */
 _Static_assert(offsetof(struct zsm_ctrl_msg, version) == 4 &&
 		       offsetof(struct zsm_ctrl_msg, type) == 6 &&
-		       offsetof(struct zsm_ctrl_msg, nonce) == 8 &&
-		       offsetof(struct zsm_ctrl_msg, id) == 12 &&
-		       offsetof(struct zsm_ctrl_msg, addr_len) == 16 &&
-		       offsetof(struct zsm_ctrl_msg, status) == 20 &&
-		       offsetof(struct zsm_ctrl_msg, host_hash) == 24 &&
-		       offsetof(struct zsm_ctrl_msg, pid) == 32 &&
-		       offsetof(struct zsm_ctrl_msg, ce_fd) == 36 &&
-		       offsetof(struct zsm_ctrl_msg, ce_addr) == 40 &&
-		       offsetof(struct zsm_ctrl_msg, ce_flags) == 48 &&
-		       offsetof(struct zsm_ctrl_msg, addr) == 56 &&
-		       sizeof(struct zsm_ctrl_msg) == 120,
+		       offsetof(struct zsm_ctrl_msg, src_id) == 8 &&
+		       offsetof(struct zsm_ctrl_msg, dst_id) == 12 &&
+		       offsetof(struct zsm_ctrl_msg, key) == 16 &&
+		       offsetof(struct zsm_ctrl_msg, status) == 24 &&
+		       offsetof(struct zsm_ctrl_msg, pid) == 28 &&
+		       offsetof(struct zsm_ctrl_msg, host_hash) == 32 &&
+		       offsetof(struct zsm_ctrl_msg, reply_key) == 40 &&
+		       offsetof(struct zsm_ctrl_msg, data_key) == 48 &&
+		       offsetof(struct zsm_ctrl_msg, flags) == 52 &&
+		       offsetof(struct zsm_ctrl_msg, ce_addr) == 56 &&
+		       offsetof(struct zsm_ctrl_msg, ce_fd) == 64 &&
+		       offsetof(struct zsm_ctrl_msg, addr_len) == 68 &&
+		       offsetof(struct zsm_ctrl_msg, addr) == 72 &&
+		       sizeof(struct zsm_ctrl_msg) == 136,
 	       "control message layout is wire format: change "
 	       "ZSM_HANDLE_VERSION");
-/* Bytes a control message must have before its address. */
-#define ZSM_CTRL_HDR_LEN offsetof(struct zsm_ctrl_msg, addr)
+
+/* Remote CQ data of a data message: the receive comm's 31-bit key, a
+ * flag saying whether the top 32 bits hold the payload's CRC32C. */
+#define ZSM_CQ_KEY_MASK 0x7fffffffULL
+#define ZSM_CQ_HAS_CRC (1ULL << 31)
 
 static inline uint64_t zsm_tag_data(uint32_t id, int tag)
 {
@@ -142,6 +181,11 @@ static inline uint64_t zsm_tag_ctrl(uint32_t id, enum zsm_ctrl_type t)
 	return ZSM_TAG_CTRL | ((uint64_t)id << ZSM_TAG_BITS_USER) | t;
 }
 
+static inline uint32_t zsm_tag_id(uint64_t tag)
+{
+	return (uint32_t)(tag >> ZSM_TAG_BITS_USER) & ZSM_TAG_ID_MAX;
+}
+
 struct zsm_net_dev {
 	struct fi_info *info; /* the chosen provider offer, dup'ed */
 	char name[64];
@@ -150,6 +194,14 @@ struct zsm_net_dev {
 	int speed_mbps;
 	int hmem;	       /* info is the provider's FI_HMEM offer */
 	int read;	       /* info has RMA reads, which flush */
+	/*
+	 * The largest message the provider sends eagerly when it cannot
+	 * take a truncated one of that size without dropping the
+	 * connection every comm to that peer shares (the tcp core under
+	 * rxm); 0 when truncation is safe.  Receives smaller than this are
+	 * posted into a bounce buffer of this size (net_bounce.c).
+	 */
+	size_t trunc_unsafe;
 	struct zsm_net_hmem_plan gdr; /* GPU buffers over this device */
 	struct zsm_net_ep *ep; /* opened on first listen/connect */
 };
@@ -178,14 +230,18 @@ void zsm_net_dev_plan_gdr(struct zsm_net_dev *dev, int cuda, int min_cc,
 enum zsm_net_op_kind {
 	ZSM_OP_SEND,
 	ZSM_OP_RECV,
-	ZSM_OP_CTRL_RECV,
-	ZSM_OP_CTRL_SEND,
 	ZSM_OP_FLUSH,
+	ZSM_OP_CTRL_RECV, /* one of the endpoint's control receives */
+	ZSM_OP_CTRL_SEND, /* a comm's control message */
+	ZSM_OP_NACK,	  /* the endpoint's refusal of a CONN_REQ */
+	ZSM_OP_DRAIN,	  /* a look at, or discard of, a stray message */
 };
 
 struct zsm_net_comm;
 struct zsm_ce_chan;
 struct zsm_net_req;
+struct zsm_net_peer;
+struct zsm_net_bounce;
 
 struct zsm_net_op {
 	struct fi_context2 fi_ctx; /* first: FI_CONTEXT2 mode */
@@ -194,9 +250,38 @@ struct zsm_net_op {
 	uint8_t kind;
 	uint8_t index;
 	uint8_t posted;
+	/* A receive smaller than the device's trunc_unsafe lands here. */
+	struct zsm_net_bounce *bounce;
 };
 
 struct zsm_net_mr;
+
+/* Control messages the endpoint refused a comm for, answers in flight. */
+#define ZSM_NET_NACKS 8
+
+struct zsm_net_nack {
+	struct zsm_net_op op;
+	struct zsm_ctrl_msg msg;
+	fi_addr_t to;
+};
+
+/* Why control messages are dropped, each counted and said once. */
+enum zsm_net_drop {
+	ZSM_DROP_SHORT,	      /* shorter than a control message */
+	ZSM_DROP_FOREIGN,     /* not zsm's magic */
+	ZSM_DROP_VERSION,     /* another wire version */
+	ZSM_DROP_MALFORMED,   /* bad type, ids or lengths */
+	ZSM_DROP_UNKNOWN,     /* for no live comm, or a closed one */
+	ZSM_DROP_KEY,	      /* the wrong key for its comm */
+	ZSM_DROP_STATE,	      /* not expected in the comm's state */
+	ZSM_DROP_ADDRESS,     /* a peer address unlike ours */
+	ZSM_DROP_TRUNCATED,   /* larger than any control message */
+	ZSM_DROP_REPLAY,      /* a CONN_REQ already being answered */
+	ZSM_DROP_DATA,	      /* a data message no live comm takes */
+	ZSM_DROP_NKINDS,
+};
+
+struct zsm_net_ctrl_rx;
 
 struct zsm_net_ep {
 	struct zsm_net_dev *dev;
@@ -207,14 +292,37 @@ struct zsm_net_ep {
 	struct fid_ep *ep;
 	uint8_t addr[ZSM_NET_ADDR_MAX];
 	size_t addr_len;
-	uint32_t next_id;
+	uint32_t addr_format;	     /* of ours, which peers' must match */
+	int directed;		     /* receives posted for one source */
+	int cq_data;		     /* 4+ bytes of remote CQ data: keys */
+	int crc;		     /* 8 bytes: room for ZSM_CHECKSUM */
 	uint64_t pass_ns;            /* when the current engine pass began */
-	int nctrl_pending;           /* comms with a control send to retry */
-	uint64_t next_peer_check_ns;
+	uint64_t next_tick_ns;	     /* the next round of timed checks */
 	int needs_mr; /* FI_MR_LOCAL: every buffer needs a descriptor */
 	uint64_t mr_mode;
+	/* Engine lock, all below. */
+	struct zsm_idmap ids;	    /* comm id -> comm */
 	struct zsm_net_comm *comms; /* every comm, for teardown */
 	struct zsm_net_mr *mrs;	    /* every registration, for teardown */
+	struct zsm_net_comm *ctrl_head, *ctrl_tail; /* control to send */
+	struct zsm_net_ctrl_rx *ctrl_rx; /* the control receives */
+	void *ctrl_mr;			 /* their registration, or NULL */
+	int nctrl_rx;
+	int ctrl_rx_unposted;	/* refused by the provider: post again */
+	size_t ctrl_len;	/* each control receive's buffer */
+	struct zsm_net_nack nacks[ZSM_NET_NACKS];
+	uint64_t drops[ZSM_DROP_NKINDS];
+	uint64_t drops_said[ZSM_DROP_NKINDS];
+	uint64_t drops_said_ns;
+	struct zsm_net_peer *peers; /* net_peer.c */
+	struct zsm_net_bounce *bounce_free; /* net_bounce.c */
+	struct zsm_net_bounce_slab *bounce_slabs;
+	/* The stray scan (net_drain.c). */
+	struct zsm_net_op drain_op;
+	int drain_state;
+	uint64_t drain_tag;
+	uint64_t next_drain_ns;
+	int drain_budget;
 	struct zsm_mr_cache *mr_cache;
 	/* regMrDmaBuf's fd and the address of its byte 0, for the cache's
 	 * registration callback; -1 and NULL otherwise (engine lock). */
@@ -231,10 +339,22 @@ struct zsm_net_ep {
 
 int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out);
 void zsm_net_ep_close(struct zsm_net_ep *ep);
-uint32_t zsm_net_ep_new_id(struct zsm_net_ep *ep);
 int zsm_net_ep_progress(struct zsm_net_ep *ep);
+/* Post operation i of a data request: 0, -EAGAIN (the provider refused:
+ * retry), or -errno (logged). */
+int zsm_net_ep_post_op(struct zsm_net_req *req, int i);
+/*
+ * A peer's address, checked against our own endpoint's (length and,
+ * for socket addresses, family and port) before libfabric ever sees it:
+ * one bad insert can break the address vector for every later one.
+ * 0, or -EINVAL with why filled.
+ */
+int zsm_net_ep_addr_check(const struct zsm_net_ep *ep, const void *addr,
+			  size_t len, char *why, size_t why_len);
 int zsm_net_ep_av_insert(struct zsm_net_ep *ep, const void *addr,
 			 fi_addr_t *out);
+/* The endpoint's timed work: expiries, liveness, strays, drop counts. */
+void zsm_net_ep_tick(struct zsm_net_ep *ep, uint64_t now);
 
 enum zsm_req_type {
 	ZSM_REQ_SEND = 1,
@@ -271,6 +391,8 @@ struct zsm_net_req {
 	/* Flush: the remote side of the read (address and key). */
 	uint64_t rma_addr;
 	uint64_t rma_key;
+	/* Send: the remote CQ data it carries (key, checksum). */
+	uint64_t cq_data;
 	struct zsm_net_req *next_free;
 	/* ce comms, engine only: the channel's list, and a send's number. */
 	struct zsm_net_req *ce_next;
@@ -278,7 +400,7 @@ struct zsm_net_req {
 };
 
 enum zsm_comm_state {
-	ZSM_COMM_CONNECTING,
+	ZSM_COMM_CONNECTING, /* send: CONN_REQ out; recv: waiting CONN_DONE */
 	ZSM_COMM_CONNECTED,
 	ZSM_COMM_FAILED,
 };
@@ -296,6 +418,9 @@ struct zsm_net_req_slab {
 	struct zsm_net_req reqs[ZSM_REQ_SLAB];
 };
 
+/* Receive comms a listener holds: answered or ready, not yet accepted. */
+#define ZSM_NET_ACCEPT_MAX 64
+
 struct zsm_net_comm {
 	uint8_t type;
 	/* NCCL's handle for it, 0 before it is given out and once closed. */
@@ -304,10 +429,17 @@ struct zsm_net_comm {
 	struct zsm_net_comm *ep_next; /* ep->comms, engine lock */
 	uint32_t local_id;            /* tags we receive on */
 	uint32_t peer_id;             /* tags the peer receives on */
-	uint32_t nonce;
+	/* What control messages to us must carry, what ours to the peer
+	 * carry, and (receive comms) what data messages to us carry. */
+	uint64_t key;
+	uint64_t peer_key;
+	uint32_t data_key;
+	uint32_t nonce; /* listen comms: the handle's; send comms: theirs */
 	fi_addr_t peer;
-	/* The peer's host and process, from its CONN_REQ or CONN_ACK; set by
-	 * the engine before state turns CONNECTED, read-only after. */
+	struct zsm_net_peer *peer_obj; /* liveness, net_peer.c */
+	/* The peer's host and process, from the handle, CONN_REQ or
+	 * CONN_ACK; set by the engine before state turns CONNECTED,
+	 * read-only after. */
 	uint64_t peer_host_hash;
 	uint32_t peer_pid;
 	int same_host;
@@ -323,17 +455,25 @@ struct zsm_net_comm {
 	int data_ops;        /* posted sends and receives */
 	int deferred;        /* requests the provider refused, not posted */
 	int closing;
-	uint8_t ctrl_pending; /* control message still to send */
-	uint64_t last_event_ns;
-	uint64_t probe_refused_ns; /* first refused liveness probe, or 0 */
-	struct zsm_net_req close_req;
-	struct zsm_net_op ctrl_op;
+	/* Control messages to send (bits of 1 << type), the one in flight,
+	 * and the comm's place on ep->ctrl_head's list. */
+	unsigned ctrl_want;
+	struct zsm_net_comm *ctrl_next;
+	int ctrl_queued;
 	struct zsm_net_op ctrl_send_op;
-	struct zsm_ctrl_msg ctrl_in;
 	struct zsm_ctrl_msg ctrl_out;
-	/* Listen comms: receive comms made but not yet accepted. */
+	struct zsm_net_req close_req;
+	/* Listen comms: the receive comms answered (CONNECTING) and ready
+	 * (CONNECTED), in arrival order, and how many. */
 	struct zsm_net_comm *accept_head;
+	int naccept;
+	/* Receive comms: the listener while not accepted, and the next on
+	 * its list; the CONN_REQ's ce probe word and the window offered. */
+	struct zsm_net_comm *listener;
 	struct zsm_net_comm *accept_next;
+	/* Send comms: the handle's listener pid (trusted: NCCL's bootstrap
+	 * brought the handle), for the ce window and the liveness check. */
+	uint32_t handle_pid;
 	/* Request pool: NCCL threads, under pool_lock. */
 	pthread_mutex_t pool_lock;
 	struct zsm_net_req *free_reqs;
@@ -353,17 +493,70 @@ int zsm_net_comm_close(struct zsm_net_comm *comm);
 /* Engine side: free the comm once nothing refers to it any more. */
 void zsm_net_comm_maybe_free(struct zsm_net_comm *comm);
 void zsm_net_comm_free(struct zsm_net_comm *comm);
-void zsm_net_comm_fail(struct zsm_net_comm *comm, int err);
-/* Engine side of control messages and comm teardown. */
-void zsm_net_ctrl_complete(struct zsm_net_op *op, int err, size_t len);
+/*
+ * Engine: fail the comm once with err, saying why at WARN (why: what
+ * happened, NULL when the caller said it already); its receives are
+ * cancelled and its sends reported.
+ */
+void zsm_net_comm_fail(struct zsm_net_comm *comm, int err, const char *why);
 int zsm_net_comm_post_close(struct zsm_net_comm *comm);
-void zsm_net_comm_check_peers(struct zsm_net_ep *ep, uint64_t now);
-void zsm_net_comm_retry_ctrl(struct zsm_net_ep *ep);
+/* Engine: comms whose handshake ran out of time, or was abandoned. */
+void zsm_net_comm_expire(struct zsm_net_ep *ep, uint64_t now);
+/* Engine: the handshake's messages, once net_ctrl.c checked them. */
+void zsm_net_comm_on_req(struct zsm_net_comm *lc,
+			 const struct zsm_ctrl_msg *m);
+void zsm_net_comm_on_ack(struct zsm_net_comm *sc, const struct zsm_ctrl_msg *m);
+void zsm_net_comm_on_done(struct zsm_net_comm *rc,
+			  const struct zsm_ctrl_msg *m);
+
+/* net_ctrl.c: the control plane. */
+int zsm_net_ctrl_init(struct zsm_net_ep *ep);
+void zsm_net_ctrl_fini(struct zsm_net_ep *ep);
+/* Queue control message type t of comm (sent by the next pass). */
+void zsm_net_ctrl_want(struct zsm_net_comm *comm, enum zsm_ctrl_type t);
+/* Engine pass: post what is queued and receives to post again. */
+void zsm_net_ctrl_progress(struct zsm_net_ep *ep);
+/* A control operation completed (receive, send or refusal). */
+void zsm_net_ctrl_complete(struct zsm_net_op *op, int err, size_t len,
+			   uint64_t tag);
+/* Refuse a CONN_REQ at once: a CONN_ACK with status err. */
+void zsm_net_ctrl_nack(struct zsm_net_ep *ep, const struct zsm_ctrl_msg *m,
+		       fi_addr_t to, int err);
+/* Count a dropped message of kind; said at WARN the first time, and as
+ * a count now and then (net_ctrl.c). */
+void zsm_net_ctrl_drop(struct zsm_net_ep *ep, enum zsm_net_drop kind,
+		       const char *detail);
+void zsm_net_ctrl_drop_summary(struct zsm_net_ep *ep, uint64_t now, int all);
+
+/* net_peer.c: liveness, per peer process (address) of an endpoint. */
+int zsm_net_peer_get(struct zsm_net_ep *ep, fi_addr_t addr, int same_host,
+		     uint32_t pid, struct zsm_net_peer **out);
+void zsm_net_peer_put(struct zsm_net_peer *p);
+/* The peer spoke (a message arrived) or took a send of ours. */
+void zsm_net_peer_heard(struct zsm_net_peer *p, uint64_t now);
+/* A PONG is owed to, or came from, the peer: net_ctrl.c tells. */
+void zsm_net_peer_check(struct zsm_net_ep *ep, uint64_t now);
+
+/* net_bounce.c: buffers for receives providers must not truncate. */
+int zsm_net_bounce_get(struct zsm_net_ep *ep, struct zsm_net_bounce **out);
+void zsm_net_bounce_put(struct zsm_net_ep *ep, struct zsm_net_bounce *b);
+void *zsm_net_bounce_buf(struct zsm_net_bounce *b);
+void *zsm_net_bounce_desc(struct zsm_net_bounce *b);
+void zsm_net_bounce_fini(struct zsm_net_ep *ep);
+
+/* net_drain.c: strays: messages for no live comm, discarded. */
+void zsm_net_drain_tick(struct zsm_net_ep *ep, uint64_t now);
+void zsm_net_drain_complete(struct zsm_net_ep *ep, int err, uint64_t tag);
 
 struct zsm_net_req *zsm_net_req_alloc(struct zsm_net_comm *comm);
 void zsm_net_req_free(struct zsm_net_req *req);
 void zsm_net_req_pool_fini(struct zsm_net_comm *comm);
-void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len);
+/* An operation completed: err, the length the provider reports, and the
+ * message's remote CQ data (receives). */
+void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
+			 uint64_t data);
+/* A send's remote CQ data: its comm's data key, and a checksum. */
+uint64_t zsm_net_req_cq_data(const struct zsm_net_req *req);
 void zsm_net_req_undefer(struct zsm_net_req *req);
 /* "send", "receive" or "flush", for messages. */
 const char *zsm_net_req_what(const struct zsm_net_req *req);
@@ -385,6 +578,7 @@ struct zsm_net_mr {
 	int gpu; /* device memory on a ce comm: gpu_mr, no provider entry */
 	struct zsm_ce_gpu_mr gpu_mr;
 };
+
 int zsm_net_mr_reg(struct zsm_net_ep *ep, void *data, size_t size, int type,
 		   struct zsm_net_mr **out);
 /* A ce registration of GPU memory (no provider entry), taking g. */
@@ -409,5 +603,10 @@ void zsm_net_mr_flush_fini(struct zsm_net_ep *ep);
  * provider registration. */
 int zsm_net_mr_flush_target(const struct zsm_net_mr *mr, const void *data,
 			    uint64_t *addr, uint64_t *key);
+/* A registration of len bytes at buf for the endpoint's own use (bounce
+ * buffers): *mr and *desc, or -errno. */
+int zsm_net_mr_reg_internal(struct zsm_net_ep *ep, void *buf, size_t len,
+			    void **mr, void **desc);
+void zsm_net_mr_dereg_internal(void *mr);
 
 #endif

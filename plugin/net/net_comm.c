@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Owns comms: the listen/connect/accept handshake over control messages,
- * the probing of silent peers, and the two-step close (NCCL's close queues
- * it; the engine frees the comm once no operation refers to it).
+ * Owns comms: the listen/connect/accept handshake (the messages are
+ * checked by net_ctrl.c before they get here), its time limits, and the
+ * two-step close (NCCL's close queues it; the engine frees the comm once
+ * no operation refers to it).
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <rdma/fi_endpoint.h>
@@ -21,18 +21,6 @@
 #include "common/log.h"
 #include "common/param.h"
 #include "net/net.h"
-
-/* Comms whose connect() is still running; engine lock. */
-static struct zsm_net_comm *zsm_net_connecting[64];
-
-static uint32_t zsm_net_nonce(void)
-{
-	uint32_t v;
-
-	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
-		v = (uint32_t)zsm_now_ns() ^ (uint32_t)getpid() << 16;
-	return v | 1; /* never 0 */
-}
 
 void zsm_net_handle_encode(struct zsm_net_handle *h, uint32_t listen_id,
 			   uint32_t nonce, const void *addr, size_t addr_len,
@@ -65,7 +53,7 @@ int zsm_net_handle_check(const struct zsm_net_handle *h)
 	}
 	if (h->addr_len == 0 || h->addr_len > ZSM_NET_ADDR_MAX ||
 	    h->listen_id == 0 || h->listen_id > ZSM_TAG_ID_MAX ||
-	    h->nonce == 0) {
+	    h->nonce == 0 || h->pid == 0) {
 		ZSM_WARN("net: connect: damaged handle (address %u bytes, "
 			 "listen id %u)",
 			 h->addr_len, h->listen_id);
@@ -74,17 +62,27 @@ int zsm_net_handle_check(const struct zsm_net_handle *h)
 	return 0;
 }
 
+static uint64_t zsm_net_timeout_ns(void)
+{
+	return (uint64_t)zsm_param_int(ZSM_P_CONNECT_TIMEOUT_MS) * 1000000ULL;
+}
+
 static struct zsm_net_comm *zsm_net_comm_new(struct zsm_net_ep *ep, int type)
 {
 	struct zsm_net_comm *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
+	if (zsm_idmap_add(&ep->ids, c, &c->local_id)) {
+		free(c);
+		return NULL;
+	}
 	c->type = (uint8_t)type;
 	c->ep = ep;
-	c->local_id = zsm_net_ep_new_id(ep);
+	c->key = zsm_random64();
+	c->data_key = (uint32_t)(zsm_random64() & ZSM_CQ_KEY_MASK);
+	c->peer = FI_ADDR_NOTAVAIL;
 	c->started_ns = zsm_now_ns();
-	c->last_event_ns = c->started_ns;
 	pthread_mutex_init(&c->pool_lock, NULL);
 	c->close_req.desc.ops = &zsm_net_ops;
 	c->close_req.desc.fifo = &c->fifo;
@@ -95,23 +93,59 @@ static struct zsm_net_comm *zsm_net_comm_new(struct zsm_net_ep *ep, int type)
 	return c;
 }
 
+static void zsm_net_comm_unlink(struct zsm_net_comm **head,
+				struct zsm_net_comm *c,
+				size_t next_off)
+{
+	for (struct zsm_net_comm **pp = head; *pp;
+	     pp = (struct zsm_net_comm **)((char *)*pp + next_off)) {
+		if (*pp == c) {
+			*pp = *(struct zsm_net_comm **)((char *)c + next_off);
+			return;
+		}
+	}
+}
+
+/* A receive comm leaves its listener's list (accepted, closed, expired). */
+static void zsm_net_comm_leave_listener(struct zsm_net_comm *rc)
+{
+	if (!rc->listener)
+		return;
+	zsm_net_comm_unlink(&rc->listener->accept_head, rc,
+			    offsetof(struct zsm_net_comm, accept_next));
+	rc->listener->naccept--;
+	rc->listener = NULL;
+	rc->accept_next = NULL;
+}
+
 void zsm_net_comm_free(struct zsm_net_comm *comm)
 {
-	struct zsm_net_comm **pp;
+	struct zsm_net_ep *ep = comm->ep;
 
-	if (comm->ctrl_pending)
-		comm->ep->nctrl_pending--;
 	if (comm->ce)
 		zsm_ce_chan_close(comm->ce, -ECANCELED);
-	for (pp = &comm->ep->comms; *pp; pp = &(*pp)->ep_next) {
-		if (*pp == comm) {
-			*pp = comm->ep_next;
+	comm->ce = NULL;
+	zsm_net_comm_leave_listener(comm);
+	zsm_net_comm_unlink(&ep->comms, comm,
+			    offsetof(struct zsm_net_comm, ep_next));
+	if (comm->ctrl_queued) {
+		struct zsm_net_comm *prev = NULL;
+
+		for (struct zsm_net_comm *c = ep->ctrl_head; c;
+		     prev = c, c = c->ctrl_next) {
+			if (c != comm)
+				continue;
+			if (prev)
+				prev->ctrl_next = c->ctrl_next;
+			else
+				ep->ctrl_head = c->ctrl_next;
+			if (ep->ctrl_tail == c)
+				ep->ctrl_tail = prev;
 			break;
 		}
 	}
-	for (size_t i = 0; i < 64; i++)
-		if (zsm_net_connecting[i] == comm)
-			zsm_net_connecting[i] = NULL;
+	zsm_idmap_remove(&ep->ids, comm->local_id);
+	zsm_net_peer_put(comm->peer_obj);
 	zsm_net_req_pool_fini(comm);
 	/* Teardown frees comms NCCL never closed: their handles die too. */
 	if (comm->handle) {
@@ -130,8 +164,6 @@ static void zsm_net_comm_cancel_recvs(struct zsm_net_comm *comm)
 {
 	struct fid_ep *ep = comm->ep->ep;
 
-	if (comm->ctrl_op.posted == 1)
-		fi_cancel(&ep->fid, &comm->ctrl_op.fi_ctx);
 	for (struct zsm_net_req_slab *s = comm->slabs; s; s = s->next) {
 		for (int i = 0; i < ZSM_REQ_SLAB; i++) {
 			struct zsm_net_req *r = &s->reqs[i];
@@ -159,318 +191,200 @@ static void zsm_net_comm_orphan_sends(struct zsm_net_comm *comm, int err)
 	}
 }
 
-void zsm_net_comm_fail(struct zsm_net_comm *comm, int err)
+static const char *zsm_net_comm_kind(const struct zsm_net_comm *c)
+{
+	return c->type == ZSM_COMM_SEND	  ? "send"
+	       : c->type == ZSM_COMM_RECV ? "receive"
+					  : "listen";
+}
+
+void zsm_net_comm_fail(struct zsm_net_comm *comm, int err, const char *why)
 {
 	int zero = 0;
 
 	/* release: pairs with the acquires in isend/irecv/connect, which
 	 * then refuse new work on this comm. */
-	if (atomic_compare_exchange_strong_explicit(&comm->error, &zero, err,
-						    memory_order_release,
-						    memory_order_relaxed))
-	{
-		/* release: pairs with the acquire in zsm_net_comm_connect. */
-		atomic_store_explicit(&comm->state, ZSM_COMM_FAILED,
-				      memory_order_release);
-		/* Receives from a failed peer would wait forever. */
-		zsm_net_comm_cancel_recvs(comm);
-		zsm_net_comm_orphan_sends(comm, err);
-	}
+	if (!atomic_compare_exchange_strong_explicit(&comm->error, &zero, err,
+						     memory_order_release,
+						     memory_order_relaxed))
+		return;
+	if (why)
+		ZSM_WARN("net: %s: %s comm %u (peer pid %u): %s; failing it",
+			 comm->ep->dev->name, zsm_net_comm_kind(comm),
+			 comm->local_id, comm->peer_pid, why);
+	/* release: pairs with the acquire in zsm_net_comm_connect. */
+	atomic_store_explicit(&comm->state, ZSM_COMM_FAILED,
+			      memory_order_release);
+	/* Receives from a failed peer would wait forever. */
+	zsm_net_comm_cancel_recvs(comm);
+	zsm_net_comm_orphan_sends(comm, err);
+	if (comm->ce)
+		zsm_ce_chan_fail(comm->ce, err);
 }
 
-static int zsm_net_ctrl_post_recv(struct zsm_net_comm *comm,
-				  enum zsm_ctrl_type t)
+/* Where the peer runs, said once when the comm is established. */
+static void zsm_net_comm_set_peer(struct zsm_net_comm *comm, uint32_t pid,
+				  uint64_t host_hash)
 {
-	struct zsm_net_op *op = &comm->ctrl_op;
-	ssize_t ret;
-
-	op->kind = ZSM_OP_CTRL_RECV;
-	op->owner = comm;
-	op->index = (uint8_t)t;
-	/* A receive is refused only while the provider is short of
-	 * resources, which progress frees; bounded all the same. */
-	for (int tries = 0; tries < 1000; tries++) {
-		ret = fi_trecv(comm->ep->ep, &comm->ctrl_in,
-			       sizeof(comm->ctrl_in), NULL, FI_ADDR_UNSPEC,
-			       zsm_tag_ctrl(comm->local_id, t), 0,
-			       &op->fi_ctx);
-		if (ret != -FI_EAGAIN)
-			break;
-		zsm_net_ep_progress(comm->ep);
-	}
-	if (ret) {
-		ZSM_WARN("net: %s: posting a control receive failed: %s",
-			 comm->ep->dev->name, zsm_fi_strerror((int)-ret));
-		return -EIO;
-	}
-	op->posted = 1;
-	comm->ops_posted++;
-	return 0;
+	comm->peer_pid = pid;
+	comm->peer_host_hash = host_hash;
+	comm->same_host = host_hash == zsm_host_hash();
 }
 
-/*
- * One attempt at a control send.  -EAGAIN means the provider refused it
- * for now: rxm says so, for ever, while it fails to reach a process that
- * is gone, so nobody may spin on it with the engine lock held.
- */
-static int zsm_net_ctrl_send(struct zsm_net_comm *comm, uint32_t to_id,
-			     enum zsm_ctrl_type t, size_t len)
+static void zsm_net_comm_say_connected(const struct zsm_net_comm *comm)
 {
-	struct zsm_net_op *op = &comm->ctrl_send_op;
-	ssize_t ret;
-
-	op->kind = ZSM_OP_CTRL_SEND;
-	op->owner = comm;
-	op->index = (uint8_t)t;
-	comm->ctrl_out.magic = ZSM_HANDLE_MAGIC;
-	comm->ctrl_out.version = ZSM_HANDLE_VERSION;
-	comm->ctrl_out.type = (uint16_t)t;
-	comm->ctrl_out.host_hash = zsm_host_hash();
-	comm->ctrl_out.pid = (uint32_t)getpid();
-	ret = fi_tsend(comm->ep->ep, &comm->ctrl_out, len, NULL, comm->peer,
-		       zsm_tag_ctrl(to_id, t), &op->fi_ctx);
-	if (ret == -FI_EAGAIN)
-		return -EAGAIN;
-	if (ret) {
-		ZSM_WARN("net: %s: sending a control message failed: %s",
-			 comm->ep->dev->name, zsm_fi_strerror((int)-ret));
-		return -EIO;
-	}
-	op->posted = 1;
-	comm->ops_posted++;
-	return 0;
+	ZSM_INFO("net: %s: %s comm %u connected to comm %u of pid %u, %s%s",
+		 comm->ep->dev->name, zsm_net_comm_kind(comm), comm->local_id,
+		 comm->peer_id, comm->peer_pid,
+		 comm->same_host ? "same host" : "other host",
+		 comm->ce ? ", data by cross-memory attach" : "");
 }
 
-/* The handshake's messages: sent now, or by a later engine pass. */
-static int zsm_net_ctrl_send_or_defer(struct zsm_net_comm *comm,
-				      enum zsm_ctrl_type t)
+/* The peer's address into the vector and its liveness record. */
+static int zsm_net_comm_set_addr(struct zsm_net_comm *comm, const void *addr)
 {
-	int ret = zsm_net_ctrl_send(comm, comm->peer_id, t,
-				    sizeof(comm->ctrl_out));
+	int ret = zsm_net_ep_av_insert(comm->ep, addr, &comm->peer);
 
-	if (ret == -EAGAIN) {
-		comm->ctrl_pending = (uint8_t)t;
-		comm->ep->nctrl_pending++;
-		return 0;
-	}
-	return ret;
+	if (ret)
+		return ret;
+	return zsm_net_peer_get(comm->ep, comm->peer, comm->same_host,
+				comm->peer_pid, &comm->peer_obj);
 }
 
-void zsm_net_comm_retry_ctrl(struct zsm_net_ep *ep)
+/* A CONN_REQ reached a listen comm: make the receive comm and answer. */
+void zsm_net_comm_on_req(struct zsm_net_comm *lc,
+			 const struct zsm_ctrl_msg *m)
 {
-	for (struct zsm_net_comm *c = ep->comms; c; c = c->ep_next) {
-		int ret;
+	struct zsm_net_ep *ep = lc->ep;
+	struct zsm_net_comm *rc, **tail;
+	char why[256];
 
-		if (!c->ctrl_pending)
-			continue;
-		ret = zsm_net_ctrl_send(c, c->peer_id, c->ctrl_pending,
-					sizeof(c->ctrl_out));
-		if (ret == -EAGAIN)
-			continue;
-		c->ctrl_pending = 0;
-		ep->nctrl_pending--;
-		if (ret)
-			zsm_net_comm_fail(c, ret);
+	if (zsm_net_ep_addr_check(ep, m->addr, m->addr_len, why,
+				  sizeof(why))) {
+		zsm_net_ctrl_drop(ep, ZSM_DROP_ADDRESS, why);
+		return;
 	}
-}
+	/* The same request again (a replay, or a retry of one in flight)
+	 * is not a new connection. */
+	for (rc = lc->accept_head; rc; rc = rc->accept_next)
+		if (rc->peer_id == m->src_id && rc->peer_key == m->reply_key) {
+			zsm_net_ctrl_drop(ep, ZSM_DROP_REPLAY,
+					  "its receive comm exists");
+			return;
+		}
+	if (lc->naccept >= ZSM_NET_ACCEPT_MAX) {
+		fi_addr_t to;
 
-/*
- * A CONN_REQ or CONN_ACK as received.  The version is checked before any
- * field after it is read: another version's layout would misparse.
- */
-static int zsm_net_ctrl_check(const struct zsm_net_comm *comm, size_t len,
-			      const char *what)
-{
-	const struct zsm_ctrl_msg *m = &comm->ctrl_in;
-
-	if (len < offsetof(struct zsm_ctrl_msg, type) ||
-	    m->magic != ZSM_HANDLE_MAGIC) {
-		ZSM_WARN("net: %s: dropping a %s that is not zsm's (%zu "
-			 "bytes)",
-			 comm->ep->dev->name, what, len);
-		return -EPROTO;
+		ZSM_WARN("net: %s: listen comm %u already holds %d "
+			 "connections nobody accepted: refusing one from pid "
+			 "%u",
+			 ep->dev->name, lc->local_id, lc->naccept, m->pid);
+		if (zsm_net_ep_av_insert(ep, m->addr, &to) == 0)
+			zsm_net_ctrl_nack(ep, m, to, -EBUSY);
+		return;
 	}
-	if (m->version != ZSM_HANDLE_VERSION) {
-		ZSM_WARN("net: %s: refusing a %s of zsm wire version %u, this "
-			 "zsm speaks %u: mixed zsm versions across ranks?",
-			 comm->ep->dev->name, what, m->version,
-			 ZSM_HANDLE_VERSION);
-		return -EPROTO;
+	rc = zsm_net_comm_new(ep, ZSM_COMM_RECV);
+	if (!rc) {
+		ZSM_WARN("net: %s: out of memory accepting a connection",
+			 ep->dev->name);
+		return;
 	}
-	if (len < ZSM_CTRL_HDR_LEN) {
-		ZSM_WARN("net: %s: dropping a %s of %zu bytes, shorter than "
-			 "its %zu-byte header",
-			 comm->ep->dev->name, what, len,
-			 (size_t)ZSM_CTRL_HDR_LEN);
-		return -EPROTO;
+	rc->peer_id = m->src_id;
+	rc->peer_key = m->reply_key;
+	zsm_net_comm_set_peer(rc, m->pid, m->host_hash);
+	if (zsm_net_comm_set_addr(rc, m->addr)) {
+		zsm_net_comm_post_close(rc);
+		return;
 	}
-	return 0;
-}
+	rc->listener = lc;
+	for (tail = &lc->accept_head; *tail; tail = &(*tail)->accept_next)
+		;
+	*tail = rc;
+	lc->naccept++;
+	/* A connector on this host that can be read gets a window: it
+	 * takes it from our pid, the one its handle names. */
+	if ((m->flags & ZSM_CTRL_CE_WANT) && rc->same_host &&
+	    zsm_ce_enabled() &&
+	    zsm_ce_chan_create(&rc->ce, (pid_t)m->pid, m->ce_addr,
+			       rc->local_id, rc->key, why, sizeof(why))) {
+		static int told;
 
-/* Where the peer runs, from its CONN_REQ or CONN_ACK. */
-static void zsm_net_comm_set_peer(struct zsm_net_comm *comm,
-				  const struct zsm_ctrl_msg *m)
-{
-	comm->peer_host_hash = m->host_hash;
-	comm->peer_pid = m->pid;
-	comm->same_host = m->host_hash == zsm_host_hash();
-	ZSM_INFO("net: %s: %s comm %u connected to comm %u of pid %u, %s",
-		 comm->ep->dev->name,
-		 comm->type == ZSM_COMM_SEND ? "send" : "receive",
-		 comm->local_id, comm->peer_id, comm->peer_pid,
-		 comm->same_host ? "same host" : "other host");
-}
-
-/*
- * A connector on this host offered a ce window: map it.  A refusal (a
- * container, ptrace rules) keeps the comm on net, said once at INFO.
- */
-static int zsm_net_listen_try_ce(struct zsm_net_comm *rc,
-				 const struct zsm_ctrl_msg *m)
-{
-	static int told;
-	char why[256] = "";
-
-	if (m->ce_fd < 0 || m->host_hash != zsm_host_hash() ||
-	    !zsm_ce_enabled())
-		return 0;
-	if (zsm_ce_chan_attach(&rc->ce, (pid_t)m->pid, m->ce_fd, m->ce_addr,
-			       why, sizeof(why))) {
 		if (!told++)
 			ZSM_INFO("ce: pid %u is on this host, but %s: its "
 				 "comms (and any like it) use the network",
 				 m->pid, why);
-		return 0;
 	}
-	zsm_ce_chan_start(rc->ce, rc, (pid_t)m->pid);
-	ZSM_INFO("ce: receive comm %u takes pid %u's data by "
-		 "cross-memory attach",
-		 rc->local_id, m->pid);
-	return 1;
+	ZSM_TRACE("net: %s: listen comm %u answers comm %u of pid %u with "
+		  "receive comm %u",
+		  ep->dev->name, lc->local_id, m->src_id, m->pid,
+		  rc->local_id);
+	zsm_net_ctrl_want(rc, ZSM_CTRL_CONN_ACK);
 }
 
-/* A CONN_REQ reached a listen comm: make the receive comm and answer. */
-static void zsm_net_listen_on_req(struct zsm_net_comm *lc, size_t len)
+/* Connector: the listener's answer. */
+void zsm_net_comm_on_ack(struct zsm_net_comm *sc, const struct zsm_ctrl_msg *m)
 {
-	const struct zsm_ctrl_msg *m = &lc->ctrl_in;
-	struct zsm_net_comm *rc, **tail;
-	fi_addr_t peer;
+	char why[256];
 
-	if (zsm_net_ctrl_check(lc, len, "connection request"))
-		return;
-	if (m->nonce != lc->nonce || m->addr_len == 0 ||
-	    m->addr_len > ZSM_NET_ADDR_MAX ||
-	    len < ZSM_CTRL_HDR_LEN + m->addr_len) {
-		ZSM_WARN("net: %s: dropping a connection request that does "
-			 "not match this listener (stale handle?)",
-			 lc->ep->dev->name);
-		return;
-	}
-	if (zsm_net_ep_av_insert(lc->ep, m->addr, &peer))
-		return;
-	rc = zsm_net_comm_new(lc->ep, ZSM_COMM_RECV);
-	if (!rc) {
-		ZSM_WARN("net: %s: out of memory accepting a connection",
-			 lc->ep->dev->name);
+	if (m->status < 0) {
+		snprintf(why, sizeof(why),
+			 "listener %u of pid %u refused the connection: %s",
+			 sc->peer_id, sc->handle_pid,
+			 m->status == -EBUSY
+				 ? "it holds too many unaccepted connections"
+				 : "it is closed, or the handle is stale");
+		zsm_net_comm_fail(sc, m->status == -EBUSY ? -EBUSY
+							  : -ECONNREFUSED,
+				  why);
 		return;
 	}
-	rc->peer = peer;
-	rc->peer_id = m->id;
-	rc->nonce = m->nonce;
-	rc->ctrl_out.nonce = m->nonce;
-	rc->ctrl_out.id = rc->local_id;
-	rc->ctrl_out.ce_fd = -1;
-	rc->ctrl_out.ce_flags = zsm_net_listen_try_ce(rc, m) ? ZSM_CTRL_CE_ON
-							     : 0;
-	/* The sender probes us too: take its probes as they come. */
-	if (zsm_net_ctrl_post_recv(rc, ZSM_CTRL_PING) ||
-	    zsm_net_ctrl_send_or_defer(rc, ZSM_CTRL_CONN_ACK)) {
-		zsm_net_comm_post_close(rc);
+	if (m->pid != sc->handle_pid || m->data_key & ~ZSM_CQ_KEY_MASK) {
+		zsm_net_ctrl_drop(sc->ep, ZSM_DROP_MALFORMED,
+				  "an answer that is not the handle's pid's");
 		return;
 	}
-	zsm_net_comm_set_peer(rc, m);
+	sc->peer_id = m->src_id;
+	sc->peer_key = m->reply_key;
+	sc->data_key = m->data_key;
+	zsm_net_comm_set_peer(sc, m->pid, m->host_hash);
+	zsm_net_peer_heard(sc->peer_obj, sc->ep->pass_ns);
+	if ((m->flags & ZSM_CTRL_CE_OFFER) && sc->same_host &&
+	    zsm_ce_enabled() &&
+	    zsm_ce_chan_attach(&sc->ce, (pid_t)sc->handle_pid, m->ce_fd,
+			       m->ce_addr, m->src_id, m->reply_key, why,
+			       sizeof(why))) {
+		static int told;
+
+		if (!told++)
+			ZSM_INFO("ce: pid %u is on this host, but %s: its "
+				 "comms (and any like it) use the network",
+				 sc->handle_pid, why);
+	}
+	if (sc->ce)
+		zsm_ce_chan_start(sc->ce, sc, (pid_t)sc->peer_pid);
+	zsm_net_ctrl_want(sc, ZSM_CTRL_CONN_DONE);
+	zsm_net_comm_say_connected(sc);
+	/* release: pairs with the acquire in zsm_net_comm_connect; the
+	 * peer's ids, keys and channel first. */
+	atomic_store_explicit(&sc->state, ZSM_COMM_CONNECTED,
+			      memory_order_release);
+}
+
+/* Listener: the connector took our window or not; accept() may take rc. */
+void zsm_net_comm_on_done(struct zsm_net_comm *rc,
+			  const struct zsm_ctrl_msg *m)
+{
+	zsm_net_peer_heard(rc->peer_obj, rc->ep->pass_ns);
+	if (rc->ce && (m->flags & ZSM_CTRL_CE_ON)) {
+		zsm_ce_chan_start(rc->ce, rc, (pid_t)rc->peer_pid);
+	} else if (rc->ce) {
+		zsm_ce_chan_close(rc->ce, -ECANCELED);
+		rc->ce = NULL;
+	}
+	zsm_net_comm_say_connected(rc);
 	/* relaxed: accept() reads it under the engine lock. */
 	atomic_store_explicit(&rc->state, ZSM_COMM_CONNECTED,
 			      memory_order_relaxed);
-	for (tail = &lc->accept_head; *tail; tail = &(*tail)->accept_next)
-		;
-	*tail = rc;
-}
-
-/* Connector: the listener's answer says whether it took our window. */
-static void zsm_net_connect_ce(struct zsm_net_comm *comm)
-{
-	if (!comm->ce)
-		return;
-	if (comm->ctrl_in.ce_flags & ZSM_CTRL_CE_ON) {
-		zsm_ce_chan_start(comm->ce, comm, (pid_t)comm->peer_pid);
-		return;
-	}
-	zsm_ce_chan_close(comm->ce, -ECANCELED);
-	comm->ce = NULL;
-}
-
-void zsm_net_ctrl_complete(struct zsm_net_op *op, int err, size_t len)
-{
-	struct zsm_net_comm *comm = op->owner;
-
-	op->posted = 2;
-	comm->ops_posted--;
-	comm->last_event_ns = comm->ep->pass_ns;
-	if (op->kind == ZSM_OP_CTRL_SEND) {
-		if (err && err != -ECANCELED) {
-			ZSM_WARN("net: %s: the peer did not take a control "
-				 "message: %s",
-				 comm->ep->dev->name, strerror(-err));
-			zsm_net_comm_fail(comm, -ECONNRESET);
-		}
-	} else if (!err && !comm->closing) {
-		if (comm->type == ZSM_COMM_LISTEN) {
-			zsm_net_listen_on_req(comm, len);
-			zsm_net_ctrl_post_recv(comm, ZSM_CTRL_CONN_REQ);
-		} else if (comm->type == ZSM_COMM_SEND &&
-			   op->index == ZSM_CTRL_CONN_ACK) {
-			if (zsm_net_ctrl_check(comm, len,
-					       "connection answer")) {
-				zsm_net_comm_fail(comm, -EPROTO);
-			} else if (comm->ctrl_in.nonce != comm->nonce ||
-				   comm->ctrl_in.id == 0) {
-				ZSM_WARN("net: %s: connection answer does not "
-					 "match the request",
-					 comm->ep->dev->name);
-				zsm_net_comm_fail(comm, -EPROTO);
-			} else {
-				comm->peer_id = comm->ctrl_in.id;
-				zsm_net_comm_set_peer(comm, &comm->ctrl_in);
-				zsm_net_connect_ce(comm);
-				/* release: pairs with the acquire in
-				 * zsm_net_comm_connect; peer_id and the
-				 * peer's host first. */
-				atomic_store_explicit(&comm->state,
-						      ZSM_COMM_CONNECTED,
-						      memory_order_release);
-			}
-			zsm_net_ctrl_post_recv(comm, ZSM_CTRL_PING);
-		} else {
-			/* A peer's liveness probe: nothing to answer. */
-			zsm_net_ctrl_post_recv(comm, ZSM_CTRL_PING);
-		}
-	} else if (err == -EMSGSIZE && op->kind == ZSM_OP_CTRL_RECV &&
-		   !comm->closing) {
-		/* Larger than any message of this wire version: a connector
-		 * that skipped the handle's version check. */
-		ZSM_WARN("net: %s: dropping a control message larger than "
-			 "wire version %u's: mixed zsm versions across ranks?",
-			 comm->ep->dev->name, ZSM_HANDLE_VERSION);
-		if (comm->type == ZSM_COMM_LISTEN)
-			zsm_net_ctrl_post_recv(comm, ZSM_CTRL_CONN_REQ);
-		else
-			zsm_net_comm_fail(comm, -EPROTO);
-	} else if (err && err != -ECANCELED) {
-		zsm_net_comm_fail(comm, err);
-	}
-	if (comm->closing)
-		zsm_net_comm_maybe_free(comm);
 }
 
 int zsm_net_comm_listen(int dev, struct zsm_net_handle *h,
@@ -488,12 +402,7 @@ int zsm_net_comm_listen(int dev, struct zsm_net_handle *h,
 	lc = zsm_net_comm_new(ep, ZSM_COMM_LISTEN);
 	if (!lc)
 		goto out;
-	lc->nonce = zsm_net_nonce();
-	ret = zsm_net_ctrl_post_recv(lc, ZSM_CTRL_CONN_REQ);
-	if (ret) {
-		zsm_net_comm_free(lc);
-		goto out;
-	}
+	lc->nonce = (uint32_t)zsm_random64() | 1; /* never 0 */
 	/* relaxed: nobody reads a listen comm's state before listen()
 	 * returns it. */
 	atomic_store_explicit(&lc->state, ZSM_COMM_CONNECTED,
@@ -501,9 +410,16 @@ int zsm_net_comm_listen(int dev, struct zsm_net_handle *h,
 	zsm_net_handle_encode(h, lc->local_id, lc->nonce, ep->addr,
 			      ep->addr_len, zsm_host_hash());
 	*out = lc;
+	ret = 0;
 out:
 	zsm_proxy_unlock();
 	return ret;
+}
+
+/* Whether pid, on this host, is a process (it may be stopped). */
+static int zsm_net_pid_alive(uint32_t pid)
+{
+	return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
 }
 
 static int zsm_net_connect_start(int dev, struct zsm_net_handle *h,
@@ -511,79 +427,72 @@ static int zsm_net_connect_start(int dev, struct zsm_net_handle *h,
 {
 	struct zsm_net_ep *ep;
 	struct zsm_net_comm *sc;
-	size_t slot;
+	char why[160];
 	int ret;
 
-	for (slot = 0; slot < 64; slot++)
-		if (!zsm_net_connecting[slot])
-			break;
-	if (slot == 64)
-		return -EAGAIN; /* NCCL calls again */
 	ret = zsm_net_ep_get(&zsm_net_topo.devs[dev], &ep);
 	if (ret)
 		return ret;
-	if (h->addr_len != ep->addr_len) {
-		ZSM_WARN("net: connect: the handle's address (%u bytes) is "
-			 "not one %s understands (%zu bytes): ranks on "
-			 "different providers?",
-			 h->addr_len, ep->dev->name, ep->addr_len);
+	if (zsm_net_ep_addr_check(ep, h->addr, h->addr_len, why,
+				  sizeof(why))) {
+		ZSM_WARN("net: connect: the handle's address is not one %s "
+			 "can reach (%s): ranks on different providers?",
+			 ep->dev->name, why);
 		return -EINVAL;
+	}
+	/* A listener on this host whose process is gone refuses now. */
+	if (h->host_hash == zsm_host_hash() && !zsm_net_pid_alive(h->pid)) {
+		ZSM_WARN("net: connect: the listener's process (pid %u, this "
+			 "host) is not running",
+			 h->pid);
+		return -ECONNREFUSED;
 	}
 	sc = zsm_net_comm_new(ep, ZSM_COMM_SEND);
 	if (!sc)
 		return -ENOMEM;
 	sc->nonce = h->nonce;
 	sc->peer_id = h->listen_id;
-	ret = zsm_net_ep_av_insert(ep, h->addr, &sc->peer);
-	if (ret)
-		goto err;
-	ret = zsm_net_ctrl_post_recv(sc, ZSM_CTRL_CONN_ACK);
-	if (ret)
-		goto err;
-	sc->ctrl_out.nonce = h->nonce;
-	sc->ctrl_out.id = sc->local_id;
-	sc->ctrl_out.addr_len = (uint32_t)ep->addr_len;
-	memcpy(sc->ctrl_out.addr, ep->addr, ep->addr_len);
-	sc->ctrl_out.ce_fd = -1;
-	/* A listener on this host may take the data over ce: offer it a
-	 * window; its answer says whether it could use it. */
-	if (h->host_hash == zsm_host_hash() && zsm_ce_enabled()) {
-		int fd;
-		uint64_t addr;
-
-		if (!zsm_ce_chan_create(&sc->ce, &fd, &addr)) {
-			sc->ctrl_out.ce_fd = fd;
-			sc->ctrl_out.ce_addr = addr;
-		}
+	sc->handle_pid = h->pid;
+	zsm_net_comm_set_peer(sc, h->pid, h->host_hash);
+	ret = zsm_net_comm_set_addr(sc, h->addr);
+	if (ret) {
+		zsm_net_comm_post_close(sc);
+		return ret;
 	}
-	/* The first send to a new peer makes rxm open a connection, which
-	 * can take tens of milliseconds: leave it to the proxy thread, so
-	 * that NCCL's connect() calls stay quick. */
-	if (zsm_proxy_caller_drives()) {
-		ret = zsm_net_ctrl_send_or_defer(sc, ZSM_CTRL_CONN_REQ);
-	} else {
-		sc->ctrl_pending = ZSM_CTRL_CONN_REQ;
-		ep->nctrl_pending++;
-	}
-	if (ret)
-		goto err;
-	zsm_net_connecting[slot] = sc;
+	/* Sent by the next engine pass: the first send to a new peer makes
+	 * rxm open a connection, which can take tens of milliseconds, and
+	 * NCCL's connect() calls must stay quick. */
+	zsm_net_ctrl_want(sc, ZSM_CTRL_CONN_REQ);
 	h->conn_id = sc->local_id;
+	h->conn_start_ns = sc->started_ns;
 	*out = sc;
 	return 0;
-err:
-	/* Posted control operations end when the comm is freed. */
-	zsm_net_comm_post_close(sc);
-	return ret;
 }
 
-static struct zsm_net_comm *zsm_net_connect_find(const struct zsm_net_handle *h)
+/* The connect in progress h names, or NULL with *err saying why. */
+static struct zsm_net_comm *zsm_net_connect_find(int dev,
+						 const struct zsm_net_handle *h,
+						 int *err)
 {
-	for (size_t i = 0; i < 64; i++) {
-		struct zsm_net_comm *c = zsm_net_connecting[i];
+	struct zsm_net_ep *ep = zsm_net_topo.devs[dev].ep;
+	struct zsm_net_comm *c = ep ? zsm_idmap_find(&ep->ids, h->conn_id)
+				    : NULL;
 
-		if (c && c->local_id == h->conn_id && c->nonce == h->nonce)
-			return c;
+	if (c && c->type == ZSM_COMM_SEND && !c->handle && !c->closing &&
+	    c->nonce == h->nonce && c->started_ns == h->conn_start_ns)
+		return c;
+	/* The engine gave it up: it ran out of time and nobody asked. */
+	if (zsm_now_ns() - h->conn_start_ns > zsm_net_timeout_ns()) {
+		ZSM_WARN("net: connect to listener %u timed out after %lld ms "
+			 "(ZSM_CONNECT_TIMEOUT_MS): is the peer alive and "
+			 "reachable?",
+			 h->listen_id, zsm_param_int(ZSM_P_CONNECT_TIMEOUT_MS));
+		*err = -ETIMEDOUT;
+	} else {
+		ZSM_WARN("net: connect: the handle names a connection in "
+			 "progress that does not exist (copied or stale "
+			 "handle)");
+		*err = -EINVAL;
 	}
 	return NULL;
 }
@@ -602,50 +511,22 @@ int zsm_net_comm_connect(int dev, struct zsm_net_handle *h,
 	 * for tens of ms): "not yet", NCCL calls again. */
 	if (zsm_proxy_caller_enter())
 		return 0;
-	if (h->conn_id == 0) {
+	if (h->conn_id == 0)
 		ret = zsm_net_connect_start(dev, h, &sc);
-		if (ret == -EAGAIN)
-			ret = 0;
-		if (ret || !sc)
-			goto out;
-	} else {
-		sc = zsm_net_connect_find(h);
-		if (!sc) {
-			ZSM_WARN("net: connect: the handle names a connection "
-				 "in progress that does not exist (copied or "
-				 "stale handle)");
-			ret = -EINVAL;
-			goto out;
-		}
-	}
+	else
+		sc = zsm_net_connect_find(dev, h, &ret);
+	if (ret || !sc)
+		goto out;
 	if (zsm_proxy_caller_drives())
 		zsm_proxy_pass_locked();
-	/* acquire: pairs with the release in zsm_net_ctrl_complete. */
+	/* acquire: pairs with the release in zsm_net_comm_on_ack and
+	 * zsm_net_comm_fail. */
 	state = atomic_load_explicit(&sc->state, memory_order_acquire);
 	if (state == ZSM_COMM_CONNECTED) {
-		for (size_t i = 0; i < 64; i++)
-			if (zsm_net_connecting[i] == sc)
-				zsm_net_connecting[i] = NULL;
 		*out = sc;
-	} else if (state == ZSM_COMM_FAILED ||
-		   zsm_now_ns() - sc->started_ns >
-			   (uint64_t)zsm_param_int(ZSM_P_CONNECT_TIMEOUT_MS) *
-				   1000000ULL) {
-		if (state == ZSM_COMM_FAILED)
-			/* relaxed: ordered by the acquire of state above. */
-			ret = atomic_load_explicit(&sc->error,
-						   memory_order_relaxed);
-		else {
-			ZSM_WARN("net: connect to listener %u timed out after "
-				 "%lld ms (ZSM_CONNECT_TIMEOUT_MS): is the "
-				 "peer alive and reachable?",
-				 h->listen_id,
-				 zsm_param_int(ZSM_P_CONNECT_TIMEOUT_MS));
-			ret = -ETIMEDOUT;
-		}
-		for (size_t i = 0; i < 64; i++)
-			if (zsm_net_connecting[i] == sc)
-				zsm_net_connecting[i] = NULL;
+	} else if (state == ZSM_COMM_FAILED) {
+		/* relaxed: ordered by the acquire of state above. */
+		ret = atomic_load_explicit(&sc->error, memory_order_relaxed);
 		h->conn_id = 0;
 		zsm_net_comm_post_close(sc);
 	}
@@ -664,10 +545,13 @@ int zsm_net_comm_accept(struct zsm_net_comm *lc, struct zsm_net_comm **out)
 		return 0;
 	if (zsm_proxy_caller_drives())
 		zsm_proxy_pass_locked();
-	rc = lc->accept_head;
+	for (rc = lc->accept_head; rc; rc = rc->accept_next)
+		/* relaxed: written by the engine, whose lock we hold. */
+		if (atomic_load_explicit(&rc->state, memory_order_relaxed) ==
+		    ZSM_COMM_CONNECTED)
+			break;
 	if (rc) {
-		lc->accept_head = rc->accept_next;
-		rc->accept_next = NULL;
+		zsm_net_comm_leave_listener(rc);
 		*out = rc;
 	}
 	zsm_proxy_caller_leave();
@@ -683,23 +567,16 @@ void zsm_net_comm_maybe_free(struct zsm_net_comm *comm)
 /* Engine: stop using the comm, cancel its receives, free it when idle. */
 int zsm_net_comm_post_close(struct zsm_net_comm *comm)
 {
-	struct zsm_net_comm *rc, *next;
-
 	comm->closing = 1;
 	if (comm->ce) {
 		zsm_ce_chan_close(comm->ce, -ECANCELED);
 		comm->ce = NULL;
 	}
 	/* Receive comms nobody accepted go with their listener. */
-	for (rc = comm->accept_head; rc; rc = next) {
-		next = rc->accept_next;
-		zsm_net_comm_post_close(rc);
-	}
-	comm->accept_head = NULL;
-	if (comm->ctrl_pending) {
-		comm->ctrl_pending = 0;
-		comm->ep->nctrl_pending--;
-	}
+	while (comm->accept_head)
+		zsm_net_comm_post_close(comm->accept_head);
+	zsm_net_comm_leave_listener(comm);
+	comm->ctrl_want = 0;
 	zsm_net_comm_cancel_recvs(comm);
 	zsm_net_comm_maybe_free(comm);
 	return 0;
@@ -714,50 +591,50 @@ int zsm_net_comm_close(struct zsm_net_comm *comm)
 }
 
 /*
- * A comm with work outstanding and no traffic for ZSM_PEER_CHECK_MS asks
- * whether its peer is still there with a 0-byte probe.  A probe that fails,
- * or that the provider keeps refusing (rxm refuses, for ever, to send to a
- * process that is gone) for ZSM_PEER_PROBE_FAILS periods, fails the comm:
- * its receives are cancelled and its sends reported, instead of hanging.
+ * Handshakes run out of time by themselves, whether NCCL asks again or
+ * not: a connect without an answer fails (NCCL's next connect() says so,
+ * or the comm is freed once nobody came back for it), a receive comm
+ * whose connector never confirmed is dropped.
  */
-#define ZSM_PEER_PROBE_FAILS 4
-
-void zsm_net_comm_check_peers(struct zsm_net_ep *ep, uint64_t now)
+void zsm_net_comm_expire(struct zsm_net_ep *ep, uint64_t now)
 {
-	uint64_t every = (uint64_t)zsm_param_int(ZSM_P_PEER_CHECK_MS) * 1000000;
+	uint64_t limit = zsm_net_timeout_ns();
+	struct zsm_net_comm *c, *next;
+	char why[128];
 
-	if (!every || now < ep->next_peer_check_ns)
-		return;
-	/* Walking every comm is not for each pass of the hot loop. */
-	ep->next_peer_check_ns = now + every / 4;
-	for (struct zsm_net_comm *c = ep->comms; c; c = c->ep_next) {
-		if ((c->type != ZSM_COMM_SEND && c->type != ZSM_COMM_RECV) ||
-		    c->closing || c->ctrl_send_op.posted == 1 ||
-		    c->ctrl_pending || (!c->data_ops && !c->deferred))
-			continue;
-		if (!c->probe_refused_ns && now - c->last_event_ns < every)
+	for (c = ep->comms; c; c = next) {
+		/* A comm made during this pass is younger than now. */
+		uint64_t age = now > c->started_ns ? now - c->started_ns : 0;
+		int state;
+
+		next = c->ep_next;
+		if (c->closing || c->handle || c->type == ZSM_COMM_LISTEN)
 			continue;
 		/* relaxed: the engine is the only writer. */
-		if (atomic_load_explicit(&c->error, memory_order_relaxed))
-			continue;
-		if (zsm_net_ctrl_send(c, c->peer_id, ZSM_CTRL_PING, 0) !=
-		    -EAGAIN) {
-			c->probe_refused_ns = 0;
-			c->last_event_ns = now;
+		state = atomic_load_explicit(&c->state, memory_order_relaxed);
+		if (c->type == ZSM_COMM_RECV) {
+			if (state == ZSM_COMM_CONNECTING && age > limit) {
+				ZSM_INFO("net: %s: pid %u never confirmed the "
+					 "connection to listen comm %u; "
+					 "dropping it",
+					 ep->dev->name, c->peer_pid,
+					 c->listener ? c->listener->local_id
+						     : 0);
+				zsm_net_comm_post_close(c);
+			}
 			continue;
 		}
-		if (!c->probe_refused_ns) {
-			c->probe_refused_ns = now;
-		} else if (now - c->probe_refused_ns >=
-			   ZSM_PEER_PROBE_FAILS * every) {
-			ZSM_WARN("net: %s: the peer of comm %u has taken no "
-				 "probe for %llu ms: its process is gone or "
-				 "unreachable; failing the comm",
-				 ep->dev->name, c->local_id,
-				 (unsigned long long)((now -
-						       c->probe_refused_ns) /
-						      1000000));
-			zsm_net_comm_fail(c, -ECONNRESET);
+		if (state == ZSM_COMM_CONNECTING && age > limit) {
+			snprintf(why, sizeof(why),
+				 "no answer from listener %u in %lld ms "
+				 "(ZSM_CONNECT_TIMEOUT_MS): is the peer alive "
+				 "and reachable?",
+				 c->peer_id,
+				 zsm_param_int(ZSM_P_CONNECT_TIMEOUT_MS));
+			zsm_net_comm_fail(c, -ETIMEDOUT, why);
+		} else if (age > 2 * limit) {
+			/* Nobody came back for it: abandoned. */
+			zsm_net_comm_post_close(c);
 		}
 	}
 }

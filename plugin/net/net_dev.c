@@ -176,13 +176,43 @@ static uint64_t zsm_net_fnv1a(const char *s)
 	return h;
 }
 
+/*
+ * Measured on libfabric 1.17: tcp;ofi_rxm delivers a message of up to its
+ * eager size (FI_OFI_RXM_BUFFER_SIZE, 16 KiB by default) straight into
+ * the posted buffer, and one that does not fit makes the tcp core drop
+ * the connection to that peer, losing the next message of any comm on
+ * it; larger messages go by rendezvous and truncate cleanly.  Other
+ * providers truncate cleanly at any size.
+ */
+#define ZSM_NET_RXM_EAGER_DEFAULT 16384
+#define ZSM_NET_RXM_EAGER_MAX (1 << 20)
+
+static size_t zsm_net_trunc_unsafe(const char *prov)
+{
+	const char *env = getenv("FI_OFI_RXM_BUFFER_SIZE");
+	char *end;
+	long v;
+
+	if (strcmp(prov, "tcp;ofi_rxm") != 0)
+		return 0;
+	if (!env || !*env)
+		return ZSM_NET_RXM_EAGER_DEFAULT;
+	v = strtol(env, &end, 10);
+	/* libfabric reads its own variable; out of range, it is the
+	 * user's to fix there, and the default is the safe guess. */
+	if (*end || v <= 0 || v > ZSM_NET_RXM_EAGER_MAX)
+		return ZSM_NET_RXM_EAGER_DEFAULT;
+	return (size_t)v;
+}
+
 static struct fi_info *zsm_net_hints(void)
 {
 	struct fi_info *hints = zsm_fi_allocinfo();
 
 	if (!hints)
 		return NULL;
-	hints->caps = FI_TAGGED | FI_SEND | FI_RECV;
+	/* Data receives are posted for their comm's peer alone. */
+	hints->caps = FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV;
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->domain_attr->mr_mode = ZSM_NET_MR_MODES;
@@ -474,6 +504,8 @@ int zsm_net_topo_discover(struct zsm_net_topo *topo)
 		dev->hmem = (dev->info->caps & FI_HMEM) != 0;
 		dev->read = (dev->info->caps & ZSM_NET_READ_CAPS) ==
 			    ZSM_NET_READ_CAPS;
+		dev->trunc_unsafe =
+			zsm_net_trunc_unsafe(dev->info->fabric_attr->prov_name);
 		snprintf(dev->name, sizeof(dev->name), "%s",
 			 best[i]->domain_attr->name);
 		dev->pci_path = zsm_net_pci_path(best[i]);

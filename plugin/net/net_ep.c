@@ -15,6 +15,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "common/log.h"
+#include "common/param.h"
 #include "net/net.h"
 #include "net/net_fi_abi.h"
 
@@ -88,6 +89,11 @@ int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 	ret = fi_getname(&ep->ep->fid, ep->addr, &ep->addr_len);
 	if (ret)
 		goto err;
+	ep->addr_format = fi->addr_format;
+	ep->directed = (fi->caps & FI_DIRECTED_RECV) != 0;
+	ep->cq_data = fi->domain_attr->cq_data_size >= 4;
+	ep->crc = fi->domain_attr->cq_data_size >= 8;
+	zsm_idmap_init(&ep->ids, ZSM_TAG_ID_MAX);
 	ret = zsm_net_mr_init(ep);
 	if (ret) {
 		step = "registration cache";
@@ -107,8 +113,18 @@ int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 			goto err;
 		}
 	}
-	ZSM_INFO("net: endpoint open on %s (%s), address %zu bytes",
-		 dev->name, fi->fabric_attr->prov_name, ep->addr_len);
+	ret = zsm_net_ctrl_init(ep);
+	if (ret) {
+		step = "posting the control receives";
+		goto err;
+	}
+	ZSM_INFO("net: endpoint open on %s (%s), address %zu bytes, "
+		 "receives %s, %s",
+		 dev->name, fi->fabric_attr->prov_name, ep->addr_len,
+		 ep->directed ? "for one source" : "from any source",
+		 ep->cq_data ? "keys in remote CQ data"
+			     : "no remote CQ data: data messages carry no "
+			       "key");
 	dev->ep = ep;
 	*out = ep;
 	return 0;
@@ -135,9 +151,13 @@ void zsm_net_ep_close(struct zsm_net_ep *ep)
 		zsm_net_comm_free(c);
 	}
 	ep->comms = NULL;
+	zsm_net_ctrl_drop_summary(ep, zsm_now_ns(), 1);
+	zsm_net_ctrl_fini(ep);
+	zsm_net_bounce_fini(ep);
 	zsm_net_mr_close_all(ep);
 	zsm_net_mr_fini(ep);
 	zsm_net_mr_flush_fini(ep);
+	zsm_idmap_fini(&ep->ids);
 	if (ep->cq)
 		fi_close(&ep->cq->fid);
 	if (ep->av)
@@ -151,14 +171,40 @@ void zsm_net_ep_close(struct zsm_net_ep *ep)
 	free(ep);
 }
 
-uint32_t zsm_net_ep_new_id(struct zsm_net_ep *ep)
+int zsm_net_ep_addr_check(const struct zsm_net_ep *ep, const void *addr,
+			  size_t len, char *why, size_t why_len)
 {
-	/* 23 bits wrap after 8M comms; 0 stays unused so a zeroed handle
-	 * never names a live comm. */
-	ep->next_id = (ep->next_id + 1) & ZSM_TAG_ID_MAX;
-	if (ep->next_id == 0)
-		ep->next_id = 1;
-	return ep->next_id;
+	unsigned short family, mine;
+
+	if (len != ep->addr_len) {
+		snprintf(why, why_len, "a %zu-byte address where %s's are "
+				       "%zu bytes",
+			 len, ep->dev->name, ep->addr_len);
+		return -EINVAL;
+	}
+	switch (ep->addr_format) {
+	case FI_SOCKADDR:
+	case FI_SOCKADDR_IN:
+	case FI_SOCKADDR_IN6:
+		/* sa_family first, then the port in network order. */
+		memcpy(&family, addr, sizeof(family));
+		memcpy(&mine, ep->addr, sizeof(mine));
+		if (family != mine) {
+			snprintf(why, why_len,
+				 "address family %u where %s's is %u", family,
+				 ep->dev->name, mine);
+			return -EINVAL;
+		}
+		if (!((const unsigned char *)addr)[2] &&
+		    !((const unsigned char *)addr)[3]) {
+			snprintf(why, why_len, "a socket address of port 0");
+			return -EINVAL;
+		}
+		return 0;
+	default:
+		/* Provider-specific formats: the length is all we know. */
+		return 0;
+	}
 }
 
 int zsm_net_ep_av_insert(struct zsm_net_ep *ep, const void *addr,
@@ -183,6 +229,8 @@ static int zsm_net_fi_err(int fi_err)
 		return -EMSGSIZE;
 	case FI_ECANCELED:
 		return -ECANCELED;
+	case FI_ENOMSG:
+		return -ENOMSG;
 	case FI_ECONNREFUSED:
 	case FI_ECONNRESET:
 	case FI_ECONNABORTED:
@@ -196,13 +244,23 @@ static int zsm_net_fi_err(int fi_err)
 	}
 }
 
-static void zsm_net_op_complete(struct zsm_net_op *op, int err, size_t len)
+static void zsm_net_op_complete(struct zsm_net_ep *ep, struct zsm_net_op *op,
+				int err, size_t len, uint64_t tag,
+				uint64_t data)
 {
-	if (op->kind == ZSM_OP_SEND || op->kind == ZSM_OP_RECV ||
-	    op->kind == ZSM_OP_FLUSH)
-		zsm_net_req_op_done(op, err, len);
-	else
-		zsm_net_ctrl_complete(op, err, len);
+	switch (op->kind) {
+	case ZSM_OP_SEND:
+	case ZSM_OP_RECV:
+	case ZSM_OP_FLUSH:
+		zsm_net_req_op_done(op, err, len, data);
+		break;
+	case ZSM_OP_DRAIN:
+		zsm_net_drain_complete(ep, err, tag);
+		break;
+	default:
+		zsm_net_ctrl_complete(op, err, len, tag);
+		break;
+	}
 }
 
 int zsm_net_ep_progress(struct zsm_net_ep *ep)
@@ -219,21 +277,17 @@ int zsm_net_ep_progress(struct zsm_net_ep *ep)
 			/* Room for what newer libfabrics write (fi_abi). */
 			struct zsm_fi_cq_err big = {0};
 			struct fi_cq_err_entry *e = &big.e;
-			struct zsm_net_op *op;
 
 			if (fi_cq_readerr(ep->cq, e, 0) < 1)
 				break;
-			op = e->op_context;
-			if (e->err != FI_ECANCELED)
-				ZSM_WARN("net: %s: operation failed: %s (%s)",
-					 zsm_net_ep_name(ep),
-					 zsm_fi_strerror(e->err),
-					 fi_cq_strerror(ep->cq, e->prov_errno,
-							e->err_data, NULL, 0));
-			if (op)
-				zsm_net_op_complete(op,
+			/* Said where the failure is handled, with what it
+			 * means there; the provider's own words at TRACE. */
+			ZSM_TRACE("net: %s: operation failed: %s",
+				  zsm_net_ep_name(ep), zsm_fi_strerror(e->err));
+			if (e->op_context)
+				zsm_net_op_complete(ep, e->op_context,
 						    zsm_net_fi_err(e->err),
-						    e->len);
+						    e->len, e->tag, e->data);
 			events++;
 			continue;
 		}
@@ -243,7 +297,11 @@ int zsm_net_ep_progress(struct zsm_net_ep *ep)
 			break;
 		}
 		for (ssize_t i = 0; i < n; i++)
-			zsm_net_op_complete(cqe[i].op_context, 0, cqe[i].len);
+			zsm_net_op_complete(ep, cqe[i].op_context, 0,
+					    cqe[i].len, cqe[i].tag,
+					    cqe[i].flags & FI_REMOTE_CQ_DATA
+						    ? cqe[i].data
+						    : 0);
 		events += (int)n;
 		if (n < ZSM_NET_CQ_BATCH)
 			break;
@@ -251,11 +309,75 @@ int zsm_net_ep_progress(struct zsm_net_ep *ep)
 	return events;
 }
 
+/*
+ * A receive smaller than what the provider may send eagerly, into host
+ * memory, lands in a bounce buffer: nothing can truncate it (see
+ * zsm_net_dev's trunc_unsafe).
+ */
+static int zsm_net_needs_bounce(const struct zsm_net_req *req, int i)
+{
+	const struct zsm_net_mr *mr = req->mh[i];
+
+	return req->type == ZSM_REQ_RECV &&
+	       req->len[i] < req->comm->ep->dev->trunc_unsafe &&
+	       (!mr || mr->type == NCCL_PTR_HOST);
+}
+
+int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
+{
+	struct zsm_net_comm *comm = req->comm;
+	struct zsm_net_ep *ep = comm->ep;
+	struct zsm_net_op *op = &req->ops[i];
+	void *buf = req->data[i], *desc = req->mr_desc[i];
+	size_t len = req->len[i];
+	ssize_t ret;
+
+	if (req->type == ZSM_REQ_SEND) {
+		if (ep->cq_data)
+			ret = fi_tsenddata(ep->ep, buf, len, desc,
+					   req->cq_data, comm->peer,
+					   zsm_tag_data(comm->peer_id,
+							req->tag[i]),
+					   &op->fi_ctx);
+		else
+			ret = fi_tsend(ep->ep, buf, len, desc, comm->peer,
+				       zsm_tag_data(comm->peer_id, req->tag[i]),
+				       &op->fi_ctx);
+	} else if (req->type == ZSM_REQ_FLUSH) {
+		ret = fi_read(ep->ep, buf, len, desc, ep->self, req->rma_addr,
+			      req->rma_key, &op->fi_ctx);
+	} else {
+		if (!op->bounce && zsm_net_needs_bounce(req, i) &&
+		    zsm_net_bounce_get(ep, &op->bounce))
+			return -ENOMEM;
+		if (op->bounce) {
+			buf = zsm_net_bounce_buf(op->bounce);
+			desc = zsm_net_bounce_desc(op->bounce);
+			len = ep->dev->trunc_unsafe;
+		}
+		ret = fi_trecv(ep->ep, buf, len, desc,
+			       ep->directed ? comm->peer : FI_ADDR_UNSPEC,
+			       zsm_tag_data(comm->local_id, req->tag[i]), 0,
+			       &op->fi_ctx);
+	}
+	if (ret == -FI_EAGAIN)
+		return -EAGAIN;
+	if (ret) {
+		ZSM_WARN("net: %s: posting a %s failed: %s",
+			 zsm_net_ep_name(ep), zsm_net_req_what(req),
+			 zsm_fi_strerror((int)-ret));
+		return -EIO;
+	}
+	op->posted = 1;
+	comm->ops_posted++;
+	comm->data_ops++;
+	return 0;
+}
+
 /* Post the not-yet-posted operations of a send or receive request. */
 static int zsm_net_post_req(struct zsm_net_req *req)
 {
 	struct zsm_net_comm *comm = req->comm;
-	struct zsm_net_ep *ep = comm->ep;
 	int err;
 
 	if (comm->closing) {
@@ -266,45 +388,21 @@ static int zsm_net_post_req(struct zsm_net_req *req)
 	err = atomic_load_explicit(&comm->error, memory_order_acquire);
 	if (err)
 		goto fail_rest;
+	if (req->type == ZSM_REQ_SEND)
+		req->cq_data = zsm_net_req_cq_data(req);
 	for (int i = 0; i < req->n; i++) {
-		struct zsm_net_op *op = &req->ops[i];
-		ssize_t ret;
-
-		if (op->posted)
+		if (req->ops[i].posted)
 			continue;
-		if (req->type == ZSM_REQ_SEND)
-			ret = fi_tsend(ep->ep, req->data[i], req->len[i],
-				       req->mr_desc[i], comm->peer,
-				       zsm_tag_data(comm->peer_id, req->tag[i]),
-				       &op->fi_ctx);
-		else if (req->type == ZSM_REQ_FLUSH)
-			ret = fi_read(ep->ep, req->data[i], req->len[i],
-				      req->mr_desc[i], ep->self, req->rma_addr,
-				      req->rma_key, &op->fi_ctx);
-		else
-			ret = fi_trecv(ep->ep, req->data[i], req->len[i],
-				       req->mr_desc[i], FI_ADDR_UNSPEC,
-				       zsm_tag_data(comm->local_id,
-						    req->tag[i]),
-				       0, &op->fi_ctx);
-		if (ret == -FI_EAGAIN) {
+		err = zsm_net_ep_post_op(req, i);
+		if (err == -EAGAIN) {
 			if (!req->deferred) {
 				req->deferred = 1;
 				comm->deferred++;
 			}
 			return -EAGAIN;
 		}
-		if (ret) {
-			ZSM_WARN("net: %s: posting a %s failed: %s",
-				 zsm_net_ep_name(ep),
-				 zsm_net_req_what(req),
-				 zsm_fi_strerror((int)-ret));
-			err = -EIO;
+		if (err)
 			goto fail_rest;
-		}
-		op->posted = 1;
-		comm->ops_posted++;
-		comm->data_ops++;
 	}
 	zsm_net_req_undefer(req);
 	return 0;
@@ -323,7 +421,7 @@ fail_rest:
 		comm->ops_posted += k;
 		comm->data_ops += k;
 		for (int j = 0; j < k; j++)
-			zsm_net_req_op_done(&req->ops[idx[j]], err, 0);
+			zsm_net_req_op_done(&req->ops[idx[j]], err, 0, 0);
 	}
 	return 0;
 }
@@ -337,6 +435,26 @@ static int zsm_net_post(struct zsm_desc *desc)
 	return zsm_net_post_req(req);
 }
 
+void zsm_net_ep_tick(struct zsm_net_ep *ep, uint64_t now)
+{
+	uint64_t every = (uint64_t)zsm_param_int(ZSM_P_PEER_CHECK_MS) *
+			 1000000ULL / 4;
+
+	if (now < ep->next_tick_ns)
+		return;
+	/* Often enough for the peer check's resolution, never more than
+	 * a few times a second. */
+	if (every < 10000000ULL)
+		every = 10000000ULL;
+	if (every > 250000000ULL)
+		every = 250000000ULL;
+	ep->next_tick_ns = now + every;
+	zsm_net_comm_expire(ep, now);
+	zsm_net_peer_check(ep, now);
+	zsm_net_drain_tick(ep, now);
+	zsm_net_ctrl_drop_summary(ep, now, 0);
+}
+
 static int zsm_net_progress_all(void)
 {
 	int events = 0;
@@ -345,15 +463,14 @@ static int zsm_net_progress_all(void)
 	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
 		struct zsm_net_ep *ep = zsm_net_topo.devs[i].ep;
 
-		if (!ep || !ep->comms)
+		if (!ep)
 			continue;
 		if (!now)
 			now = zsm_now_ns();
 		ep->pass_ns = now;
 		events += zsm_net_ep_progress(ep);
-		if (ep->nctrl_pending)
-			zsm_net_comm_retry_ctrl(ep);
-		zsm_net_comm_check_peers(ep, now);
+		zsm_net_ctrl_progress(ep);
+		zsm_net_ep_tick(ep, now);
 	}
 	return events;
 }
@@ -363,7 +480,7 @@ static int zsm_net_busy(void)
 	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
 		struct zsm_net_ep *ep = zsm_net_topo.devs[i].ep;
 
-		if (ep && ep->comms)
+		if (ep && (ep->comms || ep->ctrl_head))
 			return 1;
 	}
 	return 0;

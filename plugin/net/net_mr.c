@@ -282,6 +282,32 @@ int zsm_net_mr_flush_target(const struct zsm_net_mr *mr, const void *data,
 	return 0;
 }
 
+int zsm_net_mr_reg_internal(struct zsm_net_ep *ep, void *buf, size_t len,
+			    void **mr, void **desc)
+{
+	struct zsm_fi_mr_attr attr = {0};
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	struct fid_mr *m;
+	int ret;
+
+	attr.mr_iov = &iov;
+	attr.iov_count = 1;
+	attr.access = FI_SEND | FI_RECV;
+	attr.iface = FI_HMEM_SYSTEM;
+	ret = zsm_net_mr_attr_reg(ep, &attr, 0, "the endpoint's own buffers",
+				  "", &m);
+	if (ret)
+		return ret;
+	*mr = m;
+	*desc = fi_mr_desc(m);
+	return 0;
+}
+
+void zsm_net_mr_dereg_internal(void *mr)
+{
+	fi_close(&((struct fid_mr *)mr)->fid);
+}
+
 int zsm_net_mr_flush_init(struct zsm_net_ep *ep)
 {
 	struct zsm_fi_mr_attr attr = {0};

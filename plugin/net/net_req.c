@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/crc32c.h"
 #include "common/handle.h"
 #include "common/log.h"
+#include "common/param.h"
 #include "net/net.h"
 
 /* A handle slot for every request of a new slab; 0 or -ENOMEM. */
@@ -119,16 +121,107 @@ void zsm_net_req_pool_fini(struct zsm_net_comm *comm)
 	pthread_mutex_destroy(&comm->pool_lock);
 }
 
-void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len)
+uint64_t zsm_net_req_cq_data(const struct zsm_net_req *req)
+{
+	const struct zsm_net_mr *mr = req->mh[0];
+	uint64_t data = req->comm->data_key;
+
+	/* Host memory only: a GPU buffer is not the CPU's to read. */
+	if (req->comm->ep->crc && zsm_param_int(ZSM_P_CHECKSUM) &&
+	    (!mr || mr->type == NCCL_PTR_HOST))
+		data |= ZSM_CQ_HAS_CRC |
+			(uint64_t)zsm_crc32c(req->data[0], req->len[0]) << 32;
+	return data;
+}
+
+/*
+ * A message without its comm's key matched receive op i of req: someone
+ * who is not the comm's peer sent it (or a comm long gone did).  The
+ * receive can be posted again for the real message only where that keeps
+ * NCCL's matching order: no later receive of the same tag is posted on
+ * the comm.  0 when it was posted again.
+ */
+static int zsm_net_req_repost(struct zsm_net_req *req, int i)
+{
+	struct zsm_net_comm *comm = req->comm;
+
+	zsm_net_ctrl_drop(comm->ep, ZSM_DROP_DATA,
+			  "a message without its receive comm's key");
+	for (struct zsm_net_req_slab *s = comm->slabs; s; s = s->next)
+		for (int j = 0; j < ZSM_REQ_SLAB; j++) {
+			struct zsm_net_req *r = &s->reqs[j];
+
+			if (r->type != ZSM_REQ_RECV || r == req)
+				continue;
+			for (int k = 0; k < r->n; k++)
+				if (r->ops[k].posted == 1 &&
+				    r->tag[k] == req->tag[i])
+					return -EPROTO;
+		}
+	req->ops[i].posted = 0;
+	return zsm_net_ep_post_op(req, i);
+}
+
+/*
+ * What a receive op got, once the provider is done with it: the key
+ * checked, the bounce buffer copied out (or the message refused for
+ * being longer than the receive), the checksum compared.  Returns the
+ * op's error; *len becomes the size NCCL sees.
+ */
+static int zsm_net_req_recv_done(struct zsm_net_op *op, int err, size_t *len,
+				 uint64_t data)
+{
+	struct zsm_net_req *req = op->req;
+	struct zsm_net_ep *ep = req->comm->ep;
+	size_t want = req->len[op->index];
+	const void *got = req->data[op->index];
+
+	if (op->bounce)
+		got = zsm_net_bounce_buf(op->bounce);
+	if (!err && *len > want)
+		err = -EMSGSIZE; /* the bounce buffer took what would not fit */
+	if (!err && (data & ZSM_CQ_HAS_CRC) &&
+	    zsm_crc32c(got, *len) != (uint32_t)(data >> 32)) {
+		ZSM_WARN("net: %s: receive comm %u: a %zu-byte message was "
+			 "altered in flight (its checksum does not match)",
+			 ep->dev->name, req->comm->local_id, *len);
+		err = -EBADMSG;
+	}
+	if (!err && op->bounce)
+		memcpy(req->data[op->index], got, *len);
+	if (op->bounce) {
+		zsm_net_bounce_put(ep, op->bounce);
+		op->bounce = NULL;
+	}
+	if (err)
+		*len = 0; /* a failed receive holds nothing NCCL may read */
+	return err;
+}
+
+void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
+			 uint64_t data)
 {
 	struct zsm_net_req *req = op->req;
 	struct zsm_net_comm *comm = req->comm;
+	/* relaxed: engine-only write, see zsm_net_req_orphan. */
+	int orphan = atomic_load_explicit(&req->orphan, memory_order_relaxed);
 
 	op->posted = 2;
 	comm->ops_posted--;
 	comm->data_ops--;
-	/* relaxed: engine-only write, see zsm_net_req_orphan. */
-	if (atomic_load_explicit(&req->orphan, memory_order_relaxed)) {
+	if (req->type == ZSM_REQ_RECV && !err && !orphan &&
+	    comm->ep->cq_data && (data & ZSM_CQ_KEY_MASK) != comm->data_key) {
+		if (zsm_net_req_repost(req, op->index) == 0)
+			return;
+		zsm_net_comm_fail(comm, -EPROTO,
+				  "a message without this comm's key took a "
+				  "receive that cannot be posted again in "
+				  "order");
+		err = -EPROTO;
+	}
+	if (req->type == ZSM_REQ_RECV)
+		err = zsm_net_req_recv_done(op, err, &len, data);
+	if (orphan) {
 		/* A late completion of an already reported request. */
 		if (comm->closing)
 			zsm_net_comm_maybe_free(comm);
@@ -143,9 +236,10 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len)
 		if (why)
 			err = why;
 	}
+	if (!err && req->type != ZSM_REQ_FLUSH)
+		zsm_net_peer_heard(comm->peer_obj, comm->ep->pass_ns);
 	if (err && !req->error)
 		req->error = err;
-	comm->last_event_ns = comm->ep->pass_ns;
 	if (req->type == ZSM_REQ_RECV)
 		req->sizes[op->index] = (int)len;
 	else

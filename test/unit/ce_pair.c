@@ -14,17 +14,24 @@ int pair_setup(void **state)
 	struct pair *p = calloc(1, sizeof(*p));
 	char why[256] = "";
 	uint64_t addr;
-	int fd, ret;
+	int32_t fd;
+	int ret;
 
 	assert_non_null(p);
 	p->sc.type = ZSM_COMM_SEND;
 	p->rc.type = ZSM_COMM_RECV;
-	assert_int_equal(zsm_ce_chan_create(&p->s, &fd, &addr), 0);
-	ret = zsm_ce_chan_attach(&p->r, getpid(), fd, addr, why, sizeof(why));
+	ret = zsm_ce_chan_create(&p->r, getpid(), zsm_ce_probe_addr(),
+				 PAIR_ID, PAIR_KEY, why, sizeof(why));
+	if (!ret) {
+		assert_int_equal(zsm_ce_chan_offer(p->r, &fd, &addr), 0);
+		ret = zsm_ce_chan_attach(&p->s, getpid(), fd, addr, PAIR_ID,
+					 PAIR_KEY, why, sizeof(why));
+	}
 	if (ret == -ENOSYS || ret == -EPERM) {
 		/* cmocka fails a skip inside a setup: each test skips. */
 		print_message("ce: no channel here (%s): skipping\n", why);
-		zsm_ce_chan_close(p->s, -ECANCELED);
+		if (p->r)
+			zsm_ce_chan_close(p->r, -ECANCELED);
 		free(p);
 		*state = NULL;
 		return 0;
@@ -108,15 +115,21 @@ int state_of(struct zsm_net_req *req)
 
 int ce_possible(void)
 {
-	struct zsm_ce_chan *s, *r = NULL;
+	struct zsm_ce_chan *s = NULL, *r = NULL;
 	char why[256] = "";
 	uint64_t addr;
-	int fd, ret;
+	int32_t fd;
+	int ret;
 
-	if (zsm_ce_chan_create(&s, &fd, &addr))
-		return 0;
-	ret = zsm_ce_chan_attach(&r, getpid(), fd, addr, why, sizeof(why));
-	zsm_ce_chan_close(s, -ECANCELED);
+	ret = zsm_ce_chan_create(&r, getpid(), zsm_ce_probe_addr(), PAIR_ID,
+				 PAIR_KEY, why, sizeof(why));
+	if (!ret) {
+		zsm_ce_chan_offer(r, &fd, &addr);
+		ret = zsm_ce_chan_attach(&s, getpid(), fd, addr, PAIR_ID,
+					 PAIR_KEY, why, sizeof(why));
+	}
+	if (s)
+		zsm_ce_chan_close(s, -ECANCELED);
 	if (r)
 		zsm_ce_chan_close(r, -ECANCELED);
 	if (ret == -ENOSYS || ret == -EPERM) {

@@ -14,6 +14,10 @@
 #include "ce/ce_int.h"
 #include "net/net.h"
 
+/* The receive comm the pair's window names. */
+#define PAIR_ID 77u
+#define PAIR_KEY 0x1234567887654321ULL
+
 struct pair {
 	struct zsm_net_comm sc, rc;
 	struct zsm_ce_chan *s, *r;

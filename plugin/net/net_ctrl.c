@@ -1,0 +1,490 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Owns the control plane of an endpoint: the receives that take every
+ * control message whatever comm it names, the checks each message passes
+ * before any comm sees it, the comms' outgoing control messages and the
+ * endpoint's refusals.  Nothing a peer sends can fail a comm it does not
+ * belong to: a message that is short, foreign, of another version,
+ * malformed, for no live comm or with the wrong key is dropped, counted,
+ * and said once per kind (then as a count now and then).  Engine only.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include "ce/ce.h"
+#include "common/host.h"
+#include "common/log.h"
+#include "net/net.h"
+
+/* Control receives an endpoint keeps posted: a burst of connections
+ * beyond this waits in the provider, it is not lost. */
+#define ZSM_NET_CTRL_RX 16
+/* How often a growing drop count is said again. */
+#define ZSM_NET_DROP_SAY_NS (30ULL * 1000000000ULL)
+
+struct zsm_net_ctrl_rx {
+	struct zsm_net_op op; /* first */
+	unsigned char *buf;
+	void *desc;
+};
+
+static const char *const zsm_net_drop_names[ZSM_DROP_NKINDS] = {
+	[ZSM_DROP_SHORT] = "control messages shorter than any of this wire "
+			   "version",
+	[ZSM_DROP_FOREIGN] = "control messages that are not zsm's",
+	[ZSM_DROP_VERSION] = "control messages of another zsm wire version "
+			     "(mixed zsm versions across ranks?)",
+	[ZSM_DROP_MALFORMED] = "malformed control messages",
+	[ZSM_DROP_UNKNOWN] = "control messages for no live comm",
+	[ZSM_DROP_KEY] = "control messages without their comm's key",
+	[ZSM_DROP_STATE] = "control messages their comm does not expect now",
+	[ZSM_DROP_ADDRESS] = "connection requests from an address unlike "
+			     "this endpoint's",
+	[ZSM_DROP_TRUNCATED] = "control messages larger than any of zsm's",
+	[ZSM_DROP_REPLAY] = "connection requests already answered",
+	[ZSM_DROP_DATA] = "data messages for no live comm or without its "
+			  "key",
+};
+
+void zsm_net_ctrl_drop(struct zsm_net_ep *ep, enum zsm_net_drop kind,
+		       const char *detail)
+{
+	if (ep->drops[kind]++ == 0) {
+		ZSM_WARN("net: %s: dropping %s (%s); further ones are counted",
+			 ep->dev->name, zsm_net_drop_names[kind], detail);
+		ep->drops_said[kind] = 1;
+	}
+}
+
+void zsm_net_ctrl_drop_summary(struct zsm_net_ep *ep, uint64_t now, int all)
+{
+	char line[512];
+	size_t used = 0;
+
+	if (!all && now - ep->drops_said_ns < ZSM_NET_DROP_SAY_NS)
+		return;
+	for (int k = 0; k < ZSM_DROP_NKINDS && used < sizeof(line); k++) {
+		if (ep->drops[k] == ep->drops_said[k])
+			continue;
+		used += (size_t)snprintf(line + used, sizeof(line) - used,
+					 "%s%llu %s (%llu in all)",
+					 used ? "; " : "",
+					 (unsigned long long)(ep->drops[k] -
+							      ep->drops_said[k]),
+					 zsm_net_drop_names[k],
+					 (unsigned long long)ep->drops[k]);
+		ep->drops_said[k] = ep->drops[k];
+	}
+	ep->drops_said_ns = now;
+	if (used)
+		ZSM_WARN("net: %s: dropped %s", ep->dev->name, line);
+}
+
+static void zsm_net_ctrl_rx_post(struct zsm_net_ep *ep,
+				 struct zsm_net_ctrl_rx *rx)
+{
+	ssize_t ret = fi_trecv(ep->ep, rx->buf, ep->ctrl_len, rx->desc,
+			       FI_ADDR_UNSPEC, ZSM_TAG_CTRL,
+			       ZSM_TAG_CTRL_IGNORE, &rx->op.fi_ctx);
+
+	if (ret == 0) {
+		rx->op.posted = 1;
+		return;
+	}
+	/* Refused for now (resources): the next pass posts it again. */
+	if (ret != -FI_EAGAIN)
+		ZSM_WARN("net: %s: posting a control receive failed: %s; "
+			 "trying again",
+			 ep->dev->name, zsm_fi_strerror((int)-ret));
+	rx->op.posted = 0;
+	ep->ctrl_rx_unposted++;
+}
+
+int zsm_net_ctrl_init(struct zsm_net_ep *ep)
+{
+	size_t len = sizeof(struct zsm_ctrl_msg);
+	unsigned char *bufs;
+	void *mr = NULL, *desc = NULL;
+	int ret;
+
+	/* Nothing a peer sends eagerly may truncate a control receive:
+	 * on some providers that drops the connection every comm to the
+	 * peer shares (see zsm_net_dev's trunc_unsafe). */
+	if (len < ep->dev->trunc_unsafe)
+		len = ep->dev->trunc_unsafe;
+	ep->ctrl_len = (len + 63) & ~(size_t)63;
+	ep->ctrl_rx = calloc(ZSM_NET_CTRL_RX, sizeof(*ep->ctrl_rx));
+	bufs = aligned_alloc(64, ep->ctrl_len * ZSM_NET_CTRL_RX);
+	if (!ep->ctrl_rx || !bufs) {
+		free(ep->ctrl_rx);
+		free(bufs);
+		ep->ctrl_rx = NULL;
+		return -ENOMEM;
+	}
+	if (ep->needs_mr) {
+		ret = zsm_net_mr_reg_internal(ep, bufs,
+					      ep->ctrl_len * ZSM_NET_CTRL_RX,
+					      &mr, &desc);
+		if (ret) {
+			free(bufs);
+			free(ep->ctrl_rx);
+			ep->ctrl_rx = NULL;
+			return ret;
+		}
+	}
+	ep->nctrl_rx = ZSM_NET_CTRL_RX;
+	ep->ctrl_mr = mr;
+	for (int i = 0; i < ZSM_NET_CTRL_RX; i++) {
+		struct zsm_net_ctrl_rx *rx = &ep->ctrl_rx[i];
+
+		rx->op.kind = ZSM_OP_CTRL_RECV;
+		rx->op.owner = ep;
+		rx->op.index = (uint8_t)i;
+		rx->buf = bufs + (size_t)i * ep->ctrl_len;
+		rx->desc = desc;
+		zsm_net_ctrl_rx_post(ep, rx);
+	}
+	return 0;
+}
+
+void zsm_net_ctrl_fini(struct zsm_net_ep *ep)
+{
+	if (!ep->ctrl_rx)
+		return;
+	/* The endpoint is closed: no receive is posted any more. */
+	if (ep->ctrl_mr)
+		zsm_net_mr_dereg_internal(ep->ctrl_mr);
+	ep->ctrl_mr = NULL;
+	free(ep->ctrl_rx[0].buf);
+	free(ep->ctrl_rx);
+	ep->ctrl_rx = NULL;
+	ep->nctrl_rx = 0;
+}
+
+void zsm_net_ctrl_want(struct zsm_net_comm *comm, enum zsm_ctrl_type t)
+{
+	struct zsm_net_ep *ep = comm->ep;
+
+	comm->ctrl_want |= 1u << t;
+	if (comm->ctrl_queued)
+		return;
+	comm->ctrl_queued = 1;
+	comm->ctrl_next = NULL;
+	if (ep->ctrl_tail)
+		ep->ctrl_tail->ctrl_next = comm;
+	else
+		ep->ctrl_head = comm;
+	ep->ctrl_tail = comm;
+}
+
+/* The control message t of comm, from the comm's state. */
+static void zsm_net_ctrl_build(struct zsm_net_comm *comm, enum zsm_ctrl_type t,
+			       struct zsm_ctrl_msg *m)
+{
+	struct zsm_net_ep *ep = comm->ep;
+
+	memset(m, 0, sizeof(*m));
+	m->magic = ZSM_HANDLE_MAGIC;
+	m->version = ZSM_HANDLE_VERSION;
+	m->type = (uint16_t)t;
+	m->src_id = comm->local_id;
+	m->dst_id = comm->peer_id;
+	m->key = comm->peer_key;
+	m->pid = (uint32_t)getpid();
+	m->host_hash = zsm_host_hash();
+	m->ce_fd = -1;
+	switch (t) {
+	case ZSM_CTRL_CONN_REQ:
+		m->key = comm->nonce;
+		m->reply_key = comm->key;
+		m->addr_len = (uint32_t)ep->addr_len;
+		memcpy(m->addr, ep->addr, ep->addr_len);
+		/* A listener on this host may offer ce once it has read this
+		 * word of ours (it must be able to read our memory). */
+		if (comm->same_host && zsm_ce_enabled()) {
+			m->flags = ZSM_CTRL_CE_WANT;
+			m->ce_addr = zsm_ce_probe_addr();
+		}
+		break;
+	case ZSM_CTRL_CONN_ACK:
+		m->reply_key = comm->key;
+		m->data_key = comm->data_key;
+		if (comm->ce && zsm_ce_chan_offer(comm->ce, &m->ce_fd,
+						  &m->ce_addr) == 0)
+			m->flags = ZSM_CTRL_CE_OFFER;
+		break;
+	case ZSM_CTRL_CONN_DONE:
+		if (comm->ce) {
+			m->flags = ZSM_CTRL_CE_ON;
+			zsm_ce_chan_offer(comm->ce, &m->ce_fd, &m->ce_addr);
+			m->ce_fd = -1;
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/* One control send of comm, if none is in flight; 1 when it is done
+ * with the comm's queue for this pass. */
+static int zsm_net_ctrl_send_next(struct zsm_net_comm *comm)
+{
+	struct zsm_net_op *op = &comm->ctrl_send_op;
+	enum zsm_ctrl_type t;
+	ssize_t ret;
+
+	if (op->posted == 1)
+		return 0; /* its completion lets the next one go */
+	t = (enum zsm_ctrl_type)__builtin_ctz(comm->ctrl_want);
+	zsm_net_ctrl_build(comm, t, &comm->ctrl_out);
+	op->kind = ZSM_OP_CTRL_SEND;
+	op->owner = comm;
+	op->index = (uint8_t)t;
+	ret = fi_tsend(comm->ep->ep, &comm->ctrl_out, sizeof(comm->ctrl_out),
+		       NULL, comm->peer, zsm_tag_ctrl(comm->peer_id, t),
+		       &op->fi_ctx);
+	/* rxm refuses, for ever, to send to a process that is gone: the
+	 * peer check and the connect timeout judge that, not a spin. */
+	if (ret == -FI_EAGAIN)
+		return 0;
+	comm->ctrl_want &= ~(1u << t);
+	if (ret) {
+		zsm_net_comm_fail(comm, -EIO, "sending a control message "
+					      "failed");
+		comm->ctrl_want = 0;
+		return 1;
+	}
+	op->posted = 1;
+	comm->ops_posted++;
+	return 0;
+}
+
+void zsm_net_ctrl_progress(struct zsm_net_ep *ep)
+{
+	struct zsm_net_comm *c, *prev = NULL, *next;
+
+	for (int i = 0; ep->ctrl_rx_unposted && i < ep->nctrl_rx; i++) {
+		if (ep->ctrl_rx[i].op.posted)
+			continue;
+		ep->ctrl_rx_unposted--;
+		zsm_net_ctrl_rx_post(ep, &ep->ctrl_rx[i]);
+	}
+	for (c = ep->ctrl_head; c; c = next) {
+		next = c->ctrl_next;
+		if (c->ctrl_want && !c->closing)
+			zsm_net_ctrl_send_next(c);
+		if (c->ctrl_want && !c->closing) {
+			prev = c;
+			continue;
+		}
+		c->ctrl_want = 0;
+		c->ctrl_queued = 0;
+		if (prev)
+			prev->ctrl_next = next;
+		else
+			ep->ctrl_head = next;
+		if (ep->ctrl_tail == c)
+			ep->ctrl_tail = prev;
+	}
+}
+
+void zsm_net_ctrl_nack(struct zsm_net_ep *ep, const struct zsm_ctrl_msg *m,
+		       fi_addr_t to, int err)
+{
+	struct zsm_net_nack *n = NULL;
+
+	for (int i = 0; i < ZSM_NET_NACKS && !n; i++)
+		if (ep->nacks[i].op.posted != 1)
+			n = &ep->nacks[i];
+	if (!n)
+		return; /* all out: the connector's own timeout tells it */
+	memset(&n->msg, 0, sizeof(n->msg));
+	n->msg.magic = ZSM_HANDLE_MAGIC;
+	n->msg.version = ZSM_HANDLE_VERSION;
+	n->msg.type = ZSM_CTRL_CONN_ACK;
+	n->msg.src_id = m->dst_id;
+	n->msg.dst_id = m->src_id;
+	n->msg.key = m->reply_key;
+	n->msg.status = err;
+	n->msg.pid = (uint32_t)getpid();
+	n->msg.host_hash = zsm_host_hash();
+	n->msg.ce_fd = -1;
+	n->to = to;
+	n->op.kind = ZSM_OP_NACK;
+	if (fi_tsend(ep->ep, &n->msg, sizeof(n->msg), NULL, to,
+		     zsm_tag_ctrl(m->src_id, ZSM_CTRL_CONN_ACK),
+		     &n->op.fi_ctx) == 0)
+		n->op.posted = 1;
+}
+
+/*
+ * A connection request for no listener, or for a listener under another
+ * nonce (closed, or a stale handle): refuse it at once, so the connector
+ * does not wait for its timeout.
+ */
+static void zsm_net_ctrl_refuse(struct zsm_net_ep *ep,
+				const struct zsm_ctrl_msg *m,
+				enum zsm_net_drop kind)
+{
+	char why[128];
+	fi_addr_t to;
+
+	zsm_net_ctrl_drop(ep, kind, "a connection request, refused");
+	if (zsm_net_ep_addr_check(ep, m->addr, m->addr_len, why,
+				  sizeof(why))) {
+		zsm_net_ctrl_drop(ep, ZSM_DROP_ADDRESS, why);
+		return;
+	}
+	if (zsm_net_ep_av_insert(ep, m->addr, &to) == 0)
+		zsm_net_ctrl_nack(ep, m, to, -ECONNREFUSED);
+}
+
+/* A comm's own peer spoke to it with the right key in state. */
+static struct zsm_net_comm *zsm_net_ctrl_for(struct zsm_net_ep *ep,
+					     const struct zsm_ctrl_msg *m,
+					     int type, int state)
+{
+	struct zsm_net_comm *c = zsm_idmap_find(&ep->ids, m->dst_id);
+	char detail[96];
+
+	if (!c || c->type != type || c->closing) {
+		snprintf(detail, sizeof(detail),
+			 "a message of type %u for comm %u, %s", m->type,
+			 m->dst_id, c ? "closing" : "gone or never made");
+		zsm_net_ctrl_drop(ep, ZSM_DROP_UNKNOWN, detail);
+		return NULL;
+	}
+	if (m->key != c->key) {
+		zsm_net_ctrl_drop(ep, ZSM_DROP_KEY, "forged or stale");
+		return NULL;
+	}
+	/* A comm hears only from its peer's comm, once it knows it (a
+	 * connector learns it from the CONN_ACK). */
+	if ((m->type != ZSM_CTRL_CONN_ACK && m->src_id != c->peer_id) ||
+	    /* acquire: pairs with the engine's own release stores. */
+	    (state >= 0 && atomic_load_explicit(&c->state,
+						memory_order_acquire) != state)) {
+		zsm_net_ctrl_drop(ep, ZSM_DROP_STATE, "out of turn");
+		return NULL;
+	}
+	return c;
+}
+
+/* Every check a control message passes before a comm sees it. */
+static void zsm_net_ctrl_on_message(struct zsm_net_ep *ep,
+				    const struct zsm_ctrl_msg *m, size_t len,
+				    uint64_t tag)
+{
+	unsigned type = (unsigned)(tag & ZSM_TAG_USER_MAX);
+	struct zsm_net_comm *c;
+
+	if (len >= 8 && m->magic == ZSM_HANDLE_MAGIC &&
+	    m->version != ZSM_HANDLE_VERSION) {
+		zsm_net_ctrl_drop(ep, ZSM_DROP_VERSION, "its version differs");
+		return;
+	}
+	if (len < 4 || m->magic != ZSM_HANDLE_MAGIC) {
+		zsm_net_ctrl_drop(ep, ZSM_DROP_FOREIGN, "wrong magic");
+		return;
+	}
+	if (len != sizeof(*m)) {
+		zsm_net_ctrl_drop(ep, ZSM_DROP_SHORT, "wrong length");
+		return;
+	}
+	if (type == 0 || type >= ZSM_CTRL_NTYPES || m->type != type ||
+	    m->dst_id != zsm_tag_id(tag) || m->src_id == 0 ||
+	    m->src_id > ZSM_TAG_ID_MAX || m->addr_len > ZSM_NET_ADDR_MAX) {
+		zsm_net_ctrl_drop(ep, ZSM_DROP_MALFORMED, "bad type, id or "
+							  "length");
+		return;
+	}
+	switch (type) {
+	case ZSM_CTRL_CONN_REQ:
+		c = zsm_idmap_find(&ep->ids, m->dst_id);
+		if (!c || c->type != ZSM_COMM_LISTEN || c->closing)
+			zsm_net_ctrl_refuse(ep, m, ZSM_DROP_UNKNOWN);
+		else if (m->key != c->nonce)
+			zsm_net_ctrl_refuse(ep, m, ZSM_DROP_KEY);
+		else
+			zsm_net_comm_on_req(c, m);
+		return;
+	case ZSM_CTRL_CONN_ACK:
+		c = zsm_net_ctrl_for(ep, m, ZSM_COMM_SEND,
+				     ZSM_COMM_CONNECTING);
+		if (c)
+			zsm_net_comm_on_ack(c, m);
+		return;
+	case ZSM_CTRL_CONN_DONE:
+		c = zsm_net_ctrl_for(ep, m, ZSM_COMM_RECV,
+				     ZSM_COMM_CONNECTING);
+		if (c)
+			zsm_net_comm_on_done(c, m);
+		return;
+	default: /* PING, PONG: for a send or a receive comm */
+		c = zsm_idmap_find(&ep->ids, m->dst_id);
+		c = zsm_net_ctrl_for(ep, m,
+				     c && c->type == ZSM_COMM_RECV
+					     ? ZSM_COMM_RECV
+					     : ZSM_COMM_SEND,
+				     ZSM_COMM_CONNECTED);
+		if (!c)
+			return;
+		zsm_net_peer_heard(c->peer_obj, ep->pass_ns);
+		if (type == ZSM_CTRL_PING)
+			zsm_net_ctrl_want(c, ZSM_CTRL_PONG);
+		return;
+	}
+}
+
+/* A control receive completed: look at what came, post it again. */
+static void zsm_net_ctrl_rx_done(struct zsm_net_ctrl_rx *rx, int err,
+				 size_t len, uint64_t tag)
+{
+	struct zsm_net_ep *ep = rx->op.owner;
+
+	rx->op.posted = 0;
+	if (err == -ECANCELED)
+		return; /* the endpoint is closing */
+	if (err == -EMSGSIZE)
+		zsm_net_ctrl_drop(ep, ZSM_DROP_TRUNCATED, "larger than a "
+							   "control receive");
+	else if (err)
+		zsm_net_ctrl_drop(ep, ZSM_DROP_MALFORMED, strerror(-err));
+	else
+		zsm_net_ctrl_on_message(ep, (const struct zsm_ctrl_msg *)rx->buf,
+					len, tag);
+	zsm_net_ctrl_rx_post(ep, rx);
+}
+
+void zsm_net_ctrl_complete(struct zsm_net_op *op, int err, size_t len,
+			   uint64_t tag)
+{
+	struct zsm_net_comm *comm;
+
+	if (op->kind == ZSM_OP_CTRL_RECV) {
+		zsm_net_ctrl_rx_done((struct zsm_net_ctrl_rx *)op, err, len,
+				     tag);
+		return;
+	}
+	if (op->kind == ZSM_OP_NACK) {
+		op->posted = 2;
+		return;
+	}
+	comm = op->owner;
+	op->posted = 2;
+	comm->ops_posted--;
+	if (!err)
+		zsm_net_peer_heard(comm->peer_obj, comm->ep->pass_ns);
+	else if (err != -ECANCELED && !comm->closing)
+		zsm_net_comm_fail(comm, -ECONNRESET,
+				  "the peer did not take a control message");
+	if (comm->closing)
+		zsm_net_comm_maybe_free(comm);
+}

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Owns liveness: one record per peer process (address) of an endpoint,
+ * shared by every comm to it, since those comms share the provider's
+ * connection and live or die with it.
+ *
+ * A peer on this host is watched through a pidfd, which turns readable
+ * when its process exits: a process that is merely stopped (a debugger,
+ * SIGSTOP) is alive.  Any other peer is judged by what we hear from it:
+ * every message from it, and every send of ours it took, is word that it
+ * lives.  While a comm to it has work outstanding and nothing was heard
+ * for ZSM_PEER_CHECK_MS, a PING asks it to answer (PONG); nothing heard
+ * for twice that fails every comm to it, whether the PING went out, sits
+ * in a full queue or is lost behind a link that is down.  A queue that is
+ * full because the peer is slow is not silence: its sends still finish.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/param.h"
+#include "net/net.h"
+
+struct zsm_net_peer {
+	struct zsm_net_peer *next;
+	struct zsm_net_ep *ep;
+	fi_addr_t addr;
+	int refs;	/* comms using it */
+	int pidfd;	/* a peer on this host, or -1 */
+	uint32_t pid;
+	uint64_t heard_ns;
+	uint64_t probe_ns; /* a PING is out since, or 0 */
+	int failed;
+};
+
+static int zsm_net_peer_pidfd(uint32_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+#else
+	(void)pid;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+int zsm_net_peer_get(struct zsm_net_ep *ep, fi_addr_t addr, int same_host,
+		     uint32_t pid, struct zsm_net_peer **out)
+{
+	struct zsm_net_peer *p;
+
+	for (p = ep->peers; p; p = p->next) {
+		if (p->addr == addr && !p->failed) {
+			p->refs++;
+			*out = p;
+			return 0;
+		}
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->ep = ep;
+	p->addr = addr;
+	p->refs = 1;
+	p->pid = pid;
+	p->pidfd = -1;
+	p->heard_ns = ep->pass_ns;
+	if (same_host) {
+		/* Without a pidfd (fds exhausted, an old kernel) the peer is
+		 * judged by what is heard from it, like a remote one. */
+		p->pidfd = zsm_net_peer_pidfd(pid);
+		if (p->pidfd < 0)
+			ZSM_INFO("net: %s: no pidfd for pid %u on this host "
+				 "(%s): its comms are watched by probes",
+				 ep->dev->name, pid, strerror(errno));
+	}
+	p->next = ep->peers;
+	ep->peers = p;
+	*out = p;
+	return 0;
+}
+
+void zsm_net_peer_put(struct zsm_net_peer *p)
+{
+	struct zsm_net_peer **pp;
+
+	if (!p || --p->refs > 0)
+		return;
+	for (pp = &p->ep->peers; *pp; pp = &(*pp)->next) {
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	}
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	free(p);
+}
+
+void zsm_net_peer_heard(struct zsm_net_peer *p, uint64_t now)
+{
+	if (!p)
+		return;
+	p->heard_ns = now;
+	p->probe_ns = 0;
+}
+
+/* Every comm to p fails with why (said once, here). */
+static void zsm_net_peer_fail(struct zsm_net_peer *p, const char *why)
+{
+	int n = 0;
+
+	p->failed = 1;
+	for (struct zsm_net_comm *c = p->ep->comms; c; c = c->ep_next) {
+		if (c->peer_obj != p || c->closing)
+			continue;
+		zsm_net_comm_fail(c, -ECONNRESET, NULL);
+		n++;
+	}
+	ZSM_WARN("net: %s: %s; failing its %d comm(s)", p->ep->dev->name, why,
+		 n);
+}
+
+/* Whether some comm to p waits for the peer. */
+static struct zsm_net_comm *zsm_net_peer_busy(struct zsm_net_peer *p)
+{
+	for (struct zsm_net_comm *c = p->ep->comms; c; c = c->ep_next)
+		if (c->peer_obj == p && !c->closing &&
+		    (c->data_ops || c->deferred) && c->peer_id &&
+		    /* relaxed: the engine is the only writer. */
+		    !atomic_load_explicit(&c->error, memory_order_relaxed))
+			return c;
+	return NULL;
+}
+
+void zsm_net_peer_check(struct zsm_net_ep *ep, uint64_t now)
+{
+	uint64_t every = (uint64_t)zsm_param_int(ZSM_P_PEER_CHECK_MS) *
+			 1000000ULL;
+	char why[192];
+
+	for (struct zsm_net_peer *p = ep->peers; p; p = p->next) {
+		struct pollfd pfd = {.fd = p->pidfd, .events = POLLIN};
+		struct zsm_net_comm *busy;
+
+		if (p->failed)
+			continue;
+		if (p->pidfd >= 0) {
+			if (poll(&pfd, 1, 0) == 1) {
+				snprintf(why, sizeof(why),
+					 "pid %u on this host has exited",
+					 p->pid);
+				zsm_net_peer_fail(p, why);
+			}
+			continue;
+		}
+		busy = every ? zsm_net_peer_busy(p) : NULL;
+		if (!busy || p->heard_ns > now) {
+			/* Idle: the clock starts when work does. */
+			p->heard_ns = now;
+			p->probe_ns = 0;
+			continue;
+		}
+		if (now - p->heard_ns >= 2 * every) {
+			snprintf(why, sizeof(why),
+				 "nothing heard from pid %u for %llu ms "
+				 "(ZSM_PEER_CHECK_MS=%lld, a probe %s): its "
+				 "process or host is gone or unreachable",
+				 p->pid,
+				 (unsigned long long)((now - p->heard_ns) /
+						      1000000ULL),
+				 zsm_param_int(ZSM_P_PEER_CHECK_MS),
+				 p->probe_ns ? "unanswered" : "not yet sent");
+			zsm_net_peer_fail(p, why);
+		} else if (now - p->heard_ns >= every && !p->probe_ns) {
+			p->probe_ns = now;
+			zsm_net_ctrl_want(busy, ZSM_CTRL_PING);
+		}
+	}
+}
