@@ -241,6 +241,7 @@ struct zsm_net_comm;
 struct zsm_ce_chan;
 struct zsm_net_req;
 struct zsm_net_peer;
+struct zsm_net_close_wait;
 struct zsm_net_bounce;
 
 struct zsm_net_op {
@@ -453,6 +454,7 @@ struct zsm_net_comm {
 	struct zsm_proxy_fifo fifo; /* its refused descriptors, in order */
 	int ops_posted;      /* every posted operation: freeing waits */
 	int data_ops;        /* posted sends and receives */
+	int recv_ops;	     /* of which receives: the provider writes there */
 	int deferred;        /* requests the provider refused, not posted */
 	int closing;
 	/* Control messages to send (bits of 1 << type), the one in flight,
@@ -463,6 +465,9 @@ struct zsm_net_comm {
 	struct zsm_net_op ctrl_send_op;
 	struct zsm_ctrl_msg ctrl_out;
 	struct zsm_net_req close_req;
+	/* The closer waiting until the provider is done with the comm's
+	 * buffers (zsm_net_comm_close); engine, once the close is queued. */
+	struct zsm_net_close_wait *close_wait;
 	/* Listen comms: the receive comms answered (CONNECTING) and ready
 	 * (CONNECTED), in arrival order, and how many. */
 	struct zsm_net_comm *accept_head;
@@ -490,7 +495,8 @@ int zsm_net_comm_connect(int dev, struct zsm_net_handle *h,
 			 struct zsm_net_comm **out);
 int zsm_net_comm_accept(struct zsm_net_comm *lc, struct zsm_net_comm **out);
 int zsm_net_comm_close(struct zsm_net_comm *comm);
-/* Engine side: free the comm once nothing refers to it any more. */
+/* Engine side: free the comm once nothing refers to it any more, and
+ * tell a waiting closer once the provider holds none of its buffers. */
 void zsm_net_comm_maybe_free(struct zsm_net_comm *comm);
 void zsm_net_comm_free(struct zsm_net_comm *comm);
 /*

@@ -6,6 +6,7 @@
  * no operation refers to it).
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,10 +119,36 @@ static void zsm_net_comm_leave_listener(struct zsm_net_comm *rc)
 	rc->accept_next = NULL;
 }
 
+struct zsm_net_close_wait {
+	atomic_int quiet;
+};
+
+/*
+ * The closer may return once the provider writes none of the comm's
+ * buffers and reads none of a live peer's sends: NCCL frees them next.
+ * Sends to a failed peer are left out: the peer is out of the address
+ * vector, and the provider drops them without touching them again.
+ */
+static void zsm_net_comm_tell_closer(struct zsm_net_comm *comm, int freeing)
+{
+	/* relaxed: the engine is the only writer. */
+	int failed = atomic_load_explicit(&comm->error, memory_order_relaxed);
+
+	if (!comm->close_wait ||
+	    (!freeing && (comm->recv_ops ||
+			  (!failed && comm->data_ops > comm->recv_ops))))
+		return;
+	/* release: pairs with the acquire in zsm_net_comm_close. */
+	atomic_store_explicit(&comm->close_wait->quiet, 1,
+			      memory_order_release);
+	comm->close_wait = NULL;
+}
+
 void zsm_net_comm_free(struct zsm_net_comm *comm)
 {
 	struct zsm_net_ep *ep = comm->ep;
 
+	zsm_net_comm_tell_closer(comm, 1);
 	if (comm->ce)
 		zsm_ce_chan_close(comm->ce, -ECANCELED);
 	comm->ce = NULL;
@@ -560,7 +587,10 @@ int zsm_net_comm_accept(struct zsm_net_comm *lc, struct zsm_net_comm **out)
 
 void zsm_net_comm_maybe_free(struct zsm_net_comm *comm)
 {
-	if (comm->closing && comm->ops_posted == 0)
+	if (!comm->closing)
+		return;
+	zsm_net_comm_tell_closer(comm, 0);
+	if (comm->ops_posted == 0)
 		zsm_net_comm_free(comm);
 }
 
@@ -582,11 +612,39 @@ int zsm_net_comm_post_close(struct zsm_net_comm *comm)
 	return 0;
 }
 
+/* How long a close waits for the provider to give the buffers back. */
+#define ZSM_NET_CLOSE_WAIT_NS (5ULL * 1000000000ULL)
+
 int zsm_net_comm_close(struct zsm_net_comm *comm)
 {
+	struct zsm_net_close_wait w;
+	uint64_t t0 = zsm_now_ns();
+	uint32_t id = comm->local_id;
+
+	atomic_init(&w.quiet, 0);
+	/* Published to the engine by the queue with the close itself; the
+	 * comm may be freed as soon as it is queued. */
+	comm->close_wait = &w;
 	zsm_proxy_submit_wait(&comm->close_req.desc);
-	/* Inline mode has no thread: make sure the close is handled. */
-	zsm_proxy_pass();
+	/* acquire: pairs with the release in zsm_net_comm_tell_closer. */
+	while (!atomic_load_explicit(&w.quiet, memory_order_acquire)) {
+		if (zsm_now_ns() - t0 > ZSM_NET_CLOSE_WAIT_NS) {
+			ZSM_WARN("net: close of comm %u: the provider still "
+				 "holds some of its transfers after %llu s; "
+				 "their buffers must stay allocated",
+				 id, ZSM_NET_CLOSE_WAIT_NS / 1000000000ULL);
+			/* The engine must not tell a frame that is gone; a
+			 * comm not quiet yet is not freed yet either. */
+			zsm_proxy_lock();
+			if (!atomic_load_explicit(&w.quiet,
+						  memory_order_relaxed))
+				comm->close_wait = NULL;
+			zsm_proxy_unlock();
+			break;
+		}
+		if (!zsm_proxy_pass())
+			sched_yield();
+	}
 	return 0;
 }
 

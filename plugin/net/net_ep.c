@@ -371,6 +371,7 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 	op->posted = 1;
 	comm->ops_posted++;
 	comm->data_ops++;
+	comm->recv_ops += req->type == ZSM_REQ_RECV;
 	return 0;
 }
 
@@ -420,6 +421,7 @@ fail_rest:
 		zsm_net_req_undefer(req);
 		comm->ops_posted += k;
 		comm->data_ops += k;
+		comm->recv_ops += req->type == ZSM_REQ_RECV ? k : 0;
 		for (int j = 0; j < k; j++)
 			zsm_net_req_op_done(&req->ops[idx[j]], err, 0, 0);
 	}

@@ -21,6 +21,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <rdma/fi_domain.h>
+
 #include "common/log.h"
 #include "common/param.h"
 #include "net/net.h"
@@ -123,6 +125,11 @@ static void zsm_net_peer_fail(struct zsm_net_peer *p, const char *why)
 	}
 	ZSM_WARN("net: %s: %s; failing its %d comm(s)", p->ep->dev->name, why,
 		 n);
+	/* The provider forgets the peer: what it still holds for it (a
+	 * transfer under way when the link went) is dropped, so no late
+	 * byte lands in a buffer NCCL freed after closing the comm.  A new
+	 * connection to the same process inserts its address again. */
+	fi_av_remove(p->ep->av, &p->addr, 1, 0);
 }
 
 /* Whether some comm to p waits for the peer. */
