@@ -10,53 +10,9 @@
 set -u
 kit=$1 bench=$2 plugin=$3
 
-skip() {
-	echo "SKIP: $*"
-	exit 77
-}
-fail() {
-	echo "FAIL: $*"
-	status=1
-}
+. "$(dirname "$0")/lib.sh"
+nf_setup
 
-[ "$(id -u)" = 0 ] || skip "needs root to create network namespaces"
-command -v ip >/dev/null 2>&1 || skip "needs ip(8) (iproute2)"
-
-# Short unique names: interface names stop at 15 characters.
-id=$$
-nsa=zsm-a-$id nsb=zsm-b-$id
-va=zsa$id vb=zsb$id
-net=10.$((200 + id % 50)).$((id / 50 % 250)).
-addr_a=${net}1 addr_b=${net}2
-out=$(mktemp -d)
-status=0
-
-cleanup() {
-	ip netns del "$nsa" 2>/dev/null
-	ip netns del "$nsb" 2>/dev/null
-	rm -rf "$out"
-}
-trap cleanup EXIT INT TERM
-
-ip netns add "$nsa" 2>"$out/err" ||
-	skip "cannot create a network namespace: $(cat "$out/err")"
-ip netns add "$nsb" &&
-	ip link add "$va" type veth peer name "$vb" &&
-	ip link set "$va" netns "$nsa" &&
-	ip link set "$vb" netns "$nsb" &&
-	ip -n "$nsa" addr add "$addr_a/24" dev "$va" &&
-	ip -n "$nsb" addr add "$addr_b/24" dev "$vb" &&
-	ip -n "$nsa" link set lo up && ip -n "$nsb" link set lo up &&
-	ip -n "$nsa" link set "$va" up && ip -n "$nsb" link set "$vb" up ||
-	skip "cannot build the veth pair between the namespaces"
-
-# Each side sees lo and its veth end: the plugin must take the veth by
-# itself (no ZSM_DOMAIN), as on a host with one NIC.
-in_ns() {
-	ns=$1
-	shift
-	ip netns exec "$ns" env -u ZSM_DOMAIN ZSM_PROVIDER=tcp "$@"
-}
 tx_bytes() {
 	ip -n "$1" -s -j link show "$2" 2>/dev/null |
 		python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["stats64"]["tx"]["bytes"])' 2>/dev/null ||
@@ -65,10 +21,10 @@ tx_bytes() {
 
 rdv=$addr_a:29400
 tx0=$(tx_bytes "$nsa" "$va")
-in_ns "$nsa" ZSM_HOSTID=netns-a "$kit" --rendezvous "$rdv" --rank 0 \
+nf_in "$nsa" ZSM_HOSTID=netns-a "$kit" --rendezvous "$rdv" --rank 0 \
 	--nranks 2 --join-timeout 60 "$plugin" >"$out/k0" 2>"$out/k0.err" &
 pid=$!
-in_ns "$nsb" ZSM_HOSTID=netns-b OMPI_COMM_WORLD_RANK=1 \
+nf_in "$nsb" ZSM_HOSTID=netns-b OMPI_COMM_WORLD_RANK=1 \
 	OMPI_COMM_WORLD_SIZE=2 "$kit" --rendezvous "$rdv" --join-timeout 60 \
 	"$plugin" >"$out/k1" 2>"$out/k1.err"
 rc1=$?
@@ -77,47 +33,47 @@ rc0=$?
 tx1=$(tx_bytes "$nsa" "$va")
 echo "== zsm-conformance, rank 0 in $nsa ($addr_a), rank 1 in $nsb ($addr_b)"
 cat "$out/k0"
-[ $rc0 = 0 ] || fail "rank 0 of the kit exited $rc0"
-[ $rc1 = 0 ] || fail "rank 1 of the kit exited $rc1"
+[ $rc0 = 0 ] || nf_fail "rank 0 of the kit exited $rc0"
+[ $rc1 = 0 ] || nf_fail "rank 1 of the kit exited $rc1"
 grep -q '^[0-9]* passed, 0 failed, [0-9]* skipped$' "$out/k0" ||
-	fail "the kit's summary has failures (or none)"
+	nf_fail "the kit's summary has failures (or none)"
 # Only the GPU check may skip, and only for want of a GPU.
 if grep '^SKIP' "$out/k0" | grep -v '^SKIP gpu_buffers' | grep -q .; then
-	fail "a check other than gpu_buffers skipped"
+	nf_fail "a check other than gpu_buffers skipped"
 fi
-grep -q '^PASS data_sizes' "$out/k0" || fail "data_sizes did not pass"
+grep -q '^PASS data_sizes' "$out/k0" || nf_fail "data_sizes did not pass"
 # data_sizes alone sends 1 GiB from rank 0: it must have crossed the veth.
 moved=$((tx1 - tx0))
 echo "veth $va (rank 0's side) sent $moved bytes during the run"
 [ "$moved" -gt 1073741824 ] ||
-	fail "only $moved bytes crossed the veth: the ranks did not talk over it"
+	nf_fail "only $moved bytes crossed the veth: the ranks did not talk over it"
 # Each plugin must take the other for a different host (init_cycles
 # connects a process to itself, which is the same host: leave it out).
-in_ns "$nsa" ZSM_HOSTID=netns-a ZSM_CLIENT_LOG=info "$kit" \
+nf_in "$nsa" ZSM_HOSTID=netns-a ZSM_CLIENT_LOG=info "$kit" \
 	--rendezvous "$rdv" --rank 0 --nranks 2 --join-timeout 60 \
 	--only order,many_comms "$plugin" >"$out/h0" 2>"$out/h0.err" &
 pid=$!
-in_ns "$nsb" ZSM_HOSTID=netns-b ZSM_CLIENT_LOG=info "$kit" \
+nf_in "$nsb" ZSM_HOSTID=netns-b ZSM_CLIENT_LOG=info "$kit" \
 	--rendezvous "$rdv" --rank 1 --nranks 2 --join-timeout 60 \
 	--only order,many_comms "$plugin" >"$out/h1" 2>"$out/h1.err"
 wait $pid
-grep -q '^2 passed, 0 failed' "$out/h0" || fail "the logged run failed"
+grep -q '^2 passed, 0 failed' "$out/h0" || nf_fail "the logged run failed"
 for side in 0 1; do
 	if grep -q 'same host' "$out/h$side.err"; then
-		fail "rank $side's plugin took its peer for the same host"
+		nf_fail "rank $side's plugin took its peer for the same host"
 	elif ! grep -q 'other host' "$out/h$side.err"; then
-		fail "rank $side's plugin logged no 'other host' comm"
+		nf_fail "rank $side's plugin logged no 'other host' comm"
 	fi
 	grep -q 'cross-memory attach' "$out/h$side.err" &&
-		fail "rank $side took the same-host transport across hosts"
+		nf_fail "rank $side took the same-host transport across hosts"
 done
 
 echo "== zsm-bench, Slurm's variables"
-in_ns "$nsa" ZSM_HOSTID=netns-a SLURM_PROCID=0 SLURM_NTASKS=2 "$bench" \
+nf_in "$nsa" ZSM_HOSTID=netns-a SLURM_PROCID=0 SLURM_NTASKS=2 "$bench" \
 	--plugin "$plugin" --rendezvous "$rdv" --sizes 4096,1048576 --reps 3 \
 	>"$out/b0" 2>"$out/b0.err" &
 pid=$!
-in_ns "$nsb" ZSM_HOSTID=netns-b SLURM_PROCID=1 SLURM_NTASKS=2 "$bench" \
+nf_in "$nsb" ZSM_HOSTID=netns-b SLURM_PROCID=1 SLURM_NTASKS=2 "$bench" \
 	--plugin "$plugin" --rendezvous "$rdv" --sizes 4096,1048576 --reps 3 \
 	>"$out/b1" 2>"$out/b1.err"
 rc1=$?
@@ -125,8 +81,8 @@ wait $pid
 rc0=$?
 cat "$out/b0"
 [ $rc0 = 0 ] && [ $rc1 = 0 ] ||
-	{ fail "zsm-bench exited $rc0 (rank 0) and $rc1 (rank 1)"; tail -n 20 "$out/b0.err" "$out/b1.err"; }
-grep -q '^stream  *1M ' "$out/b0" || fail "zsm-bench printed no 1 MiB stream row"
+	{ nf_fail "zsm-bench exited $rc0 (rank 0) and $rc1 (rank 1)"; tail -n 20 "$out/b0.err" "$out/b1.err"; }
+grep -q '^stream  *1M ' "$out/b0" || nf_fail "zsm-bench printed no 1 MiB stream row"
 
 if [ $status != 0 ]; then
 	echo "-- stderr of the kit's ranks (last lines)"
