@@ -61,8 +61,11 @@ for x in ${which//,/ }; do
 	ZSM_CE=$ce "$load" --plugin "$plugin" --pairs "$pairs" \
 		--seconds "$secs" "$@" >"$log" 2>&1
 	rc=$?
-	# The summary, or the failure and its dump, without per-group lines.
-	grep -v '^rank [01] \(sent\|received\) ' "$log" | tail -60
+	# The summary, or the failure and its counts; the per-comm lines of
+	# a dump and the per-group lines of --verbose stay in the log.
+	grep -v -e '^rank [01] \(sent\|received\) ' -e '^  dir ' "$log" |
+		tail -40
+	[ "$rc" -eq 0 ] || echo "== $x: pending comms: $log (keep it with -o)"
 	echo "== $x: exit $rc after $(($(date +%s) - start)) s"
 	if [ "$rc" -eq 0 ]; then
 		passed=$((passed + 1))

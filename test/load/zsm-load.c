@@ -1115,11 +1115,11 @@ static int ld_busy(const struct ld *x)
 
 /*
  * A lost message: one request open for lost_s while others went on
- * finishing, or a stall in which one comm's open group is rounds behind
- * what its stream finished on other comms (one message lost, and the
- * stream then stopped on that comm's depth: groups start in order).  A
- * stall: no request of either side finished for stall_s although some
- * are open, every comm at about the same round.
+ * finishing, or a stall in which one comm's open group is a whole depth
+ * of rounds behind what its stream finished on other comms (one message
+ * lost, and the stream then stopped on that comm's full window: groups
+ * start in order).  A stall: no request of either side finished for
+ * stall_s although some are open, the comms at about the same round.
  */
 static int ld_check_progress(struct ld *x, uint64_t now)
 {
@@ -1128,7 +1128,7 @@ static int ld_check_progress(struct ld *x, uint64_t now)
 	struct ld_stream *st = NULL;
 	double idle, age;
 	int comm = 0;
-	long lag;
+	long lag, lag_lost;
 
 	if (!ld_busy(x))
 		return 0;
@@ -1137,7 +1137,13 @@ static int ld_check_progress(struct ld *x, uint64_t now)
 	gr = ld_oldest(x, &st, &comm);
 	age = gr && gr->t_post < now ? ld_s(now - gr->t_post) : 0;
 	lag = gr ? (long)st->rounds_done - 1 - (long)gr->round : 0;
-	if (gr && ((idle > x->o.stall_s && lag >= 2) ||
+	/*
+	 * Groups start in order, so no comm finishes more than depth rounds
+	 * ahead of another's open group: a comm that far behind is the one the
+	 * rest waited for.  Comms stopped together are a round or two apart.
+	 */
+	lag_lost = x->o.depth > 2 ? x->o.depth - 1 : x->o.depth;
+	if (gr && ((idle > x->o.stall_s && lag >= lag_lost) ||
 		   (age > x->o.lost_s && idle < x->o.stall_s / 2))) {
 		x->shm->lost++;
 		return ld_fail("lost message: %s of dir %d comm %d round %u "

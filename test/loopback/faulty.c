@@ -93,7 +93,7 @@ static enum faulty_fault faulty_fault;
 /* Send comms open now, for FAULT_COMMS_CAP. */
 static int faulty_live_sends;
 /* FAULT_LOSE_RECV, FAULT_STALL: receives completed so far. */
-#define FAULTY_LOSE_AFTER 500
+#define FAULTY_LOSE_AFTER 100
 static int faulty_recvs_done;
 /* FAULT_CONNECT_STALL: when the first connect call came. */
 static struct timespec faulty_stall_t0;
