@@ -58,7 +58,7 @@
 #define LD_MAX_DEPTH 32
 /* Source offsets are drawn from [0, LD_OFF_SPAN): the table's slack. */
 #define LD_OFF_SPAN (1u << 20)
-/* Sizes up to this are "small"; a 16th of the messages are larger. */
+/* Sizes up to this are "small"; 1 in 64 messages is larger. */
 #define LD_SMALL_MAX (64u << 10)
 /* Bytes after every posted receive that must stay as they were. */
 #define LD_GUARD 64
@@ -124,16 +124,18 @@ struct ld_pend {
 
 /* One rank's part of the memory both processes share. */
 struct ld_side {
-	/* Last completion of any request, monotonic ns; see ld_stalled. */
+	/* Last completion of any request, ns; see ld_check_progress. */
 	_Atomic uint64_t last_done_ns;
 	/* Groups this side started per direction when it saw the stop. */
 	uint64_t started[2];
 	_Atomic int stop_seen;
 	_Atomic int dumped;
 	_Atomic int stats_ready;
-	int fails;
+	/* What this side found: plugin errors, wrong data, stalls, losses. */
 	uint64_t errors;
 	uint64_t bad;
+	int stalls;
+	int lost;
 	struct ld_counts counts[2];
 	/* Where each stream was at the dump. */
 	uint64_t next_g[2];
@@ -149,8 +151,6 @@ struct ld_shm {
 	_Atomic int fail;
 	_Atomic int stop;
 	_Atomic int printed;
-	int stalls;
-	int lost;
 	char why[LD_WHY];
 	struct ld_side side[2];
 	/* Then pend[rank][dir][comm]; see ld_pend_at. */
@@ -168,7 +168,7 @@ struct ld_group {
 	uint64_t g;
 	uint32_t round;
 	int n;
-	int posted; /* sender: sub-sends posted; receiver: 1 once irecv took it */
+	int posted; /* sender: sub-sends posted; receiver: 1 once taken */
 	int done;   /* sender: sub-sends finished, in posting order */
 	struct ld_sub sub[LD_MAX_N];
 	uint8_t order[LD_MAX_N]; /* posting order of the sub-sends */
@@ -230,7 +230,6 @@ struct ld {
 	uint64_t t0;
 	uint64_t next_sample;
 	uint64_t sample_ns;
-	uint64_t done_total; /* groups finished by this side, both streams */
 	int stopping;        /* saw the stop and published our counts */
 	int ending;          /* peer's counts in: limits final */
 };
@@ -261,7 +260,6 @@ static int ld_fail(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	x->shm->side[x->rank].fails++;
 	/* acq_rel: the winner's why is published by the release below. */
 	if (atomic_compare_exchange_strong_explicit(&x->shm->fail, &expected,
 						    -1, memory_order_acq_rel,
@@ -655,7 +653,8 @@ static int ld_group_post(struct ld *x, struct ld_stream *st)
 
 	if (st->sending) {
 		while (gr->posted < gr->n) {
-			const struct ld_sub *s = &gr->sub[gr->order[gr->posted]];
+			const struct ld_sub *s =
+				&gr->sub[gr->order[gr->posted]];
 			void **req = &gr->req[gr->posted];
 
 			*req = NULL;
@@ -663,11 +662,13 @@ static int ld_group_post(struct ld *x, struct ld_stream *st)
 					     x->table + s->off, s->size,
 					     s->tag, cm->mh, req);
 			if (r)
-				return LD_CALL_FAIL(x, "isend(dir %d comm %d round %u "
-					       "size %u tag %d) returned %s",
-					       st->dir, st->partial_comm,
-					       gr->round, s->size, s->tag,
-					       zsm_client_result_str(r));
+				return LD_CALL_FAIL(
+					x,
+					"isend(dir %d comm %d round %u size "
+					"%u tag %d) returned %s",
+					st->dir, st->partial_comm, gr->round,
+					s->size, s->tag,
+					zsm_client_result_str(r));
 			if (!*req) {
 				st->counts.nulls++;
 				return 0;
@@ -687,10 +688,12 @@ static int ld_group_post(struct ld *x, struct ld_stream *st)
 		r = zsm_client_irecv(x->c, cm->comm, gr->n, data, sizes, tags,
 				     mhs, &gr->req[0]);
 		if (r)
-			return LD_CALL_FAIL(x, "irecv(dir %d comm %d round %u n %d) "
-				       "returned %s",
-				       st->dir, st->partial_comm, gr->round,
-				       gr->n, zsm_client_result_str(r));
+			return LD_CALL_FAIL(x,
+					    "irecv(dir %d comm %d round %u n "
+					    "%d) returned %s",
+					    st->dir, st->partial_comm,
+					    gr->round, gr->n,
+					    zsm_client_result_str(r));
 		if (!gr->req[0]) {
 			st->counts.nulls++;
 			return 0;
@@ -792,7 +795,6 @@ static void ld_group_finish(struct ld *x, struct ld_stream *st,
 		       gr->round, gr->n, gr->bytes,
 		       (double)(now - gr->t_post) / 1e6);
 	cm->head++;
-	x->done_total++;
 	/* relaxed: a progress stamp; the peer only compares its age. */
 	atomic_store_explicit(&me->last_done_ns, now, memory_order_relaxed);
 }
@@ -842,7 +844,8 @@ static int ld_comm_test(struct ld *x, struct ld_stream *st, int c,
 	} else {
 		r = zsm_client_test(x->c, gr->req[0], &done, sizes);
 		if (r)
-			return LD_CALL_FAIL(x, "test of receive (dir %d comm %d "
+			return LD_CALL_FAIL(x,
+					    "test of receive (dir %d comm %d "
 					    "round %u n %d) returned %s",
 					    st->dir, c, gr->round, gr->n,
 					    zsm_client_result_str(r));
@@ -850,13 +853,14 @@ static int ld_comm_test(struct ld *x, struct ld_stream *st, int c,
 			return 0;
 		gr->req[0] = NULL;
 		gr->done = 1;
-		for (j = gr->n; j < LD_SIZES; j++)
-			if (sizes[j] != -1) {
-				x->shm->side[x->rank].bad++;
-				return ld_fail("receive of %d (dir %d comm %d "
-					       "round %u): test wrote sizes[%d]",
-					       gr->n, st->dir, c, gr->round, j);
-			}
+		for (j = gr->n; j < LD_SIZES; j++) {
+			if (sizes[j] == -1)
+				continue;
+			x->shm->side[x->rank].bad++;
+			return ld_fail("receive of %d (dir %d comm %d round "
+				       "%u): test wrote sizes[%d]",
+				       gr->n, st->dir, c, gr->round, j);
+		}
 		if (ld_recv_verify(x, st, c, gr, sizes))
 			return -1;
 	}
@@ -935,9 +939,9 @@ static void ld_print_side(struct ld *x, int rank, uint64_t now)
 
 	if (last > now)
 		last = now;
-	printf("rank %d: last completion %.1f s ago, %" PRIu64
-	       " errors, %" PRIu64 " bad messages\n",
-	       rank, ld_s(now - last), s->errors, s->bad);
+	printf("rank %d: last completion %.1f s ago; found %" PRIu64
+	       " errors, %" PRIu64 " bad messages, %d stalls, %d lost\n",
+	       rank, ld_s(now - last), s->errors, s->bad, s->stalls, s->lost);
 	for (d = 0; d < 2; d++)
 		printf("rank %d %s dir %d: %" PRIu64 " groups started "
 		       "(limit %s), %" PRIu64 " finished, %" PRIu64
@@ -1145,7 +1149,7 @@ static int ld_check_progress(struct ld *x, uint64_t now)
 	lag_lost = x->o.depth > 2 ? x->o.depth - 1 : x->o.depth;
 	if (gr && ((idle > x->o.stall_s && lag >= lag_lost) ||
 		   (age > x->o.lost_s && idle < x->o.stall_s / 2))) {
-		x->shm->lost++;
+		x->shm->side[x->rank].lost++;
 		return ld_fail("lost message: %s of dir %d comm %d round %u "
 			       "(%d messages) open for %.1f s (--lost-s %.0f), "
 			       "%ld rounds behind its stream; the last request "
@@ -1156,7 +1160,7 @@ static int ld_check_progress(struct ld *x, uint64_t now)
 			       x->o.stall_s);
 	}
 	if (idle > x->o.stall_s) {
-		x->shm->stalls++;
+		x->shm->side[x->rank].stalls++;
 		return ld_fail("stall: no request of either process finished "
 			       "for %.1f s (--stall-s %.0f); the oldest open "
 			       "request was posted %.1f s ago",
@@ -1187,7 +1191,7 @@ static void ld_check_end(struct ld *x, uint64_t now)
 		x->in.limit_g = x->in.next_g;
 		me->started[x->out.dir] = x->out.next_g;
 		me->started[x->in.dir] = x->in.next_g;
-		/* release: publishes started[]; pairs with the acquire below. */
+		/* release: publishes started[]; pairs with the next acquire. */
 		atomic_store_explicit(&me->stop_seen, 1, memory_order_release);
 		x->stopping = 1;
 	}
@@ -1327,6 +1331,37 @@ static int ld_open(struct ld *x)
 	return 0;
 }
 
+/* One call of connect and one of accept on comm i, where not yet done. */
+static int ld_connect_one(struct ld *x, int i, void *handle, void *listen,
+			  int *left)
+{
+	struct ld_comm *s = &x->out.comms[i], *rc = &x->in.comms[i];
+	int r;
+
+	if (!s->comm) {
+		r = zsm_client_connect(x->c, x->o.dev, handle, &s->comm);
+		if (r)
+			return ld_fail("connect %d returned %s", i,
+				       zsm_client_result_str(r));
+		*left -= !!s->comm;
+	}
+	if (!rc->comm) {
+		r = zsm_client_accept(x->c, listen, &rc->comm);
+		if (r)
+			return ld_fail("accept %d returned %s", i,
+				       zsm_client_result_str(r));
+		if (!rc->comm)
+			return 0;
+		(*left)--;
+		/* As NCCL does: the accept ends the listen. */
+		r = zsm_client_close_listen(x->c, listen);
+		if (r)
+			return ld_fail("closeListen %d returned %s", i,
+				       zsm_client_result_str(r));
+	}
+	return 0;
+}
+
 /*
  * Every listen, the handles both ways, then connect and accept
  * round-robin, on at most connect_batch comms at once (both sides move the
@@ -1364,36 +1399,9 @@ static int ld_connect(struct ld *x)
 		while (lo < n && x->out.comms[lo].comm && x->in.comms[lo].comm)
 			lo++;
 		hi = lo + x->o.connect_batch < n ? lo + x->o.connect_batch : n;
-		for (i = lo; i < hi; i++) {
-			struct ld_comm *s = &x->out.comms[i];
-			struct ld_comm *rc = &x->in.comms[i];
-
-			if (!s->comm) {
-				r = zsm_client_connect(x->c, x->o.dev,
-						       theirs[i], &s->comm);
-				if (r)
-					return ld_fail("connect %d returned %s",
-						       i,
-						       zsm_client_result_str(r));
-				left -= !!s->comm;
-			}
-			if (!rc->comm) {
-				r = zsm_client_accept(x->c, listen[i],
-						      &rc->comm);
-				if (r)
-					return ld_fail("accept %d returned %s",
-						       i,
-						       zsm_client_result_str(r));
-				left -= !!rc->comm;
-				/* As NCCL does: a listen ends with its accept. */
-				if (rc->comm && (r = zsm_client_close_listen(
-							 x->c, listen[i])))
-					return ld_fail("closeListen %d returned "
-						       "%s",
-						       i,
-						       zsm_client_result_str(r));
-			}
-		}
+		for (i = lo; i < hi; i++)
+			if (ld_connect_one(x, i, theirs[i], listen[i], &left))
+				return -1;
 		if (ld_failed(x))
 			return -1;
 		if (ld_s(zsm_client_now_ns() - t0) > limit_s)
@@ -1589,7 +1597,7 @@ static int ld_summary(struct ld *x, double secs)
 	printf("both ways: %.3f GB/s over %.1f s; errors %" PRIu64
 	       ", bad messages %" PRIu64 ", stalls %d, lost %d\n",
 	       gbs, secs, s0->errors + s1->errors, s0->bad + s1->bad,
-	       x->shm->stalls, x->shm->lost);
+	       s0->stalls + s1->stalls, s0->lost + s1->lost);
 	for (rank = 0; rank < 2; rank++)
 		ld_print_samples(x, rank);
 	for (rank = 0; rank < 2; rank++) {
@@ -1865,7 +1873,8 @@ static int ld_wait_peer(struct ld *x)
 	struct ld_side *peer = &x->shm->side[1 - x->rank];
 
 	/* acquire: pairs with the release of stats_ready on the other rank. */
-	while (!atomic_load_explicit(&peer->stats_ready, memory_order_acquire)) {
+	while (!atomic_load_explicit(&peer->stats_ready,
+				     memory_order_acquire)) {
 		if (ld_failed(x))
 			return -1;
 		usleep(1000);
