@@ -54,6 +54,8 @@ enum faulty_fault {
 	FAULT_REGMR_BUSY,	/* regmr_concurrent: regMr fails mid-traffic */
 	FAULT_FD_LEAK,		/* init_cycles: init leaks an fd */
 	FAULT_CONNECT_STALL,	/* connect_retry: done only after 12 s */
+	FAULT_LOSE_RECV,	/* zsm-load: one receive never completes */
+	FAULT_STALL,		/* zsm-load: nothing completes any more */
 	FAULT_COUNT
 };
 
@@ -81,6 +83,8 @@ static const char *const faulty_names[FAULT_COUNT] = {
 	"regmr_busy",
 	"fd_leak",
 	"connect_stall",
+	"lose_recv",
+	"stall",
 };
 
 static const ncclNet_v12_t *faulty_real;
@@ -88,6 +92,9 @@ static void *faulty_dl;
 static enum faulty_fault faulty_fault;
 /* Send comms open now, for FAULT_COMMS_CAP. */
 static int faulty_live_sends;
+/* FAULT_LOSE_RECV, FAULT_STALL: receives completed so far. */
+#define FAULTY_LOSE_AFTER 100
+static int faulty_recvs_done;
 /* FAULT_CONNECT_STALL: when the first connect call came. */
 static struct timespec faulty_stall_t0;
 
@@ -102,6 +109,8 @@ struct faulty_req {
 	void *data[8];
 	/* FAULT_REORDER: a send held back until the next one is posted. */
 	int held;
+	/* FAULT_LOSE_RECV: finished, and swallowed: never reported done. */
+	int lost;
 	void *h_data;
 	size_t h_size;
 	int h_tag;
@@ -496,6 +505,11 @@ static ncclResult_t faulty_test(void *request, int *done, int *sizes)
 			request);
 		return ncclInternalError;
 	}
+	/* The bug: a receive that finished is reported as pending. */
+	if (q->lost ||
+	    (faulty_fault == FAULT_STALL &&
+	     faulty_recvs_done >= FAULTY_LOSE_AFTER))
+		return ncclSuccess;
 	if (q->held == 1) {
 		/* Never paired: post it now, in order. */
 		struct faulty_comm *fc = faulty_comm(q->comm);
@@ -524,6 +538,12 @@ static ncclResult_t faulty_test(void *request, int *done, int *sizes)
 	}
 	if (r || !*done)
 		return r;
+	if (q->recv && ++faulty_recvs_done == FAULTY_LOSE_AFTER &&
+	    faulty_fault == FAULT_LOSE_RECV) {
+		*done = 0;
+		q->lost = 1;
+		return ncclSuccess;
+	}
 	if (q->recv && faulty_fault == FAULT_SIZE_POSTED)
 		for (i = 0; i < q->n; i++)
 			tmp[i] = (int)q->posted[i];
