@@ -102,8 +102,17 @@ static void zsm_plugin_teardown_locked(void)
 {
 	zsm_proxy_stop();
 	zsm_proxy_lock();
-	for (int i = 0; i < zsm_net_topo.ndevs; i++)
-		zsm_net_ep_close(zsm_net_topo.devs[i].ep);
+	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
+		struct zsm_net_dev *dev = &zsm_net_topo.devs[i];
+
+		zsm_net_ep_close(dev->ep);
+		while (dev->retired) {
+			struct zsm_net_ep *ep = dev->retired;
+
+			dev->retired = ep->retired_next;
+			zsm_net_ep_close(ep);
+		}
+	}
 	zsm_proxy_unlock();
 	/* The comms' GPU mappings are closing on their own thread, which
 	 * must be gone before NCCL unloads us. */

@@ -203,7 +203,10 @@ struct zsm_net_dev {
 	 */
 	size_t trunc_unsafe;
 	struct zsm_net_hmem_plan gdr; /* GPU buffers over this device */
-	struct zsm_net_ep *ep; /* opened on first listen/connect */
+	struct zsm_net_ep *ep; /* where new comms go */
+	/* Endpoints retired after a peer went silent (see zsm_net_ep_retire):
+	 * they serve their comms and close when the last one does. */
+	struct zsm_net_ep *retired;
 };
 
 /* The process's view of what libfabric offers (built once, immutable). */
@@ -286,6 +289,8 @@ struct zsm_net_ctrl_rx;
 
 struct zsm_net_ep {
 	struct zsm_net_dev *dev;
+	int retired;
+	struct zsm_net_ep *retired_next;
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
 	struct fid_av *av;
@@ -296,6 +301,10 @@ struct zsm_net_ep {
 	uint32_t addr_format;	     /* of ours, which peers' must match */
 	int directed;		     /* receives posted for one source */
 	int cq_data;		     /* 4+ bytes of remote CQ data: keys */
+	/* Data operations zsm posts at most (the provider's queues less a
+	 * reserve for control messages), and how many are posted. */
+	size_t tx_budget, rx_budget;
+	size_t tx_inflight, rx_inflight;
 	int crc;		     /* 8 bytes: room for ZSM_CHECKSUM */
 	uint64_t pass_ns;            /* when the current engine pass began */
 	uint64_t next_tick_ns;	     /* the next round of timed checks */
@@ -356,6 +365,17 @@ int zsm_net_ep_av_insert(struct zsm_net_ep *ep, const void *addr,
 			 fi_addr_t *out);
 /* The endpoint's timed work: expiries, liveness, strays, drop counts. */
 void zsm_net_ep_tick(struct zsm_net_ep *ep, uint64_t now);
+/*
+ * A peer of ep went silent while the provider held transfers for it: the
+ * provider keeps that connection, and if the network comes back it would
+ * move those transfers into buffers NCCL has freed.  New comms get a
+ * fresh endpoint; this one closes (which ends every transfer it holds)
+ * as soon as all its comms are closing.
+ */
+void zsm_net_ep_retire(struct zsm_net_ep *ep);
+/* The comm of device dev with id, on its endpoint or a retired one. */
+struct zsm_net_comm *zsm_net_dev_find_comm(struct zsm_net_dev *dev,
+					   uint32_t id);
 
 enum zsm_req_type {
 	ZSM_REQ_SEND = 1,
@@ -455,6 +475,11 @@ struct zsm_net_comm {
 	int ops_posted;      /* every posted operation: freeing waits */
 	int data_ops;        /* posted sends and receives */
 	int recv_ops;	     /* of which receives: the provider writes there */
+	/* Its peer was declared dead (net_peer.c): what the provider still
+	 * holds for it is reported failed at once, and the closer need not
+	 * wait for it (a gone process sends nothing; a silent one's
+	 * transfers end when its retired endpoint closes). */
+	int peer_gone;
 	int deferred;        /* requests the provider refused, not posted */
 	int closing;
 	/* Control messages to send (bits of 1 << type), the one in flight,

@@ -125,18 +125,15 @@ struct zsm_net_close_wait {
 
 /*
  * The closer may return once the provider writes none of the comm's
- * buffers and reads none of a live peer's sends: NCCL frees them next.
- * Sends to a failed peer are left out: the peer is out of the address
- * vector, and the provider drops them without touching them again.
+ * buffers: NCCL frees them next.  Receives are cancelled by the close
+ * and come back at once unless a transfer into them is under way.  A
+ * send the provider still holds only reads its buffer, and may wait for
+ * a peer that is closing too: it is not waited for.
  */
 static void zsm_net_comm_tell_closer(struct zsm_net_comm *comm, int freeing)
 {
-	/* relaxed: the engine is the only writer. */
-	int failed = atomic_load_explicit(&comm->error, memory_order_relaxed);
-
 	if (!comm->close_wait ||
-	    (!freeing && (comm->recv_ops ||
-			  (!failed && comm->data_ops > comm->recv_ops))))
+	    (!freeing && comm->recv_ops && !comm->peer_gone))
 		return;
 	/* release: pairs with the acquire in zsm_net_comm_close. */
 	atomic_store_explicit(&comm->close_wait->quiet, 1,
@@ -204,15 +201,30 @@ static void zsm_net_comm_cancel_recvs(struct zsm_net_comm *comm)
 	}
 }
 
-/* Posted sends to a failed peer: report them now, the provider keeps them. */
-static void zsm_net_comm_orphan_sends(struct zsm_net_comm *comm, int err)
+/*
+ * Requests of a failed comm the provider still holds: report them now.
+ * Sends it may never complete (rxm neither fails nor cancels sends to a
+ * vanished peer); a receive into which a transfer was under way cannot
+ * be cancelled, and one from a peer declared dead may never come back
+ * either.  test() gets the error at once; the request stays
+ * out of the pool until the provider gives it back or the comm goes.
+ */
+static void zsm_net_comm_orphan_posted(struct zsm_net_comm *comm, int err)
 {
 	for (struct zsm_net_req_slab *s = comm->slabs; s; s = s->next) {
 		for (int i = 0; i < ZSM_REQ_SLAB; i++) {
 			struct zsm_net_req *r = &s->reqs[i];
+			int posted = 0;
 
-			if (r->type == ZSM_REQ_SEND && r->remaining &&
-			    r->ops[0].posted == 1)
+			if (r->type != ZSM_REQ_SEND && r->type != ZSM_REQ_RECV)
+				continue;
+			for (int k = 0; k < r->n; k++)
+				posted |= r->ops[k].posted == 1;
+			/* relaxed: the engine is the only writer. */
+			if (posted && r->remaining &&
+			    !atomic_load_explicit(&r->orphan,
+						  memory_order_relaxed) &&
+			    (r->type == ZSM_REQ_SEND || comm->peer_gone))
 				zsm_net_req_orphan(r, err);
 		}
 	}
@@ -244,7 +256,7 @@ void zsm_net_comm_fail(struct zsm_net_comm *comm, int err, const char *why)
 			      memory_order_release);
 	/* Receives from a failed peer would wait forever. */
 	zsm_net_comm_cancel_recvs(comm);
-	zsm_net_comm_orphan_sends(comm, err);
+	zsm_net_comm_orphan_posted(comm, err);
 	if (comm->ce)
 		zsm_ce_chan_fail(comm->ce, err);
 }
@@ -501,9 +513,8 @@ static struct zsm_net_comm *zsm_net_connect_find(int dev,
 						 const struct zsm_net_handle *h,
 						 int *err)
 {
-	struct zsm_net_ep *ep = zsm_net_topo.devs[dev].ep;
-	struct zsm_net_comm *c = ep ? zsm_idmap_find(&ep->ids, h->conn_id)
-				    : NULL;
+	struct zsm_net_comm *c =
+		zsm_net_dev_find_comm(&zsm_net_topo.devs[dev], h->conn_id);
 
 	if (c && c->type == ZSM_COMM_SEND && !c->handle && !c->closing &&
 	    c->nonce == h->nonce && c->started_ns == h->conn_start_ns)

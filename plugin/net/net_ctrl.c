@@ -480,9 +480,9 @@ void zsm_net_ctrl_complete(struct zsm_net_op *op, int err, size_t len,
 	comm = op->owner;
 	op->posted = 2;
 	comm->ops_posted--;
-	if (!err)
-		zsm_net_peer_heard(comm->peer_obj, comm->ep->pass_ns);
-	else if (err != -ECANCELED && !comm->closing)
+	/* A send that completed was taken by our own provider, not by the
+	 * peer: it is no word from the peer (net_peer.c). */
+	if (err && err != -ECANCELED && !comm->closing)
 		zsm_net_comm_fail(comm, -ECONNRESET,
 				  "the peer did not take a control message");
 	if (comm->closing)

@@ -205,6 +205,43 @@ static size_t zsm_net_trunc_unsafe(const char *prov)
 	return (size_t)v;
 }
 
+/*
+ * Provider queues zsm asks for: 64 comms' worth of requests each with
+ * every buffer in flight (ZSM_MAX_REQUESTS x maxRecvs), which is also the
+ * largest rxm grants (16384).  zsm itself never posts more data
+ * operations than the queue it got, less a reserve that keeps control
+ * messages (probes, handshakes) from waiting behind data (net_ep.c).
+ */
+#define ZSM_NET_QUEUE_WANT (64 * ZSM_MAX_REQUESTS * ZSM_MAX_RECVS)
+
+/* The same offer with the largest queues the provider grants up to
+ * ZSM_NET_QUEUE_WANT; info itself when it grants no more. */
+static struct fi_info *zsm_net_offer_sized(const struct fi_info *info)
+{
+	size_t want = ZSM_NET_QUEUE_WANT;
+
+	for (; want > info->tx_attr->size || want > info->rx_attr->size;
+	     want /= 2) {
+		struct fi_info *hints = zsm_fi_dupinfo(info), *got = NULL;
+		int ret;
+
+		if (!hints)
+			break;
+		hints->tx_attr->size = want > info->tx_attr->size
+					       ? want
+					       : info->tx_attr->size;
+		hints->rx_attr->size = want > info->rx_attr->size
+					       ? want
+					       : info->rx_attr->size;
+		ret = zsm_fi_getinfo(info->fabric_attr->api_version, NULL,
+				     NULL, 0, hints, &got);
+		zsm_fi_freeinfo(hints);
+		if (!ret && got)
+			return got;
+	}
+	return zsm_fi_dupinfo(info);
+}
+
 static struct fi_info *zsm_net_hints(void)
 {
 	struct fi_info *hints = zsm_fi_allocinfo();
@@ -495,7 +532,7 @@ int zsm_net_topo_discover(struct zsm_net_topo *topo)
 		/* The richer offer of the same provider and domain, when
 		 * there is one: endpoints need FI_HMEM to take GPU
 		 * registrations, and reads to flush. */
-		dev->info = zsm_fi_dupinfo(hm ? hm : best[i]);
+		dev->info = zsm_net_offer_sized(hm ? hm : best[i]);
 		if (!dev->info) {
 			zsm_net_rich_free(&rich);
 			zsm_net_topo_free(topo);
@@ -511,12 +548,14 @@ int zsm_net_topo_discover(struct zsm_net_topo *topo)
 		dev->pci_path = zsm_net_pci_path(best[i]);
 		dev->guid = zsm_net_fnv1a(dev->name);
 		dev->speed_mbps = zsm_net_speed_mbps(best[i]);
-		ZSM_INFO("net: device %d is %s over %s (%d Mb/s, pci %s%s%s)",
+		ZSM_INFO("net: device %d is %s over %s (%d Mb/s, pci %s%s%s, "
+			 "queues %zu/%zu)",
 			 topo->ndevs, dev->name,
 			 best[i]->fabric_attr->prov_name, dev->speed_mbps,
 			 dev->pci_path ? dev->pci_path : "none",
 			 dev->hmem ? ", FI_HMEM" : "",
-			 dev->read ? ", RMA reads" : "");
+			 dev->read ? ", RMA reads" : "",
+			 dev->info->tx_attr->size, dev->info->rx_attr->size);
 		topo->ndevs++;
 	}
 	zsm_net_rich_free(&rich);

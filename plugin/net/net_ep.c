@@ -20,6 +20,8 @@
 #include "net/net_fi_abi.h"
 
 #define ZSM_NET_CQ_BATCH 32
+/* Provider queue entries kept for control messages (net_ctrl.c). */
+#define ZSM_NET_CTRL_RESERVE 64
 
 static const char *zsm_net_ep_name(const struct zsm_net_ep *ep)
 {
@@ -92,6 +94,15 @@ int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 	ep->addr_format = fi->addr_format;
 	ep->directed = (fi->caps & FI_DIRECTED_RECV) != 0;
 	ep->cq_data = fi->domain_attr->cq_data_size >= 4;
+	/* A probe or a handshake message must never wait for room behind
+	 * data: with the provider's queue full of sends a peer cannot
+	 * take yet, a probe that cannot go out reads as a dead peer. */
+	ep->tx_budget = fi->tx_attr->size > 2 * ZSM_NET_CTRL_RESERVE
+				? fi->tx_attr->size - ZSM_NET_CTRL_RESERVE
+				: fi->tx_attr->size / 2;
+	ep->rx_budget = fi->rx_attr->size > 2 * ZSM_NET_CTRL_RESERVE
+				? fi->rx_attr->size - ZSM_NET_CTRL_RESERVE
+				: fi->rx_attr->size / 2;
 	ep->crc = fi->domain_attr->cq_data_size >= 8;
 	zsm_idmap_init(&ep->ids, ZSM_TAG_ID_MAX);
 	ret = zsm_net_mr_init(ep);
@@ -169,6 +180,55 @@ void zsm_net_ep_close(struct zsm_net_ep *ep)
 	if (ep->dev && ep->dev->ep == ep)
 		ep->dev->ep = NULL;
 	free(ep);
+}
+
+void zsm_net_ep_retire(struct zsm_net_ep *ep)
+{
+	struct zsm_net_dev *dev = ep->dev;
+
+	if (ep->retired)
+		return;
+	ep->retired = 1;
+	if (dev->ep == ep)
+		dev->ep = NULL;
+	ep->retired_next = dev->retired;
+	dev->retired = ep;
+	ZSM_INFO("net: %s: new comms get a fresh endpoint; this one closes "
+		 "with its last comm",
+		 dev->name);
+}
+
+/* Close retired endpoints all of whose comms are closing. */
+static void zsm_net_ep_reap(struct zsm_net_dev *dev)
+{
+	struct zsm_net_ep **pp = &dev->retired;
+
+	while (*pp) {
+		struct zsm_net_ep *ep = *pp;
+		struct zsm_net_comm *c;
+
+		for (c = ep->comms; c && c->closing; c = c->ep_next)
+			;
+		if (c) {
+			pp = &ep->retired_next;
+			continue;
+		}
+		*pp = ep->retired_next;
+		ZSM_INFO("net: %s: the retired endpoint closes", dev->name);
+		zsm_net_ep_close(ep);
+	}
+}
+
+struct zsm_net_comm *zsm_net_dev_find_comm(struct zsm_net_dev *dev,
+					   uint32_t id)
+{
+	struct zsm_net_comm *c = dev->ep ? zsm_idmap_find(&dev->ep->ids, id)
+					 : NULL;
+
+	for (struct zsm_net_ep *ep = dev->retired; ep && !c;
+	     ep = ep->retired_next)
+		c = zsm_idmap_find(&ep->ids, id);
+	return c;
 }
 
 int zsm_net_ep_addr_check(const struct zsm_net_ep *ep, const void *addr,
@@ -330,8 +390,13 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 	struct zsm_net_op *op = &req->ops[i];
 	void *buf = req->data[i], *desc = req->mr_desc[i];
 	size_t len = req->len[i];
+	int recv = req->type == ZSM_REQ_RECV;
 	ssize_t ret;
 
+	/* Full by zsm's own count: refused, like the provider would. */
+	if (recv ? ep->rx_inflight >= ep->rx_budget
+		 : ep->tx_inflight >= ep->tx_budget)
+		return -EAGAIN;
 	if (req->type == ZSM_REQ_SEND) {
 		if (ep->cq_data)
 			ret = fi_tsenddata(ep->ep, buf, len, desc,
@@ -371,7 +436,11 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 	op->posted = 1;
 	comm->ops_posted++;
 	comm->data_ops++;
-	comm->recv_ops += req->type == ZSM_REQ_RECV;
+	comm->recv_ops += recv;
+	if (recv)
+		ep->rx_inflight++;
+	else
+		ep->tx_inflight++;
 	return 0;
 }
 
@@ -457,22 +526,32 @@ void zsm_net_ep_tick(struct zsm_net_ep *ep, uint64_t now)
 	zsm_net_ctrl_drop_summary(ep, now, 0);
 }
 
+static int zsm_net_ep_pass(struct zsm_net_ep *ep, uint64_t now)
+{
+	int events;
+
+	ep->pass_ns = now;
+	events = zsm_net_ep_progress(ep);
+	zsm_net_ctrl_progress(ep);
+	zsm_net_ep_tick(ep, now);
+	return events;
+}
+
 static int zsm_net_progress_all(void)
 {
 	int events = 0;
-	uint64_t now = 0;
+	uint64_t now = zsm_now_ns();
 
 	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
-		struct zsm_net_ep *ep = zsm_net_topo.devs[i].ep;
+		struct zsm_net_dev *dev = &zsm_net_topo.devs[i];
 
-		if (!ep)
-			continue;
-		if (!now)
-			now = zsm_now_ns();
-		ep->pass_ns = now;
-		events += zsm_net_ep_progress(ep);
-		zsm_net_ctrl_progress(ep);
-		zsm_net_ep_tick(ep, now);
+		if (dev->ep)
+			events += zsm_net_ep_pass(dev->ep, now);
+		for (struct zsm_net_ep *ep = dev->retired; ep;
+		     ep = ep->retired_next)
+			events += zsm_net_ep_pass(ep, now);
+		if (dev->retired)
+			zsm_net_ep_reap(dev);
 	}
 	return events;
 }
@@ -480,9 +559,10 @@ static int zsm_net_progress_all(void)
 static int zsm_net_busy(void)
 {
 	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
-		struct zsm_net_ep *ep = zsm_net_topo.devs[i].ep;
+		const struct zsm_net_dev *dev = &zsm_net_topo.devs[i];
+		const struct zsm_net_ep *ep = dev->ep;
 
-		if (ep && (ep->comms || ep->ctrl_head))
+		if (dev->retired || (ep && (ep->comms || ep->ctrl_head)))
 			return 1;
 	}
 	return 0;

@@ -21,8 +21,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <rdma/fi_domain.h>
-
 #include "common/log.h"
 #include "common/param.h"
 #include "net/net.h"
@@ -118,18 +116,22 @@ static void zsm_net_peer_fail(struct zsm_net_peer *p, const char *why)
 
 	p->failed = 1;
 	for (struct zsm_net_comm *c = p->ep->comms; c; c = c->ep_next) {
-		if (c->peer_obj != p || c->closing)
+		if (c->peer_obj != p)
+			continue;
+		c->peer_gone = 1;
+		if (c->closing)
 			continue;
 		zsm_net_comm_fail(c, -ECONNRESET, NULL);
 		n++;
 	}
 	ZSM_WARN("net: %s: %s; failing its %d comm(s)", p->ep->dev->name, why,
 		 n);
-	/* The provider forgets the peer: what it still holds for it (a
-	 * transfer under way when the link went) is dropped, so no late
-	 * byte lands in a buffer NCCL freed after closing the comm.  A new
-	 * connection to the same process inserts its address again. */
-	fi_av_remove(p->ep->av, &p->addr, 1, 0);
+	/* Closers waiting for those comms' receives need not any more: a
+	 * gone process moves nothing, and a silent one's transfers end when
+	 * its endpoint closes (zsm_net_ep_retire). */
+	for (struct zsm_net_comm *c = p->ep->comms; c; c = c->ep_next)
+		if (c->peer_obj == p && c->closing)
+			zsm_net_comm_maybe_free(c);
 }
 
 /* Whether some comm to p waits for the peer. */
@@ -173,6 +175,9 @@ void zsm_net_peer_check(struct zsm_net_ep *ep, uint64_t now)
 			continue;
 		}
 		if (now - p->heard_ns >= 2 * every) {
+			/* Its connection may come back with transfers in it:
+			 * an endpoint of their own from now on. */
+			zsm_net_ep_retire(ep);
 			snprintf(why, sizeof(why),
 				 "nothing heard from pid %u for %llu ms "
 				 "(ZSM_PEER_CHECK_MS=%lld, a probe %s): its "

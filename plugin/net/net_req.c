@@ -206,6 +206,14 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
 	/* relaxed: engine-only write, see zsm_net_req_orphan. */
 	int orphan = atomic_load_explicit(&req->orphan, memory_order_relaxed);
 
+	/* Posted ones leave the endpoint's count (see zsm_net_ep_post_op);
+	 * fail_rest completes some that never were. */
+	if (op->posted == 1) {
+		if (req->type == ZSM_REQ_RECV)
+			comm->ep->rx_inflight--;
+		else
+			comm->ep->tx_inflight--;
+	}
 	op->posted = 2;
 	comm->ops_posted--;
 	comm->data_ops--;
@@ -237,7 +245,9 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
 		if (why)
 			err = why;
 	}
-	if (!err && req->type != ZSM_REQ_FLUSH)
+	/* Only what arrives is word from the peer: a send completes when
+	 * our provider took it, which it does with the link down. */
+	if (!err && req->type == ZSM_REQ_RECV)
 		zsm_net_peer_heard(comm->peer_obj, comm->ep->pass_ns);
 	if (err && !req->error)
 		req->error = err;

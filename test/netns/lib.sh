@@ -22,7 +22,7 @@ nf_cleanup() {
 	eval "$nf_cleanup_hook"
 	ip netns del "$nsa" 2>/dev/null
 	ip netns del "$nsb" 2>/dev/null
-	rm -rf "$out"
+	[ -n "${ZSM_NETNS_KEEP:-}" ] && cp -r "$out" "$ZSM_NETNS_KEEP"; rm -rf "$out"
 }
 
 nf_setup() {
