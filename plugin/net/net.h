@@ -198,8 +198,9 @@ struct zsm_net_dev {
 	 * The largest message the provider sends eagerly when it cannot
 	 * take a truncated one of that size without dropping the
 	 * connection every comm to that peer shares (the tcp core under
-	 * rxm); 0 when truncation is safe.  Receives smaller than this are
-	 * posted into a bounce buffer of this size (net_bounce.c).
+	 * rxm); 0 when truncation is safe.  Receives smaller than this get
+	 * the endpoint's spill buffer as a second part, so that whatever
+	 * arrives fits (net_ep.c).
 	 */
 	size_t trunc_unsafe;
 	struct zsm_net_hmem_plan gdr; /* GPU buffers over this device */
@@ -245,7 +246,6 @@ struct zsm_ce_chan;
 struct zsm_net_req;
 struct zsm_net_peer;
 struct zsm_net_close_wait;
-struct zsm_net_bounce;
 
 struct zsm_net_op {
 	struct fi_context2 fi_ctx; /* first: FI_CONTEXT2 mode */
@@ -254,8 +254,6 @@ struct zsm_net_op {
 	uint8_t kind;
 	uint8_t index;
 	uint8_t posted;
-	/* A receive smaller than the device's trunc_unsafe lands here. */
-	struct zsm_net_bounce *bounce;
 };
 
 struct zsm_net_mr;
@@ -325,8 +323,11 @@ struct zsm_net_ep {
 	uint64_t drops_said[ZSM_DROP_NKINDS];
 	uint64_t drops_said_ns;
 	struct zsm_net_peer *peers; /* net_peer.c */
-	struct zsm_net_bounce *bounce_free; /* net_bounce.c */
-	struct zsm_net_bounce_slab *bounce_slabs;
+	/* Where the part of a message that does not fit a small receive
+	 * goes (shared: what lands there is an error anyway); and its
+	 * registration where the provider wants one. */
+	void *spill;
+	void *spill_mr, *spill_desc;
 	/* The stray scan (net_drain.c). */
 	struct zsm_net_op drain_op;
 	int drain_state;
@@ -568,12 +569,6 @@ void zsm_net_peer_heard(struct zsm_net_peer *p, uint64_t now);
 /* A PONG is owed to, or came from, the peer: net_ctrl.c tells. */
 void zsm_net_peer_check(struct zsm_net_ep *ep, uint64_t now);
 
-/* net_bounce.c: buffers for receives providers must not truncate. */
-int zsm_net_bounce_get(struct zsm_net_ep *ep, struct zsm_net_bounce **out);
-void zsm_net_bounce_put(struct zsm_net_ep *ep, struct zsm_net_bounce *b);
-void *zsm_net_bounce_buf(struct zsm_net_bounce *b);
-void *zsm_net_bounce_desc(struct zsm_net_bounce *b);
-void zsm_net_bounce_fini(struct zsm_net_ep *ep);
 
 /* net_drain.c: strays: messages for no live comm, discarded. */
 void zsm_net_drain_tick(struct zsm_net_ep *ep, uint64_t now);
@@ -634,8 +629,8 @@ void zsm_net_mr_flush_fini(struct zsm_net_ep *ep);
  * provider registration. */
 int zsm_net_mr_flush_target(const struct zsm_net_mr *mr, const void *data,
 			    uint64_t *addr, uint64_t *key);
-/* A registration of len bytes at buf for the endpoint's own use (bounce
- * buffers): *mr and *desc, or -errno. */
+/* A registration of len bytes at buf for the endpoint's own use (control
+ * receives, the spill buffer): *mr and *desc, or -errno. */
 int zsm_net_mr_reg_internal(struct zsm_net_ep *ep, void *buf, size_t len,
 			    void **mr, void **desc);
 void zsm_net_mr_dereg_internal(void *mr);

@@ -129,6 +129,18 @@ int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 		step = "posting the control receives";
 		goto err;
 	}
+	if (dev->trunc_unsafe) {
+		step = "the spill buffer";
+		ep->spill = aligned_alloc(64, dev->trunc_unsafe);
+		ret = ep->spill ? 0 : -FI_ENOMEM;
+		if (!ret && ep->needs_mr)
+			ret = zsm_net_mr_reg_internal(ep, ep->spill,
+						      dev->trunc_unsafe,
+						      &ep->spill_mr,
+						      &ep->spill_desc);
+		if (ret)
+			goto err;
+	}
 	ZSM_INFO("net: endpoint open on %s (%s), address %zu bytes, "
 		 "receives %s, %s",
 		 dev->name, fi->fabric_attr->prov_name, ep->addr_len,
@@ -164,7 +176,9 @@ void zsm_net_ep_close(struct zsm_net_ep *ep)
 	ep->comms = NULL;
 	zsm_net_ctrl_drop_summary(ep, zsm_now_ns(), 1);
 	zsm_net_ctrl_fini(ep);
-	zsm_net_bounce_fini(ep);
+	if (ep->spill_mr)
+		zsm_net_mr_dereg_internal(ep->spill_mr);
+	free(ep->spill);
 	zsm_net_mr_close_all(ep);
 	zsm_net_mr_fini(ep);
 	zsm_net_mr_flush_fini(ep);
@@ -371,16 +385,41 @@ int zsm_net_ep_progress(struct zsm_net_ep *ep)
 
 /*
  * A receive smaller than what the provider may send eagerly, into host
- * memory, lands in a bounce buffer: nothing can truncate it (see
- * zsm_net_dev's trunc_unsafe).
+ * memory, gets the spill buffer as a second part: whatever arrives fits,
+ * so the provider never truncates (see zsm_net_dev's trunc_unsafe), and
+ * a message that reached the spill is longer than the receive: its error.
  */
-static int zsm_net_needs_bounce(const struct zsm_net_req *req, int i)
+static int zsm_net_needs_spill(const struct zsm_net_req *req, int i)
 {
 	const struct zsm_net_mr *mr = req->mh[i];
 
 	return req->type == ZSM_REQ_RECV &&
 	       req->len[i] < req->comm->ep->dev->trunc_unsafe &&
 	       (!mr || mr->type == NCCL_PTR_HOST);
+}
+
+/* Receive op i of req, with the spill buffer after it where needed. */
+static ssize_t zsm_net_post_recv(struct zsm_net_req *req, int i)
+{
+	struct zsm_net_comm *comm = req->comm;
+	struct zsm_net_ep *ep = comm->ep;
+	fi_addr_t from = ep->directed ? comm->peer : FI_ADDR_UNSPEC;
+	uint64_t tag = zsm_tag_data(comm->local_id, req->tag[i]);
+	struct iovec iov[2];
+	void *desc[2];
+
+	if (!zsm_net_needs_spill(req, i))
+		return fi_trecv(ep->ep, req->data[i], req->len[i],
+				req->mr_desc[i], from, tag, 0,
+				&req->ops[i].fi_ctx);
+	iov[0].iov_base = req->data[i];
+	iov[0].iov_len = req->len[i];
+	iov[1].iov_base = ep->spill;
+	iov[1].iov_len = ep->dev->trunc_unsafe - req->len[i];
+	desc[0] = req->mr_desc[i];
+	desc[1] = ep->spill_desc;
+	return fi_trecvv(ep->ep, iov, desc, 2, from, tag, 0,
+			 &req->ops[i].fi_ctx);
 }
 
 int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
@@ -412,18 +451,7 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 		ret = fi_read(ep->ep, buf, len, desc, ep->self, req->rma_addr,
 			      req->rma_key, &op->fi_ctx);
 	} else {
-		if (!op->bounce && zsm_net_needs_bounce(req, i) &&
-		    zsm_net_bounce_get(ep, &op->bounce))
-			return -ENOMEM;
-		if (op->bounce) {
-			buf = zsm_net_bounce_buf(op->bounce);
-			desc = zsm_net_bounce_desc(op->bounce);
-			len = ep->dev->trunc_unsafe;
-		}
-		ret = fi_trecv(ep->ep, buf, len, desc,
-			       ep->directed ? comm->peer : FI_ADDR_UNSPEC,
-			       zsm_tag_data(comm->local_id, req->tag[i]), 0,
-			       &op->fi_ctx);
+		ret = zsm_net_post_recv(req, i);
 	}
 	if (ret == -FI_EAGAIN)
 		return -EAGAIN;

@@ -163,35 +163,25 @@ static int zsm_net_req_repost(struct zsm_net_req *req, int i)
 }
 
 /*
- * What a receive op got, once the provider is done with it: the key
- * checked, the bounce buffer copied out (or the message refused for
- * being longer than the receive), the checksum compared.  Returns the
- * op's error; *len becomes the size NCCL sees.
+ * What a receive op got, once the provider is done with it: a message
+ * longer than the receive (its tail went to the spill buffer, see
+ * zsm_net_ep_post_op) is the receive's error, and with ZSM_CHECKSUM the
+ * bytes must be the ones sent.  Returns the op's error; *len becomes the
+ * size NCCL sees.
  */
 static int zsm_net_req_recv_done(struct zsm_net_op *op, int err, size_t *len,
 				 uint64_t data)
 {
 	struct zsm_net_req *req = op->req;
-	struct zsm_net_ep *ep = req->comm->ep;
-	size_t want = req->len[op->index];
-	const void *got = req->data[op->index];
 
-	if (op->bounce)
-		got = zsm_net_bounce_buf(op->bounce);
-	if (!err && *len > want)
-		err = -EMSGSIZE; /* the bounce buffer took what would not fit */
+	if (!err && *len > req->len[op->index])
+		err = -EMSGSIZE;
 	if (!err && (data & ZSM_CQ_HAS_CRC) &&
-	    zsm_crc32c(got, *len) != (uint32_t)(data >> 32)) {
+	    zsm_crc32c(req->data[op->index], *len) != (uint32_t)(data >> 32)) {
 		ZSM_WARN("net: %s: receive comm %u: a %zu-byte message was "
 			 "altered in flight (its checksum does not match)",
-			 ep->dev->name, req->comm->local_id, *len);
+			 req->comm->ep->dev->name, req->comm->local_id, *len);
 		err = -EBADMSG;
-	}
-	if (!err && op->bounce)
-		memcpy(req->data[op->index], got, *len);
-	if (op->bounce) {
-		zsm_net_bounce_put(ep, op->bounce);
-		op->bounce = NULL;
 	}
 	if (err)
 		*len = 0; /* a failed receive holds nothing NCCL may read */

@@ -74,5 +74,17 @@ struct h_case {
 
 int h_case_misuse(int rank, void *arg);
 int h_case_fork(int rank, void *arg);
+int h_case_connect_abandon(int rank, void *arg);
+int h_case_refused_fast(int rank, void *arg);
+int h_case_bad_address(int rank, void *arg);
+int h_case_inject(int rank, void *arg);
+int h_case_preload(int rank, void *arg);
+int h_case_probe_oversize(int rank, void *arg);
+int h_case_forged_ack(int rank, void *arg);
+int h_case_fd_steal(int rank, void *arg);
+int h_case_replay(int rank, void *arg);
+int h_case_strays(int rank, void *arg);
+int h_case_ctrl_junk(int rank, void *arg);
+int h_case_fd_limit(int rank, void *arg);
 
 #endif

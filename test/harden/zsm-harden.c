@@ -170,6 +170,33 @@ static const struct h_case h_cases[] = {
 	{"fork", h_case_fork, 120, "4",
 	 "a child forked after init fails its calls at once, exits without "
 	 "hanging and leaves the parent's comms working"},
+	{"connect_abandon", h_case_connect_abandon, 120, "2",
+	 "100 connects started and left expire; a fresh one works"},
+	{"refused_fast", h_case_refused_fast, 120, "2",
+	 "a closed listener, a wrong nonce and a dead listener refuse at "
+	 "once"},
+	{"bad_address", h_case_bad_address, 60, "5",
+	 "addresses of another family are refused; later connects work"},
+	{"inject", h_case_inject, 60, "6",
+	 "data from a process that is not the peer never lands in a receive"},
+	{"preload", h_case_preload, 60, "6",
+	 "data sent before a comm exists is not its first message"},
+	{"probe_oversize", h_case_probe_oversize, 60, "6",
+	 "oversized and malformed control messages fail no comm"},
+	{"forged_ack", h_case_forged_ack, 60, "6",
+	 "forged connection answers (ids past the tag's id bits) are "
+	 "dropped"},
+	{"fd_steal", h_case_fd_steal, 60, "6",
+	 "a connection request naming another process's fd takes no fd"},
+	{"replay", h_case_replay, 60, "7",
+	 "a request replayed 50 times is one connection, never accepted in "
+	 "place of the real one"},
+	{"strays", h_case_strays, 90, "7",
+	 "20000 messages for no live comm do not stay in memory"},
+	{"ctrl_junk", h_case_ctrl_junk, 60, "9",
+	 "2000 malformed control messages give a few log lines, not 2000"},
+	{"fd_limit", h_case_fd_limit, 120, "10",
+	 "out of fds, every comm still notices its peer's death"},
 };
 #define H_NCASES (sizeof(h_cases) / sizeof(h_cases[0]))
 

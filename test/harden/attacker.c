@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/* The hostile endpoint of attacker.h, straight on libfabric. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include "attacker.h"
+#include "net/net.h"
+
+struct h_attacker {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	fi_addr_t victim;
+	unsigned char addr[64];
+	size_t addr_len;
+	/* Messages in flight keep their bytes and contexts here. */
+	unsigned char bufs[64][16384];
+	struct fi_context2 ctx[64];
+	unsigned next;
+};
+
+void h_victim_from_handle(struct h_victim *v, const void *handle)
+{
+	const unsigned char *h = handle;
+	uint16_t version, addr_len;
+
+	/* magic 0, version 4, addr_len 6, listen_id 8, nonce 12, pid 16,
+	 * host_hash 24, addr 32: the same in versions 3 and 4. */
+	memcpy(&version, h + 4, 2);
+	memcpy(&addr_len, h + 6, 2);
+	v->version = version;
+	memcpy(&v->listen_id, h + 8, 4);
+	memcpy(&v->nonce, h + 12, 4);
+	memcpy(&v->pid, h + 16, 4);
+	memcpy(&v->host_hash, h + 24, 8);
+	v->addr_len = addr_len <= sizeof(v->addr) ? addr_len : sizeof(v->addr);
+	memcpy(v->addr, h + 32, v->addr_len);
+}
+
+int h_attacker_open(struct h_attacker **out, const struct h_victim *v)
+{
+	struct h_attacker *a = calloc(1, sizeof(*a));
+	struct fi_info *hints = fi_allocinfo();
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED,
+				     .size = 1024};
+	int ret;
+
+	*out = NULL;
+	if (!a || !hints)
+		return -1;
+	hints->caps = FI_TAGGED | FI_SEND | FI_RECV;
+	hints->mode = FI_CONTEXT | FI_CONTEXT2;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->fabric_attr->prov_name = strdup("tcp;ofi_rxm");
+	hints->domain_attr->name = strdup("lo");
+	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
+				      FI_MR_ALLOCATED | FI_MR_PROV_KEY |
+				      FI_MR_ENDPOINT | FI_MR_HMEM;
+	ret = fi_getinfo(FI_VERSION(1, 14), NULL, NULL, 0, hints, &a->info);
+	fi_freeinfo(hints);
+	if (!ret)
+		ret = fi_fabric(a->info->fabric_attr, &a->fabric, NULL);
+	if (!ret)
+		ret = fi_domain(a->fabric, a->info, &a->domain, NULL);
+	if (!ret)
+		ret = fi_av_open(a->domain, &av_attr, &a->av, NULL);
+	if (!ret)
+		ret = fi_cq_open(a->domain, &cq_attr, &a->cq, NULL);
+	if (!ret)
+		ret = fi_endpoint(a->domain, a->info, &a->ep, NULL);
+	if (!ret)
+		ret = fi_ep_bind(a->ep, &a->av->fid, 0);
+	if (!ret)
+		ret = fi_ep_bind(a->ep, &a->cq->fid, FI_TRANSMIT | FI_RECV);
+	if (!ret)
+		ret = fi_enable(a->ep);
+	a->addr_len = sizeof(a->addr);
+	if (!ret)
+		ret = fi_getname(&a->ep->fid, a->addr, &a->addr_len);
+	if (!ret && fi_av_insert(a->av, v->addr, 1, &a->victim, 0, NULL) != 1)
+		ret = -FI_EINVAL;
+	if (ret) {
+		fprintf(stderr, "attacker: no tcp;ofi_rxm endpoint on lo: %s\n",
+			fi_strerror(-ret));
+		h_attacker_close(a);
+		return -1;
+	}
+	*out = a;
+	return 0;
+}
+
+void h_attacker_close(struct h_attacker *a)
+{
+	if (!a)
+		return;
+	if (a->ep)
+		fi_close(&a->ep->fid);
+	if (a->cq)
+		fi_close(&a->cq->fid);
+	if (a->av)
+		fi_close(&a->av->fid);
+	if (a->domain)
+		fi_close(&a->domain->fid);
+	if (a->fabric)
+		fi_close(&a->fabric->fid);
+	if (a->info)
+		fi_freeinfo(a->info);
+	free(a);
+}
+
+const void *h_attacker_addr(const struct h_attacker *a, size_t *len)
+{
+	*len = a->addr_len;
+	return a->addr;
+}
+
+void h_attacker_poll(struct h_attacker *a)
+{
+	struct fi_cq_tagged_entry e[16];
+	struct fi_cq_err_entry err = {0};
+
+	while (fi_cq_read(a->cq, e, 16) > 0)
+		;
+	if (fi_cq_readerr(a->cq, &err, 0) > 0)
+		return;
+}
+
+static int h_attacker_send(struct h_attacker *a, uint64_t tag, const void *buf,
+			   size_t len, int with_cqd, uint64_t cqd)
+{
+	unsigned slot = a->next++ % 64;
+	unsigned char *b = a->bufs[slot];
+	ssize_t ret;
+
+	if (len > sizeof(a->bufs[0]))
+		len = sizeof(a->bufs[0]);
+	memcpy(b, buf, len);
+	do {
+		if (with_cqd)
+			ret = fi_tsenddata(a->ep, b, len, NULL, cqd, a->victim,
+					   tag, &a->ctx[slot]);
+		else
+			ret = fi_tsend(a->ep, b, len, NULL, a->victim, tag,
+				       &a->ctx[slot]);
+		h_attacker_poll(a);
+	} while (ret == -FI_EAGAIN);
+	return ret ? -1 : 0;
+}
+
+int h_attacker_data(struct h_attacker *a, uint32_t id, int tag,
+		    const void *buf, size_t len, int with_cqd, uint64_t cqd)
+{
+	return h_attacker_send(a, zsm_tag_data(id, tag), buf, len, with_cqd,
+			       cqd);
+}
+
+int h_attacker_ctrl(struct h_attacker *a, uint32_t id, unsigned type,
+		    const void *buf, size_t len)
+{
+	return h_attacker_send(a, ZSM_TAG_CTRL | ((uint64_t)id << 24) | type,
+			       buf, len, 0, 0);
+}
+
+/* Version 3's control message: 120 bytes, the address last at 56. */
+struct h_ctrl_v3 {
+	uint32_t magic;
+	uint16_t version, type;
+	uint32_t nonce, id, addr_len;
+	int32_t status;
+	uint64_t host_hash;
+	uint32_t pid;
+	int32_t ce_fd;
+	uint64_t ce_addr;
+	uint32_t ce_flags, reserved;
+	uint8_t addr[64];
+};
+_Static_assert(sizeof(struct h_ctrl_v3) == 120, "version 3's layout");
+
+size_t h_attacker_conn_req(const struct h_attacker *a, const struct h_victim *v,
+			   void *buf, uint32_t src, uint32_t pid, int ce_fd,
+			   uint64_t ce_addr, uint64_t key)
+{
+	if (v->version == 3) {
+		struct h_ctrl_v3 m = {
+			.magic = ZSM_HANDLE_MAGIC,
+			.version = 3,
+			.type = 1,
+			.nonce = v->nonce,
+			.id = src,
+			.addr_len = (uint32_t)a->addr_len,
+			.host_hash = v->host_hash,
+			.pid = pid,
+			.ce_fd = ce_fd,
+			.ce_addr = ce_addr,
+		};
+
+		memcpy(m.addr, a->addr, a->addr_len);
+		memcpy(buf, &m, sizeof(m));
+		return sizeof(m);
+	}
+	if (v->version == 4) {
+		struct zsm_ctrl_msg m = {
+			.magic = ZSM_HANDLE_MAGIC,
+			.version = 4,
+			.type = ZSM_CTRL_CONN_REQ,
+			.src_id = src,
+			.dst_id = v->listen_id,
+			.key = v->nonce,
+			.pid = pid,
+			.host_hash = v->host_hash,
+			.reply_key = key,
+			.flags = ce_fd >= 0 ? ZSM_CTRL_CE_WANT : 0,
+			.ce_addr = ce_addr,
+			.ce_fd = ce_fd,
+			.addr_len = (uint32_t)a->addr_len,
+		};
+
+		memcpy(m.addr, a->addr, a->addr_len);
+		memcpy(buf, &m, sizeof(m));
+		return sizeof(m);
+	}
+	return 0;
+}
+
+size_t h_attacker_req_addr_offset(unsigned version)
+{
+	return version == 3 ? offsetof(struct h_ctrl_v3, addr)
+			    : offsetof(struct zsm_ctrl_msg, addr);
+}
+
+size_t h_attacker_conn_ack(const struct h_victim *v, void *buf, uint32_t dst,
+			   uint32_t id, uint64_t key)
+{
+	if (v->version == 3) {
+		struct h_ctrl_v3 m = {
+			.magic = ZSM_HANDLE_MAGIC,
+			.version = 3,
+			.type = 2,
+			.nonce = v->nonce,
+			.id = id,
+			.host_hash = v->host_hash,
+			.pid = v->pid,
+			.ce_fd = -1,
+		};
+
+		memcpy(buf, &m, sizeof(m));
+		return sizeof(m);
+	}
+	if (v->version == 4) {
+		struct zsm_ctrl_msg m = {
+			.magic = ZSM_HANDLE_MAGIC,
+			.version = 4,
+			.type = ZSM_CTRL_CONN_ACK,
+			.src_id = id,
+			.dst_id = dst,
+			.key = key,
+			.pid = v->pid,
+			.host_hash = v->host_hash,
+			.ce_fd = -1,
+		};
+
+		memcpy(buf, &m, sizeof(m));
+		return sizeof(m);
+	}
+	return 0;
+}
