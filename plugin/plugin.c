@@ -208,6 +208,31 @@ static int zsm_plugin_open_endpoints(void)
 	return 0;
 }
 
+/*
+ * ZSM_CHECKSUM carries the checksum beside the data key in 8 bytes of
+ * remote CQ data: a device without them cannot check what it receives,
+ * and a setting that is silently not honoured is worse than none.
+ */
+static int zsm_plugin_check_checksum(void)
+{
+	int ret = 0;
+
+	if (!zsm_param_int(ZSM_P_CHECKSUM))
+		return 0;
+	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
+		const struct zsm_net_dev *dev = &zsm_net_topo.devs[i];
+
+		if (dev->ep->crc)
+			continue;
+		ZSM_WARN("ZSM_CHECKSUM=1 needs 8 bytes of remote CQ data, and "
+			 "device %s (%s) offers %zu: unset ZSM_CHECKSUM",
+			 dev->name, dev->info->fabric_attr->prov_name,
+			 dev->info->domain_attr->cq_data_size);
+		ret = -EDOM;
+	}
+	return ret;
+}
+
 /* Take one reference, bringing the plugin up on the first. */
 static int zsm_plugin_get(ncclDebugLogger_t logger)
 {
@@ -244,6 +269,13 @@ static int zsm_plugin_get(ncclDebugLogger_t logger)
 	ret = zsm_plugin_open_endpoints();
 	if (ret)
 		goto out;
+	ret = zsm_plugin_check_checksum();
+	if (ret) {
+		for (int i = 0; i < zsm_net_topo.ndevs; i++)
+			zsm_net_ep_close(zsm_net_topo.devs[i].ep);
+		zsm_net_topo_free(&zsm_net_topo);
+		goto out;
+	}
 	zsm_proxy_add_transport(&zsm_net_ops);
 	if (zsm_ce_enabled())
 		zsm_proxy_add_transport(&zsm_ce_ops);

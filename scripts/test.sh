@@ -36,7 +36,8 @@ if setup build-san -Db_sanitize=address,undefined -Db_lundef=false; then
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		run meson test -C build-san --print-errorlogs --num-processes 2 \
-		--suite unit --suite loopback --suite abi --suite ce
+		--suite unit --suite loopback --suite abi --suite ce \
+		--suite harden
 fi
 if setup build; then
 	run meson test -C build --setup valgrind --print-errorlogs \

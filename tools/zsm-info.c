@@ -67,6 +67,24 @@ static void zsm_info_print_unfit(const struct fi_info *fit)
 	fi_freeinfo(every);
 }
 
+/* What guards a device's data (docs/security.md). */
+static void zsm_info_print_guards(const struct zsm_net_dev *dev)
+{
+	const struct fi_info *fi = dev->info;
+	size_t cqd = fi->domain_attr->cq_data_size;
+
+	printf("      receives: %s; data keys: %s; ZSM_CHECKSUM: %s\n",
+	       fi->caps & FI_DIRECTED_RECV ? "for the peer's address only"
+					   : "from any source",
+	       cqd >= 4 ? "in remote CQ data" : "none (no remote CQ data)",
+	       cqd >= 8 ? "possible" : "not possible (needs 8 bytes of "
+				       "remote CQ data)");
+	if (dev->trunc_unsafe)
+		printf("      receives under %zu bytes take a spill buffer, "
+		       "so a longer message fails that receive alone\n",
+		       dev->trunc_unsafe);
+}
+
 int main(int argc, char **argv)
 {
 	struct zsm_net_topo topo;
@@ -171,8 +189,11 @@ int main(int argc, char **argv)
 		       "maxCollBytes=%zu railId=%d planeId=%d\n",
 		       p.max_p2p_bytes, p.max_coll_bytes, p.rail_id,
 		       p.plane_id);
-		printf("      mr_mode=0x%llx\n",
-		       (unsigned long long)topo.devs[i].info->domain_attr->mr_mode);
+		printf("      mr_mode=0x%llx queues tx %zu rx %zu\n",
+		       (unsigned long long)topo.devs[i].info->domain_attr->mr_mode,
+		       topo.devs[i].info->tx_attr->size,
+		       topo.devs[i].info->rx_attr->size);
+		zsm_info_print_guards(&topo.devs[i]);
 		zsm_net_dev_plan_gdr(&topo.devs[i], zsm_ce_cuda_ready(),
 				     zsm_ce_cuda_min_cc(),
 				     zsm_ce_cuda_dmabuf_ok());
