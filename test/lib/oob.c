@@ -744,8 +744,8 @@ static int oob_check_fork(oob_check_fn fn, void *arg, unsigned timeout_s)
 	return oob_runner_result(st, 0);
 }
 
-int oob_check(const char *name, const char *what, oob_check_fn fn, void *arg,
-	      unsigned timeout_s)
+int oob_check(const char *name, const char *what, const char *rule,
+	      oob_check_fn fn, void *arg, unsigned timeout_s)
 {
 	char why[2 * OOB_WHY_LEN + 32], pair[48] = "";
 	int result, rank, joined = oob_net_joined();
@@ -789,10 +789,12 @@ int oob_check(const char *name, const char *what, oob_check_fn fn, void *arg,
 	else if (result == OOB_SKIP)
 		printf("%sSKIP %s: %s\n", pair, name, why[0] ? why : "skipped");
 	else
-		printf("%sFAIL %s: %s\n", pair, name,
+		printf("%sFAIL %s: %s%s%s%s\n", pair, name,
 		       why[0] ? why
 			      : "a rank ended with a failure status but no "
-				"reason (a crash? see stderr)");
+				"reason (a crash? see stderr)",
+		       rule ? " [rule: " : "", rule ? rule : "",
+		       rule ? "]" : "");
 	fflush(stdout);
 	return result;
 }

@@ -143,11 +143,12 @@ int oob_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * Run fn on both ranks of a fresh pair forked from a fresh process (so no
  * plugin state leaks between checks), bounded by timeout_s, and print
  * "PASS name", "SKIP name: why" or "FAIL name: why".  A non-NULL what
- * (what a pass verified) makes the pass line "PASS name: what".  Returns
- * OOB_PASS, OOB_SKIP or OOB_FAIL.
+ * (what a pass verified) makes the pass line "PASS name: what"; a
+ * non-NULL rule (the rule the check holds the plugin to) ends a FAIL line
+ * with " [rule: ...]".  Returns OOB_PASS, OOB_SKIP or OOB_FAIL.
  */
 typedef int (*oob_check_fn)(int rank, void *arg);
-int oob_check(const char *name, const char *what, oob_check_fn fn, void *arg,
-	      unsigned timeout_s);
+int oob_check(const char *name, const char *what, const char *rule,
+	      oob_check_fn fn, void *arg, unsigned timeout_s);
 
 #endif
