@@ -251,8 +251,9 @@ int main(int argc, char **argv)
 
 		if (only && !h_selected(only, h_cases[k].name))
 			continue;
-		r = oob_check(h_cases[k].name, h_cases[k].what, h_cases[k].fn,
-			      NULL, h_cases[k].timeout_s * h_opts.scale);
+		r = oob_check(h_cases[k].name, h_cases[k].what, NULL,
+			      h_cases[k].fn, NULL,
+			      h_cases[k].timeout_s * h_opts.scale);
 		passed += r == OOB_PASS;
 		skipped += r == OOB_SKIP;
 		failed += r == OOB_FAIL;

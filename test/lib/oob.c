@@ -7,6 +7,7 @@
 #include "oob_net.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -43,6 +44,12 @@ static volatile sig_atomic_t oob_finishing;
 static volatile int oob_child_status;
 /* Across hosts: the stream of the check this process runs, or -1. */
 static int oob_pair_fd = -1;
+/* oob_set_idle */
+static int (*oob_idle)(void *arg);
+static void *oob_idle_arg;
+/* Inside oob_isolated's child: its reason goes to oob_isolated_fd. */
+static int oob_in_isolated;
+static int oob_isolated_fd = -1;
 
 static void oob_write_str(const char *s)
 {
@@ -251,9 +258,37 @@ int oob_send(const void *buf, size_t len)
 	return -1;
 }
 
+void oob_set_idle(int (*idle)(void *arg), void *arg)
+{
+	oob_idle = idle;
+	oob_idle_arg = arg;
+}
+
+/*
+ * Until the peer's data is there, do the rank's idle work.  Any error is
+ * left to the read that follows, which reports it.
+ */
+static void oob_wait_readable(void)
+{
+	struct pollfd pfd = { .fd = oob_fd, .events = POLLIN };
+	int busy, r;
+
+	if (!oob_idle)
+		return;
+	busy = oob_idle(oob_idle_arg);
+	for (;;) {
+		r = poll(&pfd, 1, busy ? 1 : -1);
+		if (r > 0 || (r < 0 && errno != EINTR))
+			return;
+		if (r == 0)
+			busy = oob_idle(oob_idle_arg);
+	}
+}
+
 /* Bounded by the alarm, not by a deadline of its own. */
 int oob_recv(void *buf, size_t len)
 {
+	oob_wait_readable();
 	if (!oob_net_recv_all(oob_fd, buf, len, -1))
 		return 0;
 	oob_peer_gone();
@@ -387,6 +422,16 @@ static void oob_vnote(const char *kind, const char *fmt, va_list ap)
 	int rank = oob_my_rank < 0 ? 0 : oob_my_rank;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (oob_in_isolated) {
+		/* The first reason only; the parent reads it at the end. */
+		if (oob_isolated_fd >= 0) {
+			(void)oob_net_send_all(oob_isolated_fd, msg,
+					       strlen(msg));
+			close(oob_isolated_fd);
+			oob_isolated_fd = -1;
+		}
+		return;
+	}
 	if (oob_shm) {
 		oob_note_raw(rank, msg, NULL, NULL);
 		if (getenv("OOB_VERBOSE"))
@@ -553,6 +598,108 @@ static int oob_check_pair(const char *name, oob_check_fn fn, void *arg,
 				       : OOB_FAIL);
 }
 
+/* The child's reason, read once it has ended (it is short). */
+static void oob_isolated_reason(int fd, char *why, size_t len)
+{
+	size_t got = 0;
+	ssize_t r;
+
+	while (got + 1 < len) {
+		r = read(fd, why + got, len - 1 - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	why[got] = '\0';
+}
+
+int oob_isolated(int (*fn)(void *arg), void *arg, unsigned timeout_s,
+		 char *why, size_t len)
+{
+	unsigned waited_ms = 0, limit_ms = (timeout_s + 5) * 1000, step;
+	struct sigaction sa;
+	int fds[2], st = 0, result, overdue = 0;
+	const char *sig;
+	pid_t pid, r;
+
+	why[0] = '\0';
+	if (pipe2(fds, O_CLOEXEC)) {
+		snprintf(why, len, "pipe: %s", strerror(errno));
+		return OOB_FAIL;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		snprintf(why, len, "fork: %s", strerror(errno));
+		close(fds[0]);
+		close(fds[1]);
+		return OOB_FAIL;
+	}
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(fds[0]);
+		/* None of the rank's handlers: a ringing alarm kills this
+		 * child alone, and it has no peer to reap or kill. */
+		memset(&sa, 0, sizeof(sa));
+		sigemptyset(&sa.sa_mask);
+		sa.sa_handler = SIG_DFL;
+		sigaction(SIGALRM, &sa, NULL);
+		sigaction(SIGCHLD, &sa, NULL);
+		oob_child = 0;
+		oob_in_isolated = 1;
+		oob_isolated_fd = fds[1];
+		alarm(timeout_s);
+		result = fn(arg);
+		fflush(NULL);
+		_exit(result);
+	}
+	close(fds[1]);
+	/* The child's alarm bounds it; this is a backstop. */
+	for (;;) {
+		r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			break;
+		if (r < 0 && errno != EINTR) {
+			snprintf(why, len, "lost the child: %s",
+				 strerror(errno));
+			close(fds[0]);
+			return OOB_FAIL;
+		}
+		if (waited_ms >= limit_ms) {
+			kill(pid, SIGKILL);
+			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+				;
+			overdue = 1;
+			break;
+		}
+		/* The rank's own requests go on meanwhile. */
+		step = oob_idle && oob_idle(oob_idle_arg) ? 1 : 5;
+		oob_sleep_ms(step);
+		waited_ms += step;
+	}
+	oob_isolated_reason(fds[0], why, len);
+	close(fds[0]);
+	if (!overdue && WIFEXITED(st)) {
+		result = WEXITSTATUS(st);
+		if (result == OOB_PASS || result == OOB_SKIP ||
+		    (result == OOB_FAIL && why[0]))
+			return result;
+		snprintf(why, len, "exited with status %d without a reason "
+				   "(valgrind's error status? see stderr)",
+			 result);
+		return OOB_FAIL;
+	}
+	if (overdue || WTERMSIG(st) == SIGALRM) {
+		snprintf(why, len, "still running after %u s", timeout_s);
+		return OOB_FAIL;
+	}
+	sig = sigabbrev_np(WTERMSIG(st));
+	snprintf(why, len, "crashed (SIG%s)", sig ? sig : "?");
+	return OOB_FAIL;
+}
+
 /* One host: a runner process forks the pair. */
 static int oob_check_fork(oob_check_fn fn, void *arg, unsigned timeout_s)
 {
@@ -597,8 +744,8 @@ static int oob_check_fork(oob_check_fn fn, void *arg, unsigned timeout_s)
 	return oob_runner_result(st, 0);
 }
 
-int oob_check(const char *name, const char *what, oob_check_fn fn, void *arg,
-	      unsigned timeout_s)
+int oob_check(const char *name, const char *what, const char *rule,
+	      oob_check_fn fn, void *arg, unsigned timeout_s)
 {
 	char why[2 * OOB_WHY_LEN + 32], pair[48] = "";
 	int result, rank, joined = oob_net_joined();
@@ -642,10 +789,12 @@ int oob_check(const char *name, const char *what, oob_check_fn fn, void *arg,
 	else if (result == OOB_SKIP)
 		printf("%sSKIP %s: %s\n", pair, name, why[0] ? why : "skipped");
 	else
-		printf("%sFAIL %s: %s\n", pair, name,
+		printf("%sFAIL %s: %s%s%s%s\n", pair, name,
 		       why[0] ? why
 			      : "a rank ended with a failure status but no "
-				"reason (a crash? see stderr)");
+				"reason (a crash? see stderr)",
+		       rule ? " [rule: " : "", rule ? rule : "",
+		       rule ? "]" : "");
 	fflush(stdout);
 	return result;
 }

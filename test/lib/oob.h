@@ -93,6 +93,28 @@ int oob_recv(void *buf, size_t len);
 int oob_barrier(void);
 
 /*
+ * What a rank does while it waits for its peer in oob_recv and
+ * oob_barrier: with idle set, the wait polls the stream and calls
+ * idle(arg) between polls, every millisecond while idle returns non-zero
+ * (work outstanding, such as requests NCCL's proxy thread would keep
+ * testing); once it returns 0 the wait blocks until the peer's data
+ * comes.  NULL (the default) always blocks.  Inherited by the forks.
+ */
+void oob_set_idle(int (*idle)(void *arg), void *arg);
+
+/*
+ * Run fn(arg) in a child process of this rank, bounded by timeout_s, and
+ * return its result: OOB_PASS, OOB_SKIP or OOB_FAIL, the reason it gave
+ * with oob_fail or oob_skip written into why (len bytes).  A child killed
+ * by a signal fails with "crashed (SIGSEGV)" (the signal's name); one
+ * still running at timeout_s is killed and fails with "still running
+ * after N s".  fork copies no threads: the child must load whatever it
+ * uses itself, so call this before this rank loads a plugin.
+ */
+int oob_isolated(int (*fn)(void *arg), void *arg, unsigned timeout_s,
+		 char *why, size_t len);
+
+/*
  * End the pair.  Rank 1: _exit(status).  Rank 0: wait for rank 1 (killing
  * it first when status is not OOB_PASS) and return the combined status:
  * OOB_FAIL if either failed, else OOB_SKIP if either skipped, else
@@ -121,11 +143,12 @@ int oob_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * Run fn on both ranks of a fresh pair forked from a fresh process (so no
  * plugin state leaks between checks), bounded by timeout_s, and print
  * "PASS name", "SKIP name: why" or "FAIL name: why".  A non-NULL what
- * (what a pass verified) makes the pass line "PASS name: what".  Returns
- * OOB_PASS, OOB_SKIP or OOB_FAIL.
+ * (what a pass verified) makes the pass line "PASS name: what"; a
+ * non-NULL rule (the rule the check holds the plugin to) ends a FAIL line
+ * with " [rule: ...]".  Returns OOB_PASS, OOB_SKIP or OOB_FAIL.
  */
 typedef int (*oob_check_fn)(int rank, void *arg);
-int oob_check(const char *name, const char *what, oob_check_fn fn, void *arg,
-	      unsigned timeout_s);
+int oob_check(const char *name, const char *what, const char *rule,
+	      oob_check_fn fn, void *arg, unsigned timeout_s);
 
 #endif

@@ -15,6 +15,28 @@
 
 #define ZSM_CLIENT_MAX_N 64
 
+/*
+ * A request the plugin handed out and nobody has seen finish yet (tracking
+ * on).  sizes[] starts as ZSM_CLIENT_SIZE_UNSET in every entry, and every
+ * test of the request writes into it, so that a caller's later test can be
+ * given exactly the entries the plugin wrote, however many calls it took.
+ */
+struct zsm_client_req {
+	void *req;
+	void *comm;
+	int flush;    /* tested with NULL sizes, as NCCL tests flushes */
+	int finished; /* done, or test returned an error */
+	int done;
+	int result;
+	int sizes[ZSM_CLIENT_MAX_N];
+};
+
+/* Comms one progress pass tells apart; past that, every request counts. */
+#define ZSM_CLIENT_PROGRESS_COMMS 256
+
+/* Never a size: sizes are >= 0. */
+#define ZSM_CLIENT_SIZE_UNSET (-0x3A5A5A5A)
+
 struct zsm_client {
 	void *dl;
 	int abi;
@@ -29,6 +51,10 @@ struct zsm_client {
 	void *ctx;
 	/* init and connect may keep the pointer, so it lives as long as we. */
 	ncclNetCommConfig_t config;
+	/* zsm_client_track: the outstanding requests, in posting order. */
+	int track;
+	struct zsm_client_req *reqs;
+	size_t nreqs, cap;
 };
 
 /*
@@ -164,6 +190,7 @@ void zsm_client_close(struct zsm_client *c)
 {
 	if (!c)
 		return;
+	free(c->reqs);
 	/* Kept loaded on request, so valgrind can name leaked frames. */
 	if (!getenv("ZSM_CLIENT_KEEP_LOADED"))
 		dlclose(c->dl);
@@ -208,6 +235,8 @@ int zsm_client_finalize(struct zsm_client *c)
 {
 	int ret = ncclSuccess;
 
+	/* Requests die with the comms finalize takes down. */
+	c->nreqs = 0;
 	if (c->abi == 11 && c->t.v11->finalize)
 		ret = c->t.v11->finalize(c->ctx);
 	else if (c->abi == 12 && c->t.v12->finalize)
@@ -489,6 +518,10 @@ int zsm_client_connect_accept(struct zsm_client *c, int dev, void *handle,
 		}
 		if ((!want_send || *send_comm) && (!want_recv || *recv_comm))
 			return ncclSuccess;
+		/* NCCL's progress thread runs on while its service thread
+		 * connects. */
+		if (c->track)
+			zsm_client_progress(c);
 		if (zsm_client_now_ns() > deadline) {
 			*what = want_send && !*send_comm ? "connect" : "accept";
 			return ZSM_CLIENT_TIMEOUT;
@@ -507,8 +540,151 @@ int zsm_client_dereg_mr(struct zsm_client *c, void *comm, void *mhandle)
 	return ZSM_SLOT(c, deregMr)(comm, mhandle);
 }
 
-int zsm_client_isend(struct zsm_client *c, void *send_comm, void *data,
-		     size_t size, int tag, void *mhandle, void **request)
+/* ---------------------------------------------------------------------- */
+/* request tracking: progress the way NCCL's proxy thread makes it */
+
+void zsm_client_track(struct zsm_client *c, int on)
+{
+	c->track = on;
+	if (!on)
+		c->nreqs = 0;
+}
+
+/* Remember a request the plugin just returned; 0 or -1 (no memory). */
+static int zsm_client_remember(struct zsm_client *c, void *comm, void *req,
+			       int flush)
+{
+	struct zsm_client_req *q;
+	int i;
+
+	if (c->nreqs == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 64;
+
+		q = realloc(c->reqs, cap * sizeof(*q));
+		if (!q)
+			return -1;
+		c->reqs = q;
+		c->cap = cap;
+	}
+	q = &c->reqs[c->nreqs++];
+	memset(q, 0, sizeof(*q));
+	q->req = req;
+	q->comm = comm;
+	q->flush = flush;
+	for (i = 0; i < ZSM_CLIENT_MAX_N; i++)
+		q->sizes[i] = ZSM_CLIENT_SIZE_UNSET;
+	return 0;
+}
+
+/*
+ * After a successful post: track what came back, unless it is NULL or
+ * still the value the caller stored there (the 0x1 hint irecv must
+ * overwrite; the caller checks that).  A request the client cannot
+ * track would never be tested by progress: better refused than lost.
+ */
+static int zsm_client_posted(struct zsm_client *c, int ret, void *comm,
+			     void *before, void **request, int flush)
+{
+	if (ret || !c->track || !*request || *request == before)
+		return ret;
+	if (zsm_client_remember(c, comm, *request, flush)) {
+		fprintf(stderr, "zsm_client: out of memory tracking a "
+				"request\n");
+		return ncclSystemError;
+	}
+	return ret;
+}
+
+/*
+ * The oldest record of req.  A plugin may hand out a pointer again once
+ * progress saw it finish, before the caller asked: callers finish their
+ * requests in posting order, so the oldest is the one they mean.
+ */
+static struct zsm_client_req *zsm_client_find(struct zsm_client *c,
+					      void *req)
+{
+	size_t i;
+
+	for (i = 0; i < c->nreqs; i++)
+		if (c->reqs[i].req == req)
+			return &c->reqs[i];
+	return NULL;
+}
+
+static void zsm_client_drop(struct zsm_client *c, struct zsm_client_req *q)
+{
+	size_t i = (size_t)(q - c->reqs);
+
+	memmove(q, q + 1, (c->nreqs - i - 1) * sizeof(*q));
+	c->nreqs--;
+}
+
+/* One test of a tracked request that has not finished. */
+static void zsm_client_poll(struct zsm_client *c, struct zsm_client_req *q)
+{
+	int done = 0;
+
+	q->result = ZSM_SLOT(c, test)(q->req, &done, q->flush ? NULL
+							       : q->sizes);
+	q->done = done;
+	q->finished = q->result || done;
+}
+
+/*
+ * As NCCL's proxy: each pass tests, on every comm, the oldest request
+ * not seen finished (any test call lets a manual-progress provider move
+ * everything; NCCL tests its connections' requests in posting order).
+ */
+int zsm_client_progress(struct zsm_client *c)
+{
+	void *seen[ZSM_CLIENT_PROGRESS_COMMS];
+	size_t i, nseen = 0, k;
+	int left = 0;
+
+	for (i = 0; i < c->nreqs; i++) {
+		struct zsm_client_req *q = &c->reqs[i];
+
+		if (q->finished)
+			continue;
+		left++;
+		for (k = 0; k < nseen && seen[k] != q->comm; k++)
+			;
+		if (k < nseen)
+			continue;
+		if (nseen < ZSM_CLIENT_PROGRESS_COMMS)
+			seen[nseen++] = q->comm;
+		zsm_client_poll(c, q);
+		left -= q->finished;
+	}
+	return left;
+}
+
+int zsm_client_outstanding(const struct zsm_client *c)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < c->nreqs; i++)
+		n += !c->reqs[i].finished;
+	return n;
+}
+
+/* Forget the requests of a comm being closed: NCCL never tests them. */
+static void zsm_client_forget_comm(struct zsm_client *c, void *comm)
+{
+	size_t i = 0;
+
+	while (i < c->nreqs) {
+		if (c->reqs[i].comm == comm)
+			zsm_client_drop(c, &c->reqs[i]);
+		else
+			i++;
+	}
+}
+
+static int zsm_client_isend_raw(struct zsm_client *c, void *send_comm,
+				void *data, size_t size, int tag,
+				void *mhandle, void **request)
 {
 	switch (c->abi) {
 	case 8:
@@ -531,9 +707,20 @@ int zsm_client_isend(struct zsm_client *c, void *send_comm, void *data,
 	}
 }
 
-int zsm_client_irecv(struct zsm_client *c, void *recv_comm, int n, void **data,
-		     const size_t *sizes, const int *tags, void **mhandles,
-		     void **request)
+int zsm_client_isend(struct zsm_client *c, void *send_comm, void *data,
+		     size_t size, int tag, void *mhandle, void **request)
+{
+	void *before = *request;
+	int ret = zsm_client_isend_raw(c, send_comm, data, size, tag, mhandle,
+				       request);
+
+	return zsm_client_posted(c, ret, send_comm, before, request, 0);
+}
+
+static int zsm_client_irecv_raw(struct zsm_client *c, void *recv_comm, int n,
+				void **data, const size_t *sizes,
+				const int *tags, void **mhandles,
+				void **request)
 {
 	void *phandles[ZSM_CLIENT_MAX_N] = { 0 };
 	size_t zsizes[ZSM_CLIENT_MAX_N];
@@ -570,16 +757,46 @@ int zsm_client_irecv(struct zsm_client *c, void *recv_comm, int n, void **data,
 	}
 }
 
+int zsm_client_irecv(struct zsm_client *c, void *recv_comm, int n, void **data,
+		     const size_t *sizes, const int *tags, void **mhandles,
+		     void **request)
+{
+	void *before = *request;
+	int ret = zsm_client_irecv_raw(c, recv_comm, n, data, sizes, tags,
+				       mhandles, request);
+
+	return zsm_client_posted(c, ret, recv_comm, before, request, 0);
+}
+
 int zsm_client_iflush(struct zsm_client *c, void *recv_comm, int n, void **data,
 		      int *sizes, void **mhandles, void **request)
 {
-	return ZSM_SLOT(c, iflush)(recv_comm, n, data, sizes, mhandles,
-				   request);
+	void *before = *request;
+	int ret = ZSM_SLOT(c, iflush)(recv_comm, n, data, sizes, mhandles,
+				      request);
+
+	return zsm_client_posted(c, ret, recv_comm, before, request, 1);
 }
 
 int zsm_client_test(struct zsm_client *c, void *request, int *done, int *sizes)
 {
-	return ZSM_SLOT(c, test)(request, done, sizes);
+	struct zsm_client_req *q = c->track ? zsm_client_find(c, request)
+					    : NULL;
+	int i, ret;
+
+	if (!q)
+		return ZSM_SLOT(c, test)(request, done, sizes);
+	if (!q->finished)
+		zsm_client_poll(c, q);
+	/* What the plugin wrote, in whichever call it wrote it. */
+	for (i = 0; sizes && !q->flush && i < ZSM_CLIENT_MAX_N; i++)
+		if (q->sizes[i] != ZSM_CLIENT_SIZE_UNSET)
+			sizes[i] = q->sizes[i];
+	*done = q->done;
+	ret = q->result;
+	if (q->finished)
+		zsm_client_drop(c, q);
+	return ret;
 }
 
 int zsm_client_wait(struct zsm_client *c, void *request, int *sizes,
@@ -590,21 +807,26 @@ int zsm_client_wait(struct zsm_client *c, void *request, int *sizes,
 	int done = 0, ret;
 
 	for (;;) {
-		ret = ZSM_SLOT(c, test)(request, &done, sizes);
+		ret = zsm_client_test(c, request, &done, sizes);
 		if (ret || done)
 			return ret;
 		if (zsm_client_now_ns() > deadline)
 			return ZSM_CLIENT_TIMEOUT;
+		/* The rest of what is outstanding, as NCCL's proxy would. */
+		if (c->track)
+			zsm_client_progress(c);
 	}
 }
 
 int zsm_client_close_send(struct zsm_client *c, void *send_comm)
 {
+	zsm_client_forget_comm(c, send_comm);
 	return ZSM_SLOT(c, closeSend)(send_comm);
 }
 
 int zsm_client_close_recv(struct zsm_client *c, void *recv_comm)
 {
+	zsm_client_forget_comm(c, recv_comm);
 	return ZSM_SLOT(c, closeRecv)(recv_comm);
 }
 

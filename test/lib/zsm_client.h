@@ -128,10 +128,32 @@ int zsm_client_iflush(struct zsm_client *c, void *recv_comm, int n, void **data,
 int zsm_client_test(struct zsm_client *c, void *request, int *done, int *sizes);
 /*
  * Call test until done, at most timeout_ms; ZSM_CLIENT_TIMEOUT when it
- * did not finish.  sizes may be NULL.
+ * did not finish.  sizes may be NULL.  With tracking on, every other
+ * outstanding request is tested between the calls.
  */
 int zsm_client_wait(struct zsm_client *c, void *request, int *sizes,
 		    int timeout_ms);
+
+/*
+ * Tracking (off by default): the client keeps every request isend, irecv
+ * and iflush hand out until a test sees it finish, so that
+ * zsm_client_progress can go on testing them, as NCCL's proxy thread
+ * keeps testing its outstanding requests whatever else it waits for; a plugin
+ * whose provider moves data only inside its calls (manual progress) needs
+ * that.  zsm_client_test of a request that progress saw finish gives the
+ * caller what the plugin reported then (result, done, and exactly the
+ * sizes[] entries it wrote), once.  zsm_client_wait and
+ * zsm_client_connect_accept call progress between their own calls.
+ * Closing a comm forgets its requests, as NCCL tests none after a close.
+ */
+void zsm_client_track(struct zsm_client *c, int on);
+/*
+ * One pass of progress: test, on each comm, the oldest tracked request
+ * not seen finished.  Returns how many tracked requests still pend.
+ */
+int zsm_client_progress(struct zsm_client *c);
+/* Tracked requests not seen finished yet. */
+int zsm_client_outstanding(const struct zsm_client *c);
 
 int zsm_client_close_send(struct zsm_client *c, void *send_comm);
 int zsm_client_close_recv(struct zsm_client *c, void *recv_comm);

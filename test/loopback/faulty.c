@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "abi/nccl_net.h"
@@ -29,12 +30,19 @@
 #define FAULTY_CORRUPT_MIN (1 << 20)
 #define FAULTY_STALL_MS 12000
 #define FAULTY_INFLIGHT_CAP 64
+/* NCCL_NET_MAX_REQUESTS: what NCCL needs in flight per comm (x maxRecvs
+ * for sends). */
+#define FAULTY_NCCL_REQUESTS 32
+/* FAULT_LISTENER_STALL: how long the listening process stops. */
+#define FAULTY_LISTENER_STALL_S 3
+/* FAULT_CONNECT_SLOW: one call's sleep, past the kit's blocking limit. */
+#define FAULTY_SLOW_US 3000000
 
 enum faulty_fault {
 	FAULT_NONE,
 	FAULT_PROPS_UNWRITTEN,	/* properties: a field left unwritten */
 	FAULT_PROPS_TYPE,	/* properties: netDeviceType != HOST */
-	FAULT_CONNECT_SLOW,	/* connect_retry: every call sleeps 1.5 s */
+	FAULT_CONNECT_SLOW,	/* connect_retry: every call sleeps 3 s */
 	FAULT_SWALLOW_CONNECT,	/* bad_handle: errors become "later" */
 	FAULT_REORDER,		/* order: pairs of sends swapped */
 	FAULT_TAG_IGNORE,	/* tag_select: tags ignored, arrival order */
@@ -46,7 +54,7 @@ enum faulty_fault {
 	FAULT_NULL_ERROR,	/* null_retry: queue full is an error */
 	FAULT_REQ_KEEP,		/* recv_overwrites_request: 0x1 left */
 	FAULT_IFLUSH_REQ,	/* iflush_host: a request returned */
-	FAULT_INFLIGHT_CAP,	/* inflight_256: NULL beyond 64 per comm */
+	FAULT_INFLIGHT_CAP,	/* inflight: NULL beyond 64 per comm */
 	FAULT_MR_NAIVE_CACHE,	/* mr_cache: twins share one handle */
 	FAULT_CLOSE_CRASH,	/* close_inflight: crash on busy close */
 	FAULT_CORRUPT_LARGE,	/* data_sizes: a byte of >= 1 MiB flipped */
@@ -56,6 +64,17 @@ enum faulty_fault {
 	FAULT_CONNECT_STALL,	/* connect_retry: done only after 12 s */
 	FAULT_LOSE_RECV,	/* zsm-load: one receive never completes */
 	FAULT_STALL,		/* zsm-load: nothing completes any more */
+	FAULT_CONNECT_CRASH,	/* bad_handle: a refused connect crashes */
+	FAULT_ERROR_SPREAD,	/* trunc_isolated: errors fail other comms */
+	/*
+	 * Legal plugins that differ from zsm where NCCL allows it; the kit
+	 * must pass on them.
+	 */
+	FAULT_MAXRECVS1,	/* maxRecvs 1; irecv with n > 1 an error */
+	FAULT_MIN_REQUESTS,	/* NULL beyond NCCL's minimum in flight */
+	/* The listening process stops for 3 s at its first accept, as a
+	 * loaded machine may stop it: connects take that long. */
+	FAULT_LISTENER_STALL,
 	FAULT_COUNT
 };
 
@@ -85,6 +104,11 @@ static const char *const faulty_names[FAULT_COUNT] = {
 	"connect_stall",
 	"lose_recv",
 	"stall",
+	"connect_crash",
+	"error_spread",
+	"maxrecvs1",
+	"min_requests",
+	"listener_stall",
 };
 
 static const ncclNet_v12_t *faulty_real;
@@ -128,6 +152,9 @@ struct faulty_mr {
 /* Per comm: requests in flight and the held send. */
 struct faulty_comm {
 	void *comm;
+	int max_recvs; /* the real plugin's, for the device of the comm */
+	int stalled; /* FAULT_LISTENER_STALL: this listen comm stopped once */
+	int poisoned; /* FAULT_ERROR_SPREAD: another comm's request failed */
 	int inflight;
 	struct faulty_req *held;
 	struct faulty_mr *mrs[16];
@@ -227,13 +254,30 @@ static ncclResult_t faulty_get_properties(int dev, ncclNetProperties_v12_t *p)
 		       sizeof(p->maxMultiRequestSize));
 	if (faulty_fault == FAULT_PROPS_TYPE)
 		p->netDeviceType = 1;
+	if (faulty_fault == FAULT_MAXRECVS1)
+		p->maxRecvs = 1;
 	return r;
+}
+
+/* The real plugin's maxRecvs on dev, 1 when it cannot say. */
+static int faulty_real_max_recvs(int dev)
+{
+	ncclNetProperties_v12_t p;
+
+	if (faulty_real->getProperties(dev, &p) || p.maxRecvs < 1)
+		return 1;
+	return p.maxRecvs;
 }
 
 static ncclResult_t faulty_listen(void *ctx, int dev, void *handle,
 				  void **listen_comm)
 {
-	return faulty_real->listen(ctx, dev, handle, listen_comm);
+	ncclResult_t r = faulty_real->listen(ctx, dev, handle, listen_comm);
+
+	if (!r && *listen_comm)
+		faulty_comm(*listen_comm)->max_recvs =
+			faulty_real_max_recvs(dev);
+	return r;
 }
 
 static ncclResult_t faulty_connect(void *ctx, int dev, void *handle,
@@ -243,7 +287,7 @@ static ncclResult_t faulty_connect(void *ctx, int dev, void *handle,
 	ncclResult_t r;
 
 	if (faulty_fault == FAULT_CONNECT_SLOW)
-		usleep(1500000); /* beyond the limit even when scaled x10 */
+		usleep(FAULTY_SLOW_US); /* blocks NCCL's service thread */
 	if (faulty_fault == FAULT_CONNECT_STALL) {
 		/* Every call quick, but "call again" for 12 s. */
 		struct timespec now;
@@ -264,19 +308,55 @@ static ncclResult_t faulty_connect(void *ctx, int dev, void *handle,
 		return ncclSystemError;
 	}
 	r = faulty_real->connect(ctx, dev, handle, send_comm, dev_comm);
+	if (r && faulty_fault == FAULT_CONNECT_CRASH)
+		raise(SIGSEGV); /* the bug: a bad handle read as a good one */
 	if (r && faulty_fault == FAULT_SWALLOW_CONNECT) {
 		*send_comm = NULL;
 		return ncclSuccess;
 	}
-	if (!r && *send_comm)
+	if (!r && *send_comm) {
 		faulty_live_sends++;
+		faulty_comm(*send_comm)->max_recvs = faulty_real_max_recvs(dev);
+	}
 	return r;
+}
+
+/*
+ * FAULT_LISTENER_STALL: stop this whole process (its plugin threads too)
+ * for a while, as a loaded machine can; a helper process wakes it.
+ */
+static void faulty_stall_process(void)
+{
+	pid_t self = getpid(), helper = fork();
+
+	if (helper < 0)
+		return;
+	if (helper == 0) {
+		struct timespec ts = { FAULTY_LISTENER_STALL_S, 0 };
+
+		while (nanosleep(&ts, &ts))
+			;
+		kill(self, SIGCONT);
+		_exit(0);
+	}
+	kill(self, SIGSTOP);
+	waitpid(helper, NULL, 0);
 }
 
 static ncclResult_t faulty_accept(void *listen_comm, void **recv_comm,
 				  ncclNetDeviceHandle_t **dev_comm)
 {
-	return faulty_real->accept(listen_comm, recv_comm, dev_comm);
+	struct faulty_comm *lc = faulty_comm(listen_comm);
+	ncclResult_t r;
+
+	if (faulty_fault == FAULT_LISTENER_STALL && !lc->stalled) {
+		lc->stalled = 1;
+		faulty_stall_process();
+	}
+	r = faulty_real->accept(listen_comm, recv_comm, dev_comm);
+	if (!r && *recv_comm)
+		faulty_comm(*recv_comm)->max_recvs = lc->max_recvs;
+	return r;
 }
 
 static ncclResult_t faulty_reg_mr(void *comm, void *data, size_t size, int type,
@@ -386,6 +466,10 @@ static ncclResult_t faulty_isend(void *comm, void *data, size_t size, int tag,
 	if (faulty_fault == FAULT_INFLIGHT_CAP &&
 	    fc->inflight >= FAULTY_INFLIGHT_CAP)
 		return ncclSuccess;
+	/* Legal: NCCL needs 32 x maxRecvs sends in flight, and retries. */
+	if (faulty_fault == FAULT_MIN_REQUESTS &&
+	    fc->inflight >= FAULTY_NCCL_REQUESTS * fc->max_recvs)
+		return ncclSuccess;
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return ncclSystemError;
@@ -444,8 +528,17 @@ static ncclResult_t faulty_irecv(void *comm, int n, void **data, size_t *sizes,
 	*request = NULL;
 	if (n < 1 || n > 8)
 		return ncclInternalError;
+	/* Legal with maxRecvs 1: n is in [1, maxRecvs]. */
+	if (faulty_fault == FAULT_MAXRECVS1 && n > 1) {
+		fprintf(stderr, "faulty: irecv with n %d, maxRecvs is 1\n", n);
+		return ncclInternalError;
+	}
 	if (faulty_fault == FAULT_INFLIGHT_CAP &&
 	    fc->inflight >= FAULTY_INFLIGHT_CAP)
+		return ncclSuccess;
+	/* Legal: NCCL needs 32 receives in flight, and retries. */
+	if (faulty_fault == FAULT_MIN_REQUESTS &&
+	    fc->inflight >= FAULTY_NCCL_REQUESTS)
 		return ncclSuccess;
 	for (i = 0; i < n; i++) {
 		if (faulty_mr_real(mhs[i], &rmhs[i]))
@@ -493,6 +586,19 @@ static ncclResult_t faulty_iflush(void *comm, int n, void **data, int *sizes,
 	return r;
 }
 
+/* FAULT_ERROR_SPREAD: the next request to finish on every other comm
+ * fails. */
+static void faulty_poison_others(void *comm)
+{
+	int i;
+
+	pthread_mutex_lock(&faulty_lock);
+	for (i = 0; i < FAULTY_MAX_COMMS; i++)
+		if (faulty_comms[i].comm && faulty_comms[i].comm != comm)
+			faulty_comms[i].poisoned = 1;
+	pthread_mutex_unlock(&faulty_lock);
+}
+
 static ncclResult_t faulty_test(void *request, int *done, int *sizes)
 {
 	struct faulty_req *q = request;
@@ -536,8 +642,23 @@ static ncclResult_t faulty_test(void *request, int *done, int *sizes)
 		for (i = 0; i < q->n; i++)
 			tmp[i] = (int)q->posted[i];
 	}
-	if (r || !*done)
+	if (!r && !*done)
 		return r;
+	if (r && faulty_fault == FAULT_ERROR_SPREAD)
+		faulty_poison_others(q->comm);
+	if (!r && faulty_fault == FAULT_ERROR_SPREAD &&
+	    faulty_comm(q->comm)->poisoned) {
+		/* The bug: one comm's error takes the next of each other's. */
+		faulty_comm(q->comm)->poisoned = 0;
+		r = ncclSystemError;
+	}
+	if (r) {
+		/* Finished with an error: nobody tests it again. */
+		faulty_comm(q->comm)->inflight--;
+		q->magic = 0;
+		free(q);
+		return r;
+	}
 	if (q->recv && ++faulty_recvs_done == FAULTY_LOSE_AFTER &&
 	    faulty_fault == FAULT_LOSE_RECV) {
 		*done = 0;
@@ -588,6 +709,7 @@ static ncclResult_t faulty_close_recv(void *comm)
 
 static ncclResult_t faulty_close_listen(void *comm)
 {
+	faulty_comm_forget(comm);
 	return faulty_real->closeListen(comm);
 }
 
