@@ -22,6 +22,15 @@
 /* Naps while operations are in flight grow from MIN to MAX. */
 #define ZSM_PROXY_NAP_MIN_NS 16000ULL
 #define ZSM_PROXY_NAP_MAX_NS 1000000ULL
+/*
+ * With nothing in flight the thread still looks in now and then: an
+ * endpoint with no comms receives what it must answer (a connection
+ * request for a listener just closed is refused at once, not left to the
+ * connector's timeout), strays to drain, and the provider's own
+ * connection traffic, none of which wakes us.  10 passes a second cost
+ * an idle process nothing it would notice.
+ */
+#define ZSM_PROXY_IDLE_NAP_NS 100000000ULL
 
 struct zsm_proxy {
 	pthread_mutex_t lock; /* the engine lock */
@@ -363,7 +372,7 @@ static void *zsm_proxy_main(void *arg)
 			continue;
 		}
 		if (!busy) {
-			zsm_proxy_sleep(0, 1);
+			zsm_proxy_sleep(ZSM_PROXY_IDLE_NAP_NS, 1);
 			continue;
 		}
 		zsm_proxy_sleep(nap, 1);

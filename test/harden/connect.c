@@ -128,9 +128,10 @@ static int h_dead_listener(char *handle)
 }
 
 /*
- * A listener that is closed, a nonce that is not the listener's and a
- * listener whose process is gone all refuse at once: the connect must
- * not take the whole connect timeout (30 s by default).
+ * A listener that is closed (in a process with nothing else open), a
+ * nonce that is not the listener's and a listener whose process is gone
+ * all refuse at once: the connect must not take the whole connect
+ * timeout (30 s by default).
  */
 int h_case_refused_fast(int rank, void *arg)
 {
@@ -146,21 +147,25 @@ int h_case_refused_fast(int rank, void *arg)
 		H_TRY(h_dead_listener(dead));
 	H_TRY(h_open(&x, rank));
 	if (rank == 1) {
+		/* Nothing else open here while rank 0 tries the closed
+		 * listener: the refusal must not wait for other traffic. */
 		H_CALL(zsm_client_listen(x.c, 0, closed, &listen));
 		H_CALL(zsm_client_close_listen(x.c, listen));
+		H_OOB(oob_send(closed, sizeof(closed)));
+		H_OOB(oob_barrier());
 		H_CALL(zsm_client_listen(x.c, 0, wrong, &listen));
 		/* The nonce (bytes 12..15) of another listener. */
 		wrong[12] ^= 0x5a;
-		H_OOB(oob_send(closed, sizeof(closed)));
 		H_OOB(oob_send(wrong, sizeof(wrong)));
 		H_OOB(oob_send(dead, sizeof(dead)));
 		H_OOB(oob_barrier());
 		H_CALL(zsm_client_close_listen(x.c, listen));
 	} else {
 		H_OOB(oob_recv(closed, sizeof(closed)));
+		H_TRY(h_refused(&x, closed, "a closed listener", 10000));
+		H_OOB(oob_barrier());
 		H_OOB(oob_recv(wrong, sizeof(wrong)));
 		H_OOB(oob_recv(dead, sizeof(dead)));
-		H_TRY(h_refused(&x, closed, "a closed listener", 10000));
 		H_TRY(h_refused(&x, wrong, "a listener under another nonce",
 				10000));
 		H_TRY(h_refused(&x, dead, "a listener whose process is gone",
