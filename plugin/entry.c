@@ -6,6 +6,7 @@
  * stale, doubled or forged one is refused without touching freed memory.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +80,8 @@ static int zsm_entry_publish_comm(struct zsm_net_comm *c,
 		zsm_net_comm_close(c);
 		return ret;
 	}
-	c->handle = h;
+	/* release: pairs with the engine's acquire loads (expiry). */
+	atomic_store_explicit(&c->handle, h, memory_order_release);
 	*out = zsm_entry_handle_out(h);
 	return 0;
 }
@@ -169,7 +171,8 @@ static int zsm_entry_close(const char *call, void *h,
 			 zsm_handle_type_name(type));
 		return ret;
 	}
-	c->handle = 0;
+	/* release: pairs with the engine's acquire loads (expiry). */
+	atomic_store_explicit(&c->handle, 0, memory_order_release);
 	return zsm_net_comm_close(c);
 }
 

@@ -445,8 +445,10 @@ struct zsm_net_req_slab {
 
 struct zsm_net_comm {
 	uint8_t type;
-	/* NCCL's handle for it, 0 before it is given out and once closed. */
-	uint64_t handle;
+	/* NCCL's handle for it, 0 before it is given out and once closed:
+	 * written by the caller's thread, read by the engine's (expiry
+	 * spares what NCCL holds). */
+	_Atomic uint64_t handle;
 	struct zsm_net_ep *ep;
 	struct zsm_net_comm *ep_next; /* ep->comms, engine lock */
 	uint32_t local_id;            /* tags we receive on */

@@ -144,6 +144,7 @@ static void zsm_net_comm_tell_closer(struct zsm_net_comm *comm, int freeing)
 void zsm_net_comm_free(struct zsm_net_comm *comm)
 {
 	struct zsm_net_ep *ep = comm->ep;
+	uint64_t h;
 
 	zsm_net_comm_tell_closer(comm, 1);
 	if (comm->ce)
@@ -172,10 +173,12 @@ void zsm_net_comm_free(struct zsm_net_comm *comm)
 	zsm_net_peer_put(comm->peer_obj);
 	zsm_net_req_pool_fini(comm);
 	/* Teardown frees comms NCCL never closed: their handles die too. */
-	if (comm->handle) {
+	/* acquire: pairs with the release in zsm_entry_publish_comm. */
+	h = atomic_load_explicit(&comm->handle, memory_order_acquire);
+	if (h) {
 		void *obj;
 
-		zsm_handle_close(comm->handle,
+		zsm_handle_close(h,
 				 comm->type == ZSM_COMM_SEND   ? ZSM_H_SEND
 				 : comm->type == ZSM_COMM_RECV ? ZSM_H_RECV
 							       : ZSM_H_LISTEN,
@@ -516,7 +519,10 @@ static struct zsm_net_comm *zsm_net_connect_find(int dev,
 	struct zsm_net_comm *c =
 		zsm_net_dev_find_comm(&zsm_net_topo.devs[dev], h->conn_id);
 
-	if (c && c->type == ZSM_COMM_SEND && !c->handle && !c->closing &&
+	/* acquire: pairs with the release in zsm_entry_publish_comm. */
+	if (c && c->type == ZSM_COMM_SEND &&
+	    !atomic_load_explicit(&c->handle, memory_order_acquire) &&
+	    !c->closing &&
 	    c->nonce == h->nonce && c->started_ns == h->conn_start_ns)
 		return c;
 	/* The engine gave it up: it ran out of time and nobody asked. */
@@ -677,7 +683,10 @@ void zsm_net_comm_expire(struct zsm_net_ep *ep, uint64_t now)
 		int state;
 
 		next = c->ep_next;
-		if (c->closing || c->handle || c->type == ZSM_COMM_LISTEN)
+		/* acquire: pairs with the release in zsm_entry_publish_comm
+		 * and zsm_entry_close. */
+		if (c->closing || c->type == ZSM_COMM_LISTEN ||
+		    atomic_load_explicit(&c->handle, memory_order_acquire))
 			continue;
 		/* relaxed: the engine is the only writer. */
 		state = atomic_load_explicit(&c->state, memory_order_relaxed);

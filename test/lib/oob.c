@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,11 +38,18 @@ static int oob_my_rank = -1;
 static unsigned oob_timeout_s;
 /* What this rank is doing, for the timeout message; see oob_doing. */
 static const char *volatile oob_what;
-static volatile pid_t oob_child;
-static volatile sig_atomic_t oob_child_reaped;
-/* Set by oob_finish: from then on it reaps rank 1 itself. */
-static volatile sig_atomic_t oob_finishing;
-static volatile int oob_child_status;
+/*
+ * Rank 1's pid, whether the SIGCHLD handler reaped it and with what
+ * status, and oob_finish's flag that from then on it reaps rank 1
+ * itself.  The handler may run on any thread (plugin and driver threads
+ * do not block SIGCHLD), so these are atomics (lock-free, safe in a
+ * handler), not volatile: each is stored with release and loaded with
+ * acquire, so status is visible once reaped is.
+ */
+static atomic_int oob_child;
+static atomic_int oob_child_reaped;
+static atomic_int oob_finishing;
+static atomic_int oob_child_status;
 /* Across hosts: the stream of the check this process runs, or -1. */
 static int oob_pair_fd = -1;
 /* oob_set_idle */
@@ -50,6 +58,17 @@ static void *oob_idle_arg;
 /* Inside oob_isolated's child: its reason goes to oob_isolated_fd. */
 static int oob_in_isolated;
 static int oob_isolated_fd = -1;
+
+/* Acquire: pairs with the release stores of oob_set (any thread). */
+static int oob_get(atomic_int *v)
+{
+	return atomic_load_explicit(v, memory_order_acquire);
+}
+
+static void oob_set(atomic_int *v, int x)
+{
+	atomic_store_explicit(v, x, memory_order_release);
+}
 
 static void oob_write_str(const char *s)
 {
@@ -112,8 +131,8 @@ static void oob_on_alarm(int sig)
 	if (what)
 		oob_write_str(what);
 	oob_write_str("\n");
-	if (oob_my_rank == 0 && oob_child > 0)
-		kill(oob_child, SIGKILL);
+	if (oob_my_rank == 0 && oob_get(&oob_child) > 0)
+		kill(oob_get(&oob_child), SIGKILL);
 	_exit(OOB_FAIL);
 }
 
@@ -127,19 +146,24 @@ static int oob_died_on_purpose(int st)
 /* Rank 0: the peer ended; a non-zero end ends us too. */
 static void oob_on_child(int sig)
 {
+	int child = oob_get(&oob_child), saved = errno;
 	char num[16];
 	int st;
 
 	(void)sig;
 	/* Plugin threads do not block SIGCHLD: this may run on any thread. */
-	if (oob_finishing || oob_child <= 0 ||
-	    waitpid(oob_child, &st, WNOHANG) != oob_child)
+	if (oob_get(&oob_finishing) || child <= 0 ||
+	    waitpid(child, &st, WNOHANG) != child) {
+		errno = saved; /* the interrupted code may be reading it */
 		return;
-	oob_child_status = st;
-	oob_child_reaped = 1;
+	}
+	oob_set(&oob_child_status, st);
+	oob_set(&oob_child_reaped, 1);
 	if ((WIFEXITED(st) && WEXITSTATUS(st) == OOB_PASS) ||
-	    oob_died_on_purpose(st))
+	    oob_died_on_purpose(st)) {
+		errno = saved;
 		return;
+	}
 	if (WIFEXITED(st) && WEXITSTATUS(st) == OOB_SKIP)
 		_exit(OOB_SKIP);
 	if (WIFSIGNALED(st)) {
@@ -177,7 +201,7 @@ static int oob_start_joined(unsigned timeout_s)
 {
 	oob_fd = oob_pair_fd >= 0 ? oob_pair_fd : oob_net_ctl_fd();
 	oob_my_rank = oob_net_pair_rank();
-	oob_child = 0;
+	oob_set(&oob_child, 0);
 	oob_set_timeout(timeout_s);
 	return oob_my_rank;
 }
@@ -217,14 +241,14 @@ int oob_start(unsigned timeout_s)
 		close(sv[0]);
 		oob_fd = sv[1];
 		oob_my_rank = 1;
-		oob_child = 0;
+		oob_set(&oob_child, 0);
 	} else {
 		close(sv[1]);
 		oob_fd = sv[0];
 		oob_my_rank = 0;
-		oob_child = pid;
-		oob_child_reaped = 0;
-		oob_finishing = 0;
+		oob_set(&oob_child, pid);
+		oob_set(&oob_child_reaped, 0);
+		oob_set(&oob_finishing, 0);
 		sa.sa_handler = oob_on_child;
 		sa.sa_flags = SA_NOCLDSTOP | SA_RESTART;
 		sigaction(SIGCHLD, &sa, NULL);
@@ -242,9 +266,9 @@ static void oob_peer_gone(void)
 	struct timespec ts = { 0, 10 * 1000000L };
 	int i;
 
-	if (oob_my_rank != 0 || oob_child <= 0)
+	if (oob_my_rank != 0 || oob_get(&oob_child) <= 0)
 		return;
-	for (i = 0; i < 200 && !oob_child_reaped; i++)
+	for (i = 0; i < 200 && !oob_get(&oob_child_reaped); i++)
 		nanosleep(&ts, NULL);
 }
 
@@ -363,7 +387,7 @@ int oob_finish(int status)
 {
 	sigset_t set, old;
 	int st = 0, child;
-	pid_t r;
+	pid_t r, pid;
 
 	alarm(0);
 	if (oob_net_joined())
@@ -378,24 +402,26 @@ int oob_finish(int status)
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &set, &old);
-	oob_finishing = 1;
-	if (status != OOB_PASS && !oob_child_reaped)
-		kill(oob_child, SIGKILL);
-	if (oob_child_reaped) {
-		st = oob_child_status;
+	oob_set(&oob_finishing, 1);
+	pid = oob_get(&oob_child);
+	if (status != OOB_PASS && !oob_get(&oob_child_reaped))
+		kill(pid, SIGKILL);
+	if (oob_get(&oob_child_reaped)) {
+		st = oob_get(&oob_child_status);
 	} else {
 		/* Bounded: rank 1 has its own alarm and dies with us. */
 		oob_set_timeout(oob_timeout_s ? oob_timeout_s : 60);
 		do
-			r = waitpid(oob_child, &st, 0);
+			r = waitpid(pid, &st, 0);
 		while (r < 0 && errno == EINTR);
 		alarm(0);
-		if (r != oob_child && oob_child_reaped)
-			st = oob_child_status; /* the handler got there first */
-		else if (r != oob_child)
+		if (r != pid && oob_get(&oob_child_reaped))
+			/* the handler got there first */
+			st = oob_get(&oob_child_status);
+		else if (r != pid)
 			st = OOB_FAIL << 8;
 	}
-	oob_child = 0;
+	oob_set(&oob_child, 0);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(oob_fd);
 	oob_fd = -1;
@@ -647,7 +673,7 @@ int oob_isolated(int (*fn)(void *arg), void *arg, unsigned timeout_s,
 		sa.sa_handler = SIG_DFL;
 		sigaction(SIGALRM, &sa, NULL);
 		sigaction(SIGCHLD, &sa, NULL);
-		oob_child = 0;
+		oob_set(&oob_child, 0);
 		oob_in_isolated = 1;
 		oob_isolated_fd = fds[1];
 		alarm(timeout_s);
