@@ -1,15 +1,18 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # ThreadSanitizer run: builds the tree with -Db_sanitize=thread in a build
-# folder of its own and runs the unit, loopback, ce and conformance suites
-# there over tcp on 127.0.0.1.  Every process writes its TSan reports to
+# folder of its own and runs the unit, loopback, ce, conformance and
+# harden suites there over tcp on 127.0.0.1.  Every process writes its TSan reports to
 # a log of its own (the kit forks a pair per check, and a child's report
 # would otherwise vanish into a test's stderr), so a race counts even when
 # the test that hit it passed.  Prints one line per distinct report and a
 # summary; exits 0 only with no report and no failed test.
 #
 # usage: test/tsan.sh [BUILD-DIR]     (default: build-tsan at the top)
-# Meant to be run by hand or by a CI job of its own: it takes minutes.
+# Meant to be run by hand or by a CI job of its own: it takes minutes
+# (about 40 on 2 cores; test/gpu/tsan.sh runs it on the GPU machine).
+#   ZSM_TSAN_SUITES  suites to run (default "unit loopback ce conformance harden")
+#   ZSM_TSAN_JOBS    meson test --num-processes (default 2)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-$top/build-tsan}
@@ -18,6 +21,12 @@ logs=$dir/tsan-logs
 # TSan makes a program 5 to 15 times slower: the kit's own limits and
 # meson's timeouts grow by the same factor as under valgrind.
 scale=${ZSM_TEST_TIME_SCALE:-10}
+suites=${ZSM_TSAN_SUITES:-unit loopback ce conformance harden}
+jobs=${ZSM_TSAN_JOBS:-2}
+suite_args=""
+for s in $suites; do
+	suite_args="$suite_args --suite $s"
+done
 
 if [ -d "$dir" ]; then
 	meson setup --reconfigure "$dir" "$top" -Db_sanitize=thread \
@@ -42,11 +51,10 @@ fi
 
 export ZSM_PROVIDER=tcp ZSM_DOMAIN=lo ZSM_TEST_TIME_SCALE=$scale
 export TSAN_OPTIONS="log_path=$logs/tsan halt_on_error=0 second_deadlock_stack=1 history_size=4"
-echo "== meson test (TSan, time scale $scale) in $dir"
+echo "== meson test (TSan, time scale $scale, suites $suites) in $dir"
 # shellcheck disable=SC2086
-$norand meson test -C "$dir" --print-errorlogs --num-processes 2 \
-	--timeout-multiplier "$scale" \
-	--suite unit --suite loopback --suite ce --suite conformance \
+$norand meson test -C "$dir" --print-errorlogs --num-processes "$jobs" \
+	--timeout-multiplier "$scale" $suite_args \
 	>"$dir/tsan-meson.log" 2>&1
 mrc=$?
 grep -E '^ *[0-9]+/[0-9]+ ' "$dir/tsan-meson.log"

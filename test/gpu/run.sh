@@ -70,50 +70,8 @@ blog="$OUT/build.log"
 : >"$blog"
 
 # ---------------------------------------------------------------- 1. deps
-echo "== unpacking .debs into $DEPS"
-shopt -s nullglob
-debs=("$repo"/.debs/*.deb)
-shopt -u nullglob
-if [ "${#debs[@]}" -eq 0 ]; then
-    echo "run.sh: no $repo/.debs/*.deb: run test/gpu/fetch-debs.sh on the dev machine" \
-         "and carry .debs to this machine" | tee -a "$blog" >&2
-    exit 1
-fi
-rm -rf "$DEPS"
-mkdir -p "$DEPS"
-for d in "${debs[@]}"; do
-    # libnuma1 is only there for images that lack libnuma.so.1; a system copy
-    # (maybe newer) wins, since LD_LIBRARY_PATH would otherwise shadow it
-    case "${d##*/}" in
-    libnuma1_*)
-        if ldconfig -p 2>/dev/null | grep 'libnuma\.so\.1 ' >/dev/null; then
-            echo "# skipping ${d##*/}: the system has libnuma.so.1" >>"$blog"
-            continue
-        fi ;;
-    esac
-    if ! dpkg -x "$d" "$DEPS" >>"$blog" 2>&1; then
-        echo "run.sh: dpkg -x $d failed" | tee -a "$blog" >&2
-        exit 1
-    fi
-done
-LIBDIR="$DEPS/usr/lib/x86_64-linux-gnu"
-export LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PATH="$DEPS/usr/bin:$PATH"
-# The .pc files name /usr; point them at the unpacked tree instead
-# (libfabric.pc through prefix=, cmocka.pc through literal -L/-I paths).
-PCDIR="$DEPS/pkgconfig"
-mkdir -p "$PCDIR"
-for pc in "$LIBDIR"/pkgconfig/*.pc; do
-    sed -E "s#(^prefix=|-L|-I)/usr([/[:space:]]|\$)#\1$DEPS/usr\2#g" "$pc" >"$PCDIR/$(basename "$pc")"
-done
-export PKG_CONFIG_PATH="$PCDIR${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-{
-    echo "# ${#debs[@]} packages unpacked: ${debs[*]##*/}"
-    echo "# LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-    echo "# PKG_CONFIG_PATH=$PKG_CONFIG_PATH"
-    echo "# pkg-config libfabric: $(pkg-config --modversion libfabric 2>&1) $(pkg-config --cflags --libs libfabric 2>&1)"
-    echo "# pkg-config cmocka: $(pkg-config --modversion cmocka 2>&1) $(pkg-config --cflags --libs cmocka 2>&1)"
-} >>"$blog"
+. "$here/deps.sh"
+zsm_gpu_deps "$repo" "$DEPS" "$blog" || exit 1
 if ! pkg-config --exists libfabric; then
     record deps FAIL "pkg-config cannot find libfabric; see build.log"
     exit 1
