@@ -478,6 +478,10 @@ struct zsm_net_comm {
 	int ops_posted;      /* every posted operation: freeing waits */
 	int data_ops;        /* posted sends and receives */
 	int recv_ops;	     /* of which receives: the provider writes there */
+	/* The largest of them posted since the comm last had none: how
+	 * long the peer may stay silent while a message fills it
+	 * (net_peer.c). */
+	uint64_t recv_max;
 	/* Its peer was declared dead (net_peer.c): what the provider still
 	 * holds for it is reported failed at once, and the closer need not
 	 * wait for it (a gone process sends nothing; a silent one's

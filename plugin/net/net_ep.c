@@ -465,10 +465,13 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 	comm->ops_posted++;
 	comm->data_ops++;
 	comm->recv_ops += recv;
-	if (recv)
+	if (recv) {
 		ep->rx_inflight++;
-	else
+		if (len > comm->recv_max)
+			comm->recv_max = len;
+	} else {
 		ep->tx_inflight++;
+	}
 	return 0;
 }
 

@@ -13,6 +13,11 @@
  * for twice that fails every comm to it, whether the PING went out, sits
  * in a full queue or is lost behind a link that is down.  A queue that is
  * full because the peer is slow is not silence: its sends still finish.
+ * Nor is a large message on its way: over a stream (tcp) the PONG queues
+ * behind the bytes the peer sends us first, and a 1 GiB receive brings
+ * no completion until its last byte.  Every completion is word, so the
+ * silence allowed grows by the time the largest receive we posted from
+ * the peer takes to fill at ZSM_NET_PEER_FLOOR_BPS.
  */
 #include <errno.h>
 #include <poll.h>
@@ -24,6 +29,14 @@
 #include "common/log.h"
 #include "common/param.h"
 #include "net/net.h"
+
+/*
+ * The slowest a live connection is taken to drain what we asked for:
+ * 10 MB/s, below any fabric zsm serves even when shared and loaded (with
+ * a 1 GiB receive posted a dead peer is found 107 s later; with NCCL's
+ * usual 4 MiB steps 0.4 s).
+ */
+#define ZSM_NET_PEER_FLOOR_BPS 10000000ULL
 
 struct zsm_net_peer {
 	struct zsm_net_peer *next;
@@ -146,6 +159,19 @@ static struct zsm_net_comm *zsm_net_peer_busy(struct zsm_net_peer *p)
 	return NULL;
 }
 
+/* How long one message we asked p for may keep it silent. */
+static uint64_t zsm_net_peer_inbound_ns(struct zsm_net_peer *p)
+{
+	uint64_t bytes = 0;
+
+	for (struct zsm_net_comm *c = p->ep->comms; c; c = c->ep_next)
+		if (c->peer_obj == p && !c->closing && c->recv_max > bytes)
+			bytes = c->recv_max;
+	return bytes / ZSM_NET_PEER_FLOOR_BPS * 1000000000ULL +
+	       bytes % ZSM_NET_PEER_FLOOR_BPS * 1000000000ULL /
+		       ZSM_NET_PEER_FLOOR_BPS;
+}
+
 void zsm_net_peer_check(struct zsm_net_ep *ep, uint64_t now)
 {
 	uint64_t every = (uint64_t)zsm_param_int(ZSM_P_PEER_CHECK_MS) *
@@ -174,7 +200,8 @@ void zsm_net_peer_check(struct zsm_net_ep *ep, uint64_t now)
 			p->probe_ns = 0;
 			continue;
 		}
-		if (now - p->heard_ns >= 2 * every) {
+		if (now - p->heard_ns >= 2 * every +
+					     zsm_net_peer_inbound_ns(p)) {
 			/* Its connection may come back with transfers in it:
 			 * an endpoint of their own from now on. */
 			zsm_net_ep_retire(ep);

@@ -208,6 +208,8 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
 	comm->ops_posted--;
 	comm->data_ops--;
 	comm->recv_ops -= req->type == ZSM_REQ_RECV;
+	if (!comm->recv_ops)
+		comm->recv_max = 0;
 	if (req->type == ZSM_REQ_RECV && !err && !orphan &&
 	    comm->ep->cq_data && (data & ZSM_CQ_KEY_MASK) != comm->data_key) {
 		if (zsm_net_req_repost(req, op->index) == 0)
