@@ -222,7 +222,8 @@ static int zsm_plugin_check_checksum(void)
 	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
 		const struct zsm_net_dev *dev = &zsm_net_topo.devs[i];
 
-		if (dev->ep->crc)
+		/* What zsm_net_ep_open's crc will say, known before it. */
+		if (dev->info->domain_attr->cq_data_size >= 8)
 			continue;
 		ZSM_WARN("ZSM_CHECKSUM=1 needs 8 bytes of remote CQ data, and "
 			 "device %s (%s) offers %zu: unset ZSM_CHECKSUM",
@@ -264,18 +265,16 @@ static int zsm_plugin_get(ncclDebugLogger_t logger)
 		ret = -ENODEV;
 		goto out;
 	}
+	ret = zsm_plugin_check_checksum();
+	if (ret) {
+		zsm_net_topo_free(&zsm_net_topo);
+		goto out;
+	}
 	/* Open every endpoint now: listen() and connect() must not block,
 	 * and opening one takes tens of milliseconds. */
 	ret = zsm_plugin_open_endpoints();
 	if (ret)
 		goto out;
-	ret = zsm_plugin_check_checksum();
-	if (ret) {
-		for (int i = 0; i < zsm_net_topo.ndevs; i++)
-			zsm_net_ep_close(zsm_net_topo.devs[i].ep);
-		zsm_net_topo_free(&zsm_net_topo);
-		goto out;
-	}
 	zsm_proxy_add_transport(&zsm_net_ops);
 	if (zsm_ce_enabled())
 		zsm_proxy_add_transport(&zsm_ce_ops);

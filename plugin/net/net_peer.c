@@ -17,7 +17,7 @@
  * behind the bytes the peer sends us first, and a 1 GiB receive brings
  * no completion until its last byte.  Every completion is word, so the
  * silence allowed grows by the time the largest receive we posted from
- * the peer takes to fill at ZSM_NET_PEER_FLOOR_BPS.
+ * the peer takes to fill at 10 MB/s (ZSM_NET_PEER_NS_PER_BYTE).
  */
 #include <errno.h>
 #include <poll.h>
@@ -32,11 +32,11 @@
 
 /*
  * The slowest a live connection is taken to drain what we asked for:
- * 10 MB/s, below any fabric zsm serves even when shared and loaded (with
- * a 1 GiB receive posted a dead peer is found 107 s later; with NCCL's
- * usual 4 MiB steps 0.4 s).
+ * 10 MB/s, 100 ns a byte, below any fabric zsm serves even when shared
+ * and loaded (with a 1 GiB receive posted a dead peer is found 107 s
+ * later; with NCCL's usual 4 MiB steps 0.4 s).
  */
-#define ZSM_NET_PEER_FLOOR_BPS 10000000ULL
+#define ZSM_NET_PEER_NS_PER_BYTE 100ULL
 
 struct zsm_net_peer {
 	struct zsm_net_peer *next;
@@ -167,9 +167,7 @@ static uint64_t zsm_net_peer_inbound_ns(struct zsm_net_peer *p)
 	for (struct zsm_net_comm *c = p->ep->comms; c; c = c->ep_next)
 		if (c->peer_obj == p && !c->closing && c->recv_max > bytes)
 			bytes = c->recv_max;
-	return bytes / ZSM_NET_PEER_FLOOR_BPS * 1000000000ULL +
-	       bytes % ZSM_NET_PEER_FLOOR_BPS * 1000000000ULL /
-		       ZSM_NET_PEER_FLOOR_BPS;
+	return bytes * ZSM_NET_PEER_NS_PER_BYTE;
 }
 
 void zsm_net_peer_check(struct zsm_net_ep *ep, uint64_t now)
