@@ -102,6 +102,20 @@ enum zsm_param_type {
 	  "every comm to that peer (ncclRemoteError) instead of hanging. "    \
 	  "Peers on this host are watched by their process (a stopped one "   \
 	  "is alive). 0: no probes, a silent peer is waited for.")            \
+	X(NET_INFLIGHT, ZSM_PARAM_INT, "2048", 64, 65536, NULL,               \
+	  "Data operations (sends, and receives) an endpoint keeps posted to " \
+	  "the network provider at once, in each direction; more wait in "    \
+	  "their comm's queue, in order. The provider may hold a buffer of "  \
+	  "its eager size for each (16.5 KiB on tcp;ofi_rxm, from pools it "  \
+	  "never gives back), so this bounds that memory. The provider's "    \
+	  "own queue, less a reserve for control messages, may lower it.")   \
+	X(EARLY_MSGS, ZSM_PARAM_INT, "4", 1, 4096, NULL,                      \
+	  "Data messages a sender may send on a network comm beyond the "     \
+	  "receives the receiver has posted. The receiver's provider holds "  \
+	  "each such early message (about 17 KB on tcp;ofi_rxm, whatever "    \
+	  "its size), so this bounds that memory per receive comm; a sender " \
+	  "that is this far ahead waits for the receiver to post. The "       \
+	  "receiver's value is the one that applies.")                        \
 	X(CHECKSUM, ZSM_PARAM_BOOL, "0", 0, 1, NULL,                          \
 	  "End-to-end CRC32C of every message sent from host memory over "    \
 	  "the network, carried in remote CQ data and checked by the "        \

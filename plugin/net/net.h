@@ -31,7 +31,7 @@
  *           <------ CONN_REQ {N, S, Ks, pid, host, address, ce offer}
  *   comm R (key Kr, data key Dr), ce window if the connector is on this
  *   host and can be read
- *     CONN_ACK {Ks, R, Kr, Dr, pid, host, window} ------------->
+ *     CONN_ACK {Ks, R, Kr, Dr, pid, host, window, credit} -->
  *                                              takes the window from the
  *                                              handle's pid, or not;
  *                                              connect() returns S
@@ -40,7 +40,8 @@
  *
  * A CONN_REQ that names no listener, or the wrong nonce, is answered at
  * once with a refusing CONN_ACK.  PING and PONG probe a silent peer
- * (net_peer.c).
+ * (net_peer.c).  CONN_ACK and GRANT tell a sender how many data
+ * messages it may have sent in all (net_credit.h).
  */
 #ifndef ZSM_NET_H
 #define ZSM_NET_H
@@ -56,6 +57,7 @@
 #include "ce/ce.h"
 #include "common/idmap.h"
 #include "core.h"
+#include "net/net_credit.h"
 #include "net/net_fi_lib.h"
 #include "net/net_hmem.h"
 #include "proxy/proxy.h"
@@ -77,6 +79,7 @@ enum zsm_ctrl_type {
 	ZSM_CTRL_CONN_DONE = 3,
 	ZSM_CTRL_PING = 4,
 	ZSM_CTRL_PONG = 5,
+	ZSM_CTRL_GRANT = 6, /* receiver to sender: how far it may send */
 	ZSM_CTRL_NTYPES,
 };
 
@@ -85,10 +88,11 @@ enum zsm_ctrl_type {
  * Version of the wire: the handle and the control messages together, so a
  * connector refuses a handle from another version before any message of a
  * layout it does not know is sent.  4: keys in every message, CONN_DONE,
- * the ce window made by the listener.  magic and version keep their
- * offsets in every version, so either side can name the other's.
+ * the ce window made by the listener.  5: flow control (the credit of
+ * CONN_ACK, GRANT).  magic and version keep their offsets in every
+ * version, so either side can name the other's.
  */
-#define ZSM_HANDLE_VERSION 4
+#define ZSM_HANDLE_VERSION 5
 
 /* The 128-byte connection handle NCCL ships from listener to connector. */
 struct zsm_net_handle {
@@ -143,6 +147,8 @@ struct zsm_ctrl_msg {
 	int32_t ce_fd;	    /* ACK: the window's fd in the listener */
 	uint32_t addr_len;  /* REQ: the connector's address */
 	uint8_t addr[ZSM_NET_ADDR_MAX];
+	uint64_t credit;    /* ACK, GRANT: data messages the sender may
+			       have sent in all */
 };
 #define ZSM_CTRL_CE_WANT 1u  /* REQ: the connector would take ce */
 #define ZSM_CTRL_CE_OFFER 2u /* ACK: a window is offered */
@@ -162,7 +168,8 @@ _Static_assert(offsetof(struct zsm_ctrl_msg, version) == 4 &&
 		       offsetof(struct zsm_ctrl_msg, ce_fd) == 64 &&
 		       offsetof(struct zsm_ctrl_msg, addr_len) == 68 &&
 		       offsetof(struct zsm_ctrl_msg, addr) == 72 &&
-		       sizeof(struct zsm_ctrl_msg) == 136,
+		       offsetof(struct zsm_ctrl_msg, credit) == 136 &&
+		       sizeof(struct zsm_ctrl_msg) == 144,
 	       "control message layout is wire format: change "
 	       "ZSM_HANDLE_VERSION");
 
@@ -488,6 +495,9 @@ struct zsm_net_comm {
 	 * transfers end when its retired endpoint closes). */
 	int peer_gone;
 	int deferred;        /* requests the provider refused, not posted */
+	/* How far the peer may send to a receive comm, or this send comm
+	 * to its peer (net_credit.h); net comms only. */
+	struct zsm_net_credit credit;
 	int closing;
 	/* Control messages to send (bits of 1 << type), the one in flight,
 	 * and the comm's place on ep->ctrl_head's list. */
@@ -546,6 +556,11 @@ void zsm_net_comm_on_req(struct zsm_net_comm *lc,
 void zsm_net_comm_on_ack(struct zsm_net_comm *sc, const struct zsm_ctrl_msg *m);
 void zsm_net_comm_on_done(struct zsm_net_comm *rc,
 			  const struct zsm_ctrl_msg *m);
+void zsm_net_comm_on_grant(struct zsm_net_comm *sc,
+			   const struct zsm_ctrl_msg *m);
+/* Engine: a receive comm posted or took a message; queue a GRANT when
+ * its sender should hear how far it may go now (net_credit.h). */
+void zsm_net_comm_grant_check(struct zsm_net_comm *rc);
 
 /* net_ctrl.c: the control plane. */
 int zsm_net_ctrl_init(struct zsm_net_ep *ep);

@@ -333,6 +333,8 @@ void zsm_net_comm_on_req(struct zsm_net_comm *lc,
 	}
 	rc->peer_id = m->src_id;
 	rc->peer_key = m->reply_key;
+	zsm_net_credit_recv_init(&rc->credit,
+				 (uint32_t)zsm_param_int(ZSM_P_EARLY_MSGS));
 	zsm_net_comm_set_peer(rc, m->pid, m->host_hash);
 	if (zsm_net_comm_set_addr(rc, m->addr)) {
 		zsm_net_comm_post_close(rc);
@@ -380,7 +382,8 @@ void zsm_net_comm_on_ack(struct zsm_net_comm *sc, const struct zsm_ctrl_msg *m)
 				  why);
 		return;
 	}
-	if (m->pid != sc->handle_pid || m->data_key & ~ZSM_CQ_KEY_MASK) {
+	if (m->pid != sc->handle_pid || m->data_key & ~ZSM_CQ_KEY_MASK ||
+	    m->credit == 0) {
 		zsm_net_ctrl_drop(sc->ep, ZSM_DROP_MALFORMED,
 				  "an answer that is not the handle's pid's");
 		return;
@@ -388,6 +391,7 @@ void zsm_net_comm_on_ack(struct zsm_net_comm *sc, const struct zsm_ctrl_msg *m)
 	sc->peer_id = m->src_id;
 	sc->peer_key = m->reply_key;
 	sc->data_key = m->data_key;
+	zsm_net_credit_send_init(&sc->credit, m->credit);
 	zsm_net_comm_set_peer(sc, m->pid, m->host_hash);
 	zsm_net_peer_heard(sc->peer_obj, sc->ep->pass_ns);
 	if ((m->flags & ZSM_CTRL_CE_OFFER) && sc->same_host &&
@@ -410,6 +414,24 @@ void zsm_net_comm_on_ack(struct zsm_net_comm *sc, const struct zsm_ctrl_msg *m)
 	 * peer's ids, keys and channel first. */
 	atomic_store_explicit(&sc->state, ZSM_COMM_CONNECTED,
 			      memory_order_release);
+}
+
+void zsm_net_comm_grant_check(struct zsm_net_comm *rc)
+{
+	/* relaxed: the engine's own write (zsm_net_comm_fail). */
+	if (rc->ce || rc->closing ||
+	    atomic_load_explicit(&rc->error, memory_order_relaxed) ||
+	    !zsm_net_credit_want_grant(&rc->credit))
+		return;
+	zsm_net_ctrl_want(rc, ZSM_CTRL_GRANT);
+}
+
+/* Sender: the receiver posted more; held sends go on the next pass. */
+void zsm_net_comm_on_grant(struct zsm_net_comm *sc,
+			   const struct zsm_ctrl_msg *m)
+{
+	zsm_net_peer_heard(sc->peer_obj, sc->ep->pass_ns);
+	zsm_net_credit_on_grant(&sc->credit, m->credit);
 }
 
 /* Listener: the connector took our window or not; accept() may take rc. */

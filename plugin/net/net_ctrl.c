@@ -216,9 +216,14 @@ static void zsm_net_ctrl_build(struct zsm_net_comm *comm, enum zsm_ctrl_type t,
 	case ZSM_CTRL_CONN_ACK:
 		m->reply_key = comm->key;
 		m->data_key = comm->data_key;
+		m->credit = comm->credit.granted;
 		if (comm->ce && zsm_ce_chan_offer(comm->ce, &m->ce_fd,
 						  &m->ce_addr) == 0)
 			m->flags = ZSM_CTRL_CE_OFFER;
+		break;
+	case ZSM_CTRL_GRANT:
+		/* Built as it goes out: every receive posted until now. */
+		m->credit = zsm_net_credit_grant(&comm->credit);
 		break;
 	case ZSM_CTRL_CONN_DONE:
 		if (comm->ce) {
@@ -426,6 +431,16 @@ static void zsm_net_ctrl_on_message(struct zsm_net_ep *ep,
 				     ZSM_COMM_CONNECTING);
 		if (c)
 			zsm_net_comm_on_done(c, m);
+		return;
+	case ZSM_CTRL_GRANT:
+		/* One may cross its send comm's close, or come after the comm
+		 * failed: nothing to say then.  A live comm checks it. */
+		c = zsm_idmap_find(&ep->ids, m->dst_id);
+		if (!c || c->type != ZSM_COMM_SEND || c->closing)
+			return;
+		c = zsm_net_ctrl_for(ep, m, ZSM_COMM_SEND, -1);
+		if (c)
+			zsm_net_comm_on_grant(c, m);
 		return;
 	default: /* PING, PONG: for a send or a receive comm */
 		c = zsm_idmap_find(&ep->ids, m->dst_id);

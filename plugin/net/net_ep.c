@@ -39,6 +39,7 @@ int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
 	struct zsm_net_ep *ep;
 	const char *step;
+	size_t inflight;
 	int ret;
 
 	if (dev->ep) {
@@ -103,6 +104,14 @@ int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 	ep->rx_budget = fi->rx_attr->size > 2 * ZSM_NET_CTRL_RESERVE
 				? fi->rx_attr->size - ZSM_NET_CTRL_RESERVE
 				: fi->rx_attr->size / 2;
+	/* Each operation the provider holds may take one of its buffers
+	 * (rxm: 16.5 KiB, from pools that grow and are never given back),
+	 * so how many zsm keeps there bounds that memory. */
+	inflight = (size_t)zsm_param_int(ZSM_P_NET_INFLIGHT);
+	if (ep->tx_budget > inflight)
+		ep->tx_budget = inflight;
+	if (ep->rx_budget > inflight)
+		ep->rx_budget = inflight;
 	ep->crc = fi->domain_attr->cq_data_size >= 8;
 	zsm_idmap_init(&ep->ids, ZSM_TAG_ID_MAX);
 	ret = zsm_net_mr_init(ep);
@@ -436,6 +445,11 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 	if (recv ? ep->rx_inflight >= ep->rx_budget
 		 : ep->tx_inflight >= ep->tx_budget)
 		return -EAGAIN;
+	/* The receiver has not posted for it, nor for the early messages
+	 * before it: its GRANT lets this go (net_credit.h). */
+	if (req->type == ZSM_REQ_SEND &&
+	    !zsm_net_credit_may_send(&comm->credit))
+		return -EAGAIN;
 	if (req->type == ZSM_REQ_SEND) {
 		if (ep->cq_data)
 			ret = fi_tsenddata(ep->ep, buf, len, desc,
@@ -469,6 +483,10 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 		ep->rx_inflight++;
 		if (len > comm->recv_max)
 			comm->recv_max = len;
+		zsm_net_credit_on_post(&comm->credit, 1);
+	} else if (req->type == ZSM_REQ_SEND) {
+		ep->tx_inflight++;
+		zsm_net_credit_on_send(&comm->credit);
 	} else {
 		ep->tx_inflight++;
 	}
@@ -506,6 +524,8 @@ static int zsm_net_post_req(struct zsm_net_req *req)
 			goto fail_rest;
 	}
 	zsm_net_req_undefer(req);
+	if (req->type == ZSM_REQ_RECV)
+		zsm_net_comm_grant_check(comm);
 	return 0;
 
 fail_rest:

@@ -159,6 +159,8 @@ static int zsm_net_req_repost(struct zsm_net_req *req, int i)
 					return -EPROTO;
 		}
 	req->ops[i].posted = 0;
+	/* The same receive again, not one more for the sender to fill. */
+	comm->credit.posted--;
 	return zsm_net_ep_post_op(req, i);
 }
 
@@ -196,9 +198,11 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
 	/* relaxed: engine-only write, see zsm_net_req_orphan. */
 	int orphan = atomic_load_explicit(&req->orphan, memory_order_relaxed);
 
+	int was_posted = op->posted == 1;
+
 	/* Posted ones leave the endpoint's count (see zsm_net_ep_post_op);
 	 * fail_rest completes some that never were. */
-	if (op->posted == 1) {
+	if (was_posted) {
 		if (req->type == ZSM_REQ_RECV)
 			comm->ep->rx_inflight--;
 		else
@@ -220,8 +224,16 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
 				  "order");
 		err = -EPROTO;
 	}
-	if (req->type == ZSM_REQ_RECV)
+	if (req->type == ZSM_REQ_RECV) {
+		/* A message of the peer's took it (or it was cancelled,
+		 * when the comm is done for): the sender's allowance moves
+		 * on (net_credit.h). */
+		if (was_posted) {
+			zsm_net_credit_on_arrival(&comm->credit);
+			zsm_net_comm_grant_check(comm);
+		}
 		err = zsm_net_req_recv_done(op, err, &len, data);
+	}
 	if (orphan) {
 		/* A late completion of an already reported request. */
 		if (comm->closing)

@@ -190,6 +190,13 @@ struct h_ctrl_v3 {
 };
 _Static_assert(sizeof(struct h_ctrl_v3) == 120, "version 3's layout");
 
+/* Version 5 added the credit at the end of version 4's 136 bytes. */
+static size_t h_ctrl_len(unsigned version)
+{
+	return version == 4 ? offsetof(struct zsm_ctrl_msg, credit)
+			    : sizeof(struct zsm_ctrl_msg);
+}
+
 size_t h_attacker_conn_req(const struct h_attacker *a, const struct h_victim *v,
 			   void *buf, uint32_t src, uint32_t pid, int ce_fd,
 			   uint64_t ce_addr, uint64_t key)
@@ -212,10 +219,10 @@ size_t h_attacker_conn_req(const struct h_attacker *a, const struct h_victim *v,
 		memcpy(buf, &m, sizeof(m));
 		return sizeof(m);
 	}
-	if (v->version == 4) {
+	if (v->version == 4 || v->version == 5) {
 		struct zsm_ctrl_msg m = {
 			.magic = ZSM_HANDLE_MAGIC,
-			.version = 4,
+			.version = (uint16_t)v->version,
 			.type = ZSM_CTRL_CONN_REQ,
 			.src_id = src,
 			.dst_id = v->listen_id,
@@ -231,7 +238,7 @@ size_t h_attacker_conn_req(const struct h_attacker *a, const struct h_victim *v,
 
 		memcpy(m.addr, a->addr, a->addr_len);
 		memcpy(buf, &m, sizeof(m));
-		return sizeof(m);
+		return h_ctrl_len(v->version);
 	}
 	return 0;
 }
@@ -260,10 +267,10 @@ size_t h_attacker_conn_ack(const struct h_victim *v, void *buf, uint32_t dst,
 		memcpy(buf, &m, sizeof(m));
 		return sizeof(m);
 	}
-	if (v->version == 4) {
+	if (v->version == 4 || v->version == 5) {
 		struct zsm_ctrl_msg m = {
 			.magic = ZSM_HANDLE_MAGIC,
-			.version = 4,
+			.version = (uint16_t)v->version,
 			.type = ZSM_CTRL_CONN_ACK,
 			.src_id = id,
 			.dst_id = dst,
@@ -271,10 +278,11 @@ size_t h_attacker_conn_ack(const struct h_victim *v, void *buf, uint32_t dst,
 			.pid = v->pid,
 			.host_hash = v->host_hash,
 			.ce_fd = -1,
+			.credit = 16,
 		};
 
 		memcpy(buf, &m, sizeof(m));
-		return sizeof(m);
+		return h_ctrl_len(v->version);
 	}
 	return 0;
 }

@@ -63,6 +63,8 @@ int h_post_recv(struct h_ctx *x, void *comm, void *data, size_t size, int tag,
 int h_wait(struct h_ctx *x, void *req, int *size, const char *what);
 /* One message 0 -> 1 of size bytes, checked byte by byte on rank 1. */
 int h_exchange(struct h_ctx *x, size_t size, unsigned char seed);
+/* This process's resident memory, KiB (-1 when unknown). */
+long h_rss_kib(void);
 
 struct h_case {
 	const char *name;
@@ -84,6 +86,7 @@ int h_case_forged_ack(int rank, void *arg);
 int h_case_fd_steal(int rank, void *arg);
 int h_case_replay(int rank, void *arg);
 int h_case_strays(int rank, void *arg);
+int h_case_early(int rank, void *arg);
 int h_case_ctrl_junk(int rank, void *arg);
 int h_case_fd_limit(int rank, void *arg);
 

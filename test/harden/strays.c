@@ -17,21 +17,6 @@
 #define H_HANDLE NCCL_NET_HANDLE_MAXSIZE
 #define H_STRAYS 20000
 
-static long h_rss_kib(void)
-{
-	char line[256];
-	long kib = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-			break;
-	fclose(f);
-	return kib;
-}
-
 /* Rank 1's engine runs while it waits: what a busy NCCL process does. */
 static void h_drive(struct h_ctx *x, void *listen, unsigned ms)
 {

@@ -150,6 +150,21 @@ int h_exchange(struct h_ctx *x, size_t size, unsigned char seed)
 	return st;
 }
 
+long h_rss_kib(void)
+{
+	char line[256];
+	long kib = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
 int h_teardown(struct h_ctx *x)
 {
 	if (x->send)
@@ -193,6 +208,9 @@ static const struct h_case h_cases[] = {
 	 "place of the real one"},
 	{"strays", h_case_strays, 90, "7",
 	 "20000 messages for no live comm do not stay in memory"},
+	{"early", h_case_early, 120, "7",
+	 "a sender 20000 messages ahead of its receiver costs it no memory; "
+	 "every message arrives once receives are posted"},
 	{"ctrl_junk", h_case_ctrl_junk, 60, "9",
 	 "2000 malformed control messages give a few log lines, not 2000"},
 	{"fd_limit", h_case_fd_limit, 120, "10",

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Flow control of a comm's data messages over the network.  A message
+ * that arrives before its receive is posted waits in the provider, which
+ * holds a buffer for it (rxm: 16.7 KB from a pool that grows and never
+ * shrinks), so a sender running ahead of a slow receiver costs the
+ * receiver memory without bound.  Here a sender may post a message only
+ * while the receiver has posted its receive, give or take an allowance
+ * of early messages (ZSM_EARLY_MSGS): the receiver tells the sender how
+ * far it may go, in CONN_ACK and then in GRANT messages, so that no more
+ * than that allowance of a comm's messages ever waits unmatched.
+ *
+ * Counts are absolute, from the comm's start (64 bits never wrap): a
+ * GRANT carries the new limit itself, not an increment, so the sender
+ * takes the larger of what it has and what came.  The receiver grants
+ * once the sender may have used half its allowance on messages that
+ * arrived (test_net_credit shows that no schedule deadlocks).  Pure
+ * bookkeeping, engine only; net_ep.c, net_req.c and net_ctrl.c call it.
+ */
+#ifndef ZSM_NET_CREDIT_H
+#define ZSM_NET_CREDIT_H
+
+#include <stdint.h>
+
+struct zsm_net_credit {
+	/* Send comms: messages posted, and how many may be. */
+	uint64_t sent;
+	uint64_t limit;
+	/* Receive comms: receives posted, those a message completed, the
+	 * limit last given to the sender, and the allowance. */
+	uint64_t posted;
+	uint64_t arrived;
+	uint64_t granted;
+	uint32_t early;
+};
+
+/* A receive comm's start: its sender may send early messages. */
+void zsm_net_credit_recv_init(struct zsm_net_credit *cr, uint32_t early);
+/* A send comm's start, from the CONN_ACK's limit. */
+void zsm_net_credit_send_init(struct zsm_net_credit *cr, uint64_t limit);
+/* 1 when a send comm may post one more message. */
+int zsm_net_credit_may_send(const struct zsm_net_credit *cr);
+void zsm_net_credit_on_send(struct zsm_net_credit *cr);
+/* A GRANT came; 1 when it let the sender go further. */
+int zsm_net_credit_on_grant(struct zsm_net_credit *cr, uint64_t limit);
+/* A receive comm posted n receives, or one completed with a message. */
+void zsm_net_credit_on_post(struct zsm_net_credit *cr, unsigned n);
+void zsm_net_credit_on_arrival(struct zsm_net_credit *cr);
+/* 1 when the sender should be told a new limit now. */
+int zsm_net_credit_want_grant(const struct zsm_net_credit *cr);
+/* The limit to send in a GRANT (taken as given). */
+uint64_t zsm_net_credit_grant(struct zsm_net_credit *cr);
+
+#endif

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A sender far ahead of its receiver (issue 12, finding 7): every
+ * message that arrives before its receive is posted waits in the
+ * receiver's provider, which holds a buffer for it (about 17 KB on rxm,
+ * from a pool that never shrinks).  20000 small sends with no receive
+ * posted grew the receiver by 336 MB, for good, and the 10-minute load
+ * run's RSS kept climbing.  Now the sender goes no further than the
+ * receiver's allowance of early messages until receives are posted, and
+ * then every message arrives, in order, every byte right.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harden.h"
+
+#define E_MSGS 20000
+#define E_SIZE 512
+#define E_WINDOW 128
+#define E_TAG 3
+/* ZSM_EARLY_MSGS's default. */
+#define E_ALLOWANCE_DEFAULT 4
+
+static unsigned char e_byte(int msg, int i)
+{
+	return (unsigned char)(msg * 131 + i * 7 + 1);
+}
+
+/* The sender's window of requests, oldest first. */
+struct e_window {
+	void *req[E_WINDOW];
+	int posted, done;
+};
+
+/* Post what the window has room for; NULL requests are tried later. */
+static int e_post(struct h_ctx *x, struct e_window *w, unsigned char *buf)
+{
+	while (w->posted < E_MSGS && w->posted - w->done < E_WINDOW) {
+		void **slot = &w->req[w->posted % E_WINDOW];
+		int r;
+
+		*slot = NULL;
+		r = zsm_client_isend(x->c, x->send,
+				     buf + (size_t)w->posted * E_SIZE, E_SIZE,
+				     E_TAG, NULL, slot);
+		H_EXPECT(!r, "isend %d returned %s", w->posted,
+			 zsm_client_result_str(r));
+		if (!*slot)
+			break;
+		w->posted++;
+	}
+	return OOB_PASS;
+}
+
+/* Test the oldest sends; 1 in *moved when one completed. */
+static int e_reap(struct h_ctx *x, struct e_window *w, int *moved)
+{
+	*moved = 0;
+	while (w->done < w->posted) {
+		int done = 0, r;
+
+		r = zsm_client_test(x->c, w->req[w->done % E_WINDOW], &done,
+				    NULL);
+		H_EXPECT(!r, "send %d: test returned %s", w->done,
+			 zsm_client_result_str(r));
+		if (!done)
+			break;
+		w->done++;
+		*moved = 1;
+	}
+	return OOB_PASS;
+}
+
+/*
+ * Send until every message is done or nothing moved for idle_ms; how
+ * far it got is the verdict, the time only when to stop trying.
+ */
+static int e_send(struct h_ctx *x, struct e_window *w, unsigned char *buf,
+		  unsigned idle_ms)
+{
+	uint64_t last = zsm_client_now_ns();
+	int moved;
+
+	while (w->done < E_MSGS &&
+	       zsm_client_now_ns() - last < H_NS(idle_ms)) {
+		H_TRY(e_post(x, w, buf));
+		H_TRY(e_reap(x, w, &moved));
+		if (moved)
+			last = zsm_client_now_ns();
+		else
+			usleep(100);
+	}
+	return OOB_PASS;
+}
+
+static int e_receive_all(struct h_ctx *x)
+{
+	unsigned char *buf = malloc((size_t)E_WINDOW * E_SIZE);
+	void *req[E_WINDOW];
+	int posted = 0, done = 0, st = OOB_PASS;
+
+	H_EXPECT(buf, "out of memory");
+	while (st == OOB_PASS && done < E_MSGS) {
+		while (st == OOB_PASS && posted < E_MSGS &&
+		       posted - done < E_WINDOW) {
+			int k = posted % E_WINDOW;
+
+			memset(buf + (size_t)k * E_SIZE, 0, E_SIZE);
+			st = h_post_recv(x, x->recv, buf + (size_t)k * E_SIZE,
+					 E_SIZE, E_TAG, NULL, &req[k]);
+			posted++;
+		}
+		if (st == OOB_PASS) {
+			int k = done % E_WINDOW, got = -1;
+			const unsigned char *p = buf + (size_t)k * E_SIZE;
+
+			st = h_wait(x, req[k], &got, "receive");
+			if (st == OOB_PASS && got != E_SIZE)
+				st = oob_fail("message %d: size %d, sent %d",
+					      done, got, E_SIZE);
+			for (int i = 0; st == OOB_PASS && i < E_SIZE; i++)
+				if (p[i] != e_byte(done, i))
+					st = oob_fail("message %d: byte %d "
+						      "wrong (out of order or "
+						      "lost?)",
+						      done, i);
+			done++;
+		}
+	}
+	free(buf);
+	return st;
+}
+
+int h_case_early(int rank, void *arg)
+{
+	const char *env = getenv("ZSM_EARLY_MSGS");
+	int allowance = env && *env ? atoi(env) : E_ALLOWANCE_DEFAULT;
+	struct h_ctx x;
+	long before, after;
+
+	(void)arg;
+	H_TRY(h_setup(&x, rank));
+	if (rank == 0) {
+		unsigned char *buf = malloc((size_t)E_MSGS * E_SIZE);
+		struct e_window w = {0};
+		int early;
+
+		H_EXPECT(buf, "out of memory");
+		for (int m = 0; m < E_MSGS; m++)
+			for (int i = 0; i < E_SIZE; i++)
+				buf[(size_t)m * E_SIZE + i] = e_byte(m, i);
+		H_OOB(oob_barrier()); /* the receiver's RSS is taken */
+		H_TRY(e_send(&x, &w, buf, 2000));
+		early = w.done;
+		printf("# early: %d of %d sends done with no receive posted "
+		       "(allowance %d)\n",
+		       early, E_MSGS, allowance);
+		fflush(stdout);
+		H_OOB(oob_barrier()); /* the receiver posts from here */
+		H_EXPECT(early <= allowance,
+			 "%d sends done before any receive was posted "
+			 "(allowance %d)",
+			 early, allowance);
+		H_TRY(e_send(&x, &w, buf, 20000));
+		H_EXPECT(w.done == E_MSGS,
+			 "%d of %d sends done once every receive was posted",
+			 w.done, E_MSGS);
+		free(buf);
+	} else {
+		before = h_rss_kib();
+		H_OOB(oob_barrier());
+		H_OOB(oob_barrier()); /* the sender went as far as it could */
+		after = h_rss_kib();
+		printf("# early: receiver RSS %ld KiB, then %ld KiB\n", before,
+		       after);
+		fflush(stdout);
+		H_EXPECT(after - before < 32 * 1024,
+			 "a sender with no receive posted grew the receiver "
+			 "by %ld KiB",
+			 after - before);
+		H_TRY(e_receive_all(&x));
+	}
+	H_OOB(oob_barrier());
+	return h_teardown(&x);
+}

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Flow control (net_credit.c) on a model of one comm: a sender, a
+ * receiver that posts grouped receives a random distance ahead, and two
+ * wires with random delays (data in order, GRANTs in any order).  Under
+ * every schedule all messages arrive, no more than the allowance of them
+ * ever waits unmatched, and a receiver that posts nothing stops the
+ * sender after the allowance.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/net_credit.h"
+#include "zsm_test.h"
+
+#define WIRE 4096
+
+struct model {
+	struct zsm_net_credit snd, rcv;
+	uint64_t total;	     /* messages the sender has to send */
+	uint64_t data_wire;  /* sent, not yet at the receiver (in order) */
+	uint64_t early;	     /* at the receiver, no receive posted yet */
+	uint64_t early_max;  /* the most ever waiting */
+	uint64_t grants[WIRE]; /* GRANTs on their way, any order */
+	int ngrants;
+	int grant_wanted, grant_busy; /* the comm's one control send */
+	uint64_t grants_sent;
+	unsigned ahead; /* receives the receiver keeps posted past arrivals */
+	unsigned seed;
+};
+
+static unsigned rnd(struct model *m, unsigned n)
+{
+	return (unsigned)(rand_r(&m->seed) % n);
+}
+
+static void check_grant(struct model *m)
+{
+	if (zsm_net_credit_want_grant(&m->rcv))
+		m->grant_wanted = 1;
+}
+
+/* Posted receives take what waits: each is an arrival at once. */
+static void take_early(struct model *m)
+{
+	while (m->early && m->rcv.posted > m->rcv.arrived) {
+		m->early--;
+		zsm_net_credit_on_arrival(&m->rcv);
+	}
+	check_grant(m);
+}
+
+/* One step of whatever can happen now; 0 when nothing can (stuck). */
+static int step(struct model *m)
+{
+	int moved = 0;
+
+	for (int tries = 0; tries < 8 && !moved; tries++) {
+		switch (rnd(m, 5)) {
+		case 0: /* the sender posts one */
+			if (m->snd.sent < m->total &&
+			    zsm_net_credit_may_send(&m->snd)) {
+				zsm_net_credit_on_send(&m->snd);
+				m->data_wire++;
+				moved = 1;
+			}
+			break;
+		case 1: /* the oldest data message lands */
+			if (m->data_wire) {
+				m->data_wire--;
+				if (m->rcv.posted > m->rcv.arrived + m->early) {
+					zsm_net_credit_on_arrival(&m->rcv);
+					check_grant(m);
+				} else {
+					m->early++;
+					if (m->early > m->early_max)
+						m->early_max = m->early;
+				}
+				moved = 1;
+			}
+			break;
+		case 2: /* the receiver posts a group, up to its distance */
+			if (m->rcv.posted < m->total &&
+			    m->rcv.posted < m->rcv.arrived + m->ahead) {
+				unsigned n = 1 + rnd(m, 8);
+
+				if (n > m->total - m->rcv.posted)
+					n = (unsigned)(m->total -
+						       m->rcv.posted);
+				zsm_net_credit_on_post(&m->rcv, n);
+				check_grant(m);
+				take_early(m);
+				moved = 1;
+			}
+			break;
+		case 3: /* the control send goes, or completes */
+			if (m->grant_wanted && !m->grant_busy &&
+			    m->ngrants < WIRE) {
+				m->grants[m->ngrants++] =
+					zsm_net_credit_grant(&m->rcv);
+				m->grants_sent++;
+				m->grant_wanted = 0;
+				m->grant_busy = 1;
+				moved = 1;
+			} else if (m->grant_busy) {
+				m->grant_busy = 0;
+				moved = 1;
+			}
+			break;
+		default: /* some GRANT lands */
+			if (m->ngrants) {
+				int i = (int)rnd(m, (unsigned)m->ngrants);
+
+				zsm_net_credit_on_grant(&m->snd, m->grants[i]);
+				m->grants[i] = m->grants[--m->ngrants];
+				moved = 1;
+			}
+			break;
+		}
+	}
+	if (moved)
+		return 1;
+	/* Nothing chosen moved: is there anything at all that could? */
+	return (m->snd.sent < m->total && zsm_net_credit_may_send(&m->snd)) ||
+	       m->data_wire || m->ngrants || m->grant_busy ||
+	       (m->grant_wanted && !m->grant_busy) ||
+	       (m->rcv.posted < m->total &&
+		m->rcv.posted < m->rcv.arrived + m->ahead);
+}
+
+static void model_run(struct model *m, unsigned early, unsigned ahead,
+		      uint64_t total, unsigned seed)
+{
+	memset(m, 0, sizeof(*m));
+	m->total = total;
+	m->ahead = ahead;
+	m->seed = seed;
+	zsm_net_credit_recv_init(&m->rcv, early);
+	/* CONN_ACK carries what the receive comm starts with. */
+	zsm_net_credit_send_init(&m->snd, m->rcv.granted);
+	while (m->rcv.arrived < total) {
+		if (!step(m))
+			fail_msg("stuck: early %u, ahead %u, seed %u: sent %llu "
+				 "of %llu, limit %llu, posted %llu, arrived "
+				 "%llu",
+				 early, ahead, seed,
+				 (unsigned long long)m->snd.sent,
+				 (unsigned long long)total,
+				 (unsigned long long)m->snd.limit,
+				 (unsigned long long)m->rcv.posted,
+				 (unsigned long long)m->rcv.arrived);
+	}
+}
+
+static void test_net_credit_no_schedule_sticks(void **state)
+{
+	static const unsigned earlies[] = {1, 2, 3, 16, 64};
+	static const unsigned aheads[] = {1, 2, 7, 64, 1000};
+	struct model m;
+
+	(void)state;
+	for (unsigned e = 0; e < sizeof(earlies) / sizeof(earlies[0]); e++)
+		for (unsigned a = 0; a < sizeof(aheads) / sizeof(aheads[0]);
+		     a++)
+			for (unsigned seed = 1; seed <= 20; seed++) {
+				model_run(&m, earlies[e], aheads[a], 3000,
+					  seed);
+				zsm_assert_int_eq(m.rcv.arrived, 3000);
+				zsm_assert_int_eq(m.snd.sent, 3000);
+				if (m.early_max > earlies[e])
+					fail_msg("%llu messages waited "
+						 "unmatched, allowance %u",
+						 (unsigned long long)
+							 m.early_max,
+						 earlies[e]);
+			}
+}
+
+/* Nothing posted: the sender goes as far as the allowance, no further. */
+static void test_net_credit_sender_stops_at_allowance(void **state)
+{
+	struct zsm_net_credit snd, rcv;
+	int sent = 0;
+
+	(void)state;
+	zsm_net_credit_recv_init(&rcv, 16);
+	zsm_net_credit_send_init(&snd, rcv.granted);
+	while (zsm_net_credit_may_send(&snd) && sent < 1000) {
+		zsm_net_credit_on_send(&snd);
+		sent++;
+	}
+	zsm_assert_int_eq(sent, 16);
+	/* Arrivals alone give nothing new: no receive was posted. */
+	for (int i = 0; i < 16; i++)
+		zsm_net_credit_on_arrival(&rcv);
+	assert_false(zsm_net_credit_want_grant(&rcv));
+	/* One receive posted: one more message may go. */
+	zsm_net_credit_on_post(&rcv, 1);
+	assert_true(zsm_net_credit_want_grant(&rcv));
+	assert_true(zsm_net_credit_on_grant(&snd, zsm_net_credit_grant(&rcv)));
+	assert_true(zsm_net_credit_may_send(&snd));
+	zsm_net_credit_on_send(&snd);
+	assert_false(zsm_net_credit_may_send(&snd));
+}
+
+/* A late GRANT with an older, smaller limit takes nothing back. */
+static void test_net_credit_old_grant_ignored(void **state)
+{
+	struct zsm_net_credit snd;
+
+	(void)state;
+	zsm_net_credit_send_init(&snd, 16);
+	assert_true(zsm_net_credit_on_grant(&snd, 40));
+	assert_false(zsm_net_credit_on_grant(&snd, 24));
+	zsm_assert_int_eq(snd.limit, 40);
+}
+
+/*
+ * A receiver posted far ahead grants about once per half allowance of
+ * arrivals, not once per receive: a GRANT per message would double the
+ * messages of a busy comm.
+ */
+static void test_net_credit_grants_are_batched(void **state)
+{
+	struct model m;
+
+	(void)state;
+	for (unsigned seed = 1; seed <= 10; seed++) {
+		model_run(&m, 16, 1000, 4000, seed);
+		if (m.grants_sent > 4000 / 8 + 2)
+			fail_msg("%llu GRANTs for 4000 messages",
+				 (unsigned long long)m.grants_sent);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_net_credit_no_schedule_sticks),
+		cmocka_unit_test(test_net_credit_sender_stops_at_allowance),
+		cmocka_unit_test(test_net_credit_old_grant_ignored),
+		cmocka_unit_test(test_net_credit_grants_are_batched),
+	};
+
+	return cmocka_run_group_tests_name("net_credit", tests, NULL, NULL);
+}
