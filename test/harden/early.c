@@ -20,6 +20,19 @@
 #define E_SIZE 512
 #define E_WINDOW 128
 #define E_TAG 3
+/* Under ThreadSanitizer RSS also counts its shadow of every page the
+ * process touches (three times the 17 MB chunk rxm fills at the first
+ * early message): only the send count is judged there. */
+#if defined(__SANITIZE_THREAD__)
+#define E_RSS_JUDGED 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define E_RSS_JUDGED 0
+#endif
+#endif
+#ifndef E_RSS_JUDGED
+#define E_RSS_JUDGED 1
+#endif
 /* ZSM_EARLY_MSGS's default. */
 #define E_ALLOWANCE_DEFAULT 4
 
@@ -176,7 +189,7 @@ int h_case_early(int rank, void *arg)
 		printf("# early: receiver RSS %ld KiB, then %ld KiB\n", before,
 		       after);
 		fflush(stdout);
-		H_EXPECT(after - before < 32 * 1024,
+		H_EXPECT(!E_RSS_JUDGED || after - before < 32 * 1024,
 			 "a sender with no receive posted grew the receiver "
 			 "by %ld KiB",
 			 after - before);
