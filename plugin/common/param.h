@@ -110,11 +110,11 @@ enum zsm_param_type {
 	  "never gives back), so this bounds that memory. The provider's "    \
 	  "own queue, less a reserve for control messages, may lower it.")   \
 	X(EARLY_MSGS, ZSM_PARAM_INT, "4", 1, 4096, NULL,                      \
-	  "Data messages a sender may send on a network comm beyond the "     \
-	  "receives the receiver has posted. The receiver's provider holds "  \
-	  "each such early message (about 17 KB on tcp;ofi_rxm, whatever "    \
-	  "its size), so this bounds that memory per receive comm; a sender " \
-	  "that is this far ahead waits for the receiver to post. The "       \
+	  "Small (eager) data messages a sender may send on a network comm "  \
+	  "beyond the receives the receiver has posted; larger ones always "  \
+	  "wait for their receive. The receiver's provider holds each early " \
+	  "message in a buffer (about 17 KB on tcp;ofi_rxm, whatever its "    \
+	  "size), so this bounds that memory per receive comm. The "          \
 	  "receiver's value is the one that applies.")                        \
 	X(CHECKSUM, ZSM_PARAM_BOOL, "0", 0, 1, NULL,                          \
 	  "End-to-end CRC32C of every message sent from host memory over "    \

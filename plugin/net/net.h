@@ -310,6 +310,9 @@ struct zsm_net_ep {
 	 * reserve for control messages), and how many are posted. */
 	size_t tx_budget, rx_budget;
 	size_t tx_inflight, rx_inflight;
+	/* Sends up to this size are eager: they complete without the
+	 * receiver, so they may go before its receive (net_credit.h). */
+	size_t eager_max;
 	int crc;		     /* 8 bytes: room for ZSM_CHECKSUM */
 	uint64_t pass_ns;            /* when the current engine pass began */
 	uint64_t next_tick_ns;	     /* the next round of timed checks */
@@ -358,8 +361,9 @@ struct zsm_net_ep {
 int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out);
 void zsm_net_ep_close(struct zsm_net_ep *ep);
 int zsm_net_ep_progress(struct zsm_net_ep *ep);
-/* Post operation i of a data request: 0, -EAGAIN (the provider refused:
- * retry), or -errno (logged). */
+/* Post operation i of a data request: 0, -EAGAIN (the provider refused,
+ * or the receiver has not made room: retry), -ECANCELED (a send that
+ * waits for room on a comm being closed), or -errno (logged). */
 int zsm_net_ep_post_op(struct zsm_net_req *req, int i);
 /*
  * A peer's address, checked against our own endpoint's (length and,
@@ -495,6 +499,11 @@ struct zsm_net_comm {
 	 * transfers end when its retired endpoint closes). */
 	int peer_gone;
 	int deferred;        /* requests the provider refused, not posted */
+	/* NCCL called close: a send still waiting for the receiver's
+	 * GRANT is cancelled instead, so the close behind it in the comm's
+	 * fifo is not held back (the peer may never grant: it closed too).
+	 * Written by the closer, read by the engine. */
+	atomic_int close_asked;
 	/* How far the peer may send to a receive comm, or this send comm
 	 * to its peer (net_credit.h); net comms only. */
 	struct zsm_net_credit credit;

@@ -661,6 +661,9 @@ int zsm_net_comm_close(struct zsm_net_comm *comm)
 	uint32_t id = comm->local_id;
 
 	atomic_init(&w.quiet, 0);
+	/* release: pairs with the acquire in zsm_net_ep_post_op, which may
+	 * see it before the close itself is queued (held sends go first). */
+	atomic_store_explicit(&comm->close_asked, 1, memory_order_release);
 	/* Published to the engine by the queue with the close itself; the
 	 * comm may be freed as soon as it is queued. */
 	comm->close_wait = &w;

@@ -9,12 +9,16 @@ void zsm_net_credit_recv_init(struct zsm_net_credit *cr, uint32_t early)
 
 void zsm_net_credit_send_init(struct zsm_net_credit *cr, uint64_t limit)
 {
-	*cr = (struct zsm_net_credit){.limit = limit};
+	/* Nothing is posted before the comm exists: the first limit is the
+	 * allowance alone. */
+	*cr = (struct zsm_net_credit){.limit = limit,
+				      .early = (uint32_t)limit};
 }
 
-int zsm_net_credit_may_send(const struct zsm_net_credit *cr)
+int zsm_net_credit_may_send(const struct zsm_net_credit *cr, int large)
 {
-	return cr->sent < cr->limit;
+	/* limit - early: the receives posted when the limit was granted. */
+	return large ? cr->sent + cr->early < cr->limit : cr->sent < cr->limit;
 }
 
 void zsm_net_credit_on_send(struct zsm_net_credit *cr)
@@ -43,23 +47,24 @@ void zsm_net_credit_on_arrival(struct zsm_net_credit *cr)
 
 int zsm_net_credit_want_grant(const struct zsm_net_credit *cr)
 {
+	uint64_t given = cr->granted - cr->early; /* receives told of */
+
 	/*
-	 * Something new to give, and the sender may be running short: what
-	 * it may still send beyond the messages that arrived is at most
-	 * half the allowance.  Granting on every post would double the
-	 * messages of a busy comm; waiting until the sender is out would
-	 * stop it for a round trip each time.  A sender that is out has
-	 * sent granted messages, all of which arrive: either the receives
-	 * posted cover half the allowance past the old limit, and the
-	 * arrivals then cross the line, or they do not, and the receiver
-	 * takes early messages until it posts more.
+	 * Something new to give, and the arrivals have come within slack of
+	 * the receives the sender was told of.  A sender that is stuck has
+	 * sent every message up to one it may not send (a large one past
+	 * the receives it knows of, or one past the allowance), so the
+	 * arrivals reach the receives it knows of, and the next post (or
+	 * arrival) grants.  Granting on every post would double the
+	 * messages of a busy comm.
 	 */
-	return cr->posted + cr->early > cr->granted &&
-	       cr->arrived + cr->early / 2 >= cr->granted;
+	return cr->posted > given && cr->arrived + cr->slack >= given;
 }
 
 uint64_t zsm_net_credit_grant(struct zsm_net_credit *cr)
 {
+	/* Half of what is posted ahead now may arrive before the next. */
+	cr->slack = (cr->posted - cr->arrived) / 2;
 	cr->granted = cr->posted + cr->early;
 	return cr->granted;
 }

@@ -2,20 +2,27 @@
 /*
  * Flow control of a comm's data messages over the network.  A message
  * that arrives before its receive is posted waits in the provider, which
- * holds a buffer for it (rxm: 16.7 KB from a pool that grows and never
+ * holds a buffer for it (rxm: 16.5 KiB from a pool that grows and never
  * shrinks), so a sender running ahead of a slow receiver costs the
  * receiver memory without bound.  Here a sender may post a message only
- * while the receiver has posted its receive, give or take an allowance
- * of early messages (ZSM_EARLY_MSGS): the receiver tells the sender how
- * far it may go, in CONN_ACK and then in GRANT messages, so that no more
- * than that allowance of a comm's messages ever waits unmatched.
+ * once the receiver has posted its receive, except for an allowance of
+ * small (eager) early messages (ZSM_EARLY_MSGS): the receiver tells the
+ * sender how far it may go, in CONN_ACK and then in GRANT messages, so
+ * that no more than that allowance of a comm's messages ever waits
+ * unmatched.  A large message (rendezvous) always waits for its receive:
+ * the provider cannot complete its send before then, and sends that
+ * cannot complete must not fill the provider's queue while the receives
+ * that would let them go wait behind it.
  *
  * Counts are absolute, from the comm's start (64 bits never wrap): a
- * GRANT carries the new limit itself, not an increment, so the sender
- * takes the larger of what it has and what came.  The receiver grants
- * once the sender may have used half its allowance on messages that
- * arrived (test_net_credit shows that no schedule deadlocks).  Pure
- * bookkeeping, engine only; net_ep.c, net_req.c and net_ctrl.c call it.
+ * GRANT carries the new limit itself (receives posted plus the
+ * allowance), not an increment, so the sender takes the larger of what it
+ * has and what came.  The receiver grants once the messages that arrived
+ * reach half of the receives it had posted ahead at its last grant, so a
+ * comm whose receives are posted well ahead hears a GRANT now and then,
+ * not once per receive (test_net_credit shows that no schedule of sizes,
+ * posts and delays deadlocks).  Pure bookkeeping, engine only; net_ep.c,
+ * net_req.c and net_ctrl.c call it.
  */
 #ifndef ZSM_NET_CREDIT_H
 #define ZSM_NET_CREDIT_H
@@ -23,23 +30,28 @@
 #include <stdint.h>
 
 struct zsm_net_credit {
-	/* Send comms: messages posted, and how many may be. */
+	/* Send comms: messages posted, how many may be, and the allowance
+	 * of early ones in that (the CONN_ACK's first limit). */
 	uint64_t sent;
 	uint64_t limit;
 	/* Receive comms: receives posted, those a message completed, the
-	 * limit last given to the sender, and the allowance. */
+	 * limit last given to the sender, and how far the arrivals may
+	 * trail the receives posted then before the next GRANT. */
 	uint64_t posted;
 	uint64_t arrived;
 	uint64_t granted;
+	uint64_t slack;
+	/* Both: the allowance. */
 	uint32_t early;
 };
 
 /* A receive comm's start: its sender may send early messages. */
 void zsm_net_credit_recv_init(struct zsm_net_credit *cr, uint32_t early);
-/* A send comm's start, from the CONN_ACK's limit. */
+/* A send comm's start, from the CONN_ACK's limit (the allowance). */
 void zsm_net_credit_send_init(struct zsm_net_credit *cr, uint64_t limit);
-/* 1 when a send comm may post one more message. */
-int zsm_net_credit_may_send(const struct zsm_net_credit *cr);
+/* 1 when a send comm may post one more message; large: one that the
+ * provider sends by rendezvous, which needs its receive posted. */
+int zsm_net_credit_may_send(const struct zsm_net_credit *cr, int large);
 void zsm_net_credit_on_send(struct zsm_net_credit *cr);
 /* A GRANT came; 1 when it let the sender go further. */
 int zsm_net_credit_on_grant(struct zsm_net_credit *cr, uint64_t limit);

@@ -104,6 +104,10 @@ int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 	ep->rx_budget = fi->rx_attr->size > 2 * ZSM_NET_CTRL_RESERVE
 				? fi->rx_attr->size - ZSM_NET_CTRL_RESERVE
 				: fi->rx_attr->size / 2;
+	/* What the provider surely sends without the receiver: rxm's eager
+	 * size where zsm knows it, else what it injects. */
+	ep->eager_max = dev->trunc_unsafe ? dev->trunc_unsafe
+					  : fi->tx_attr->inject_size;
 	/* Each operation the provider holds may take one of its buffers
 	 * (rxm: 16.5 KiB, from pools that grow and are never given back),
 	 * so how many zsm keeps there bounds that memory. */
@@ -448,8 +452,12 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 	/* The receiver has not posted for it, nor for the early messages
 	 * before it: its GRANT lets this go (net_credit.h). */
 	if (req->type == ZSM_REQ_SEND &&
-	    !zsm_net_credit_may_send(&comm->credit))
-		return -EAGAIN;
+	    !zsm_net_credit_may_send(&comm->credit, len > ep->eager_max))
+		/* acquire: pairs with the release in zsm_net_comm_close. */
+		return atomic_load_explicit(&comm->close_asked,
+					    memory_order_acquire)
+			       ? -ECANCELED
+			       : -EAGAIN;
 	if (req->type == ZSM_REQ_SEND) {
 		if (ep->cq_data)
 			ret = fi_tsenddata(ep->ep, buf, len, desc,

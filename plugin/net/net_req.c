@@ -197,7 +197,6 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
 	struct zsm_net_comm *comm = req->comm;
 	/* relaxed: engine-only write, see zsm_net_req_orphan. */
 	int orphan = atomic_load_explicit(&req->orphan, memory_order_relaxed);
-
 	int was_posted = op->posted == 1;
 
 	/* Posted ones leave the endpoint's count (see zsm_net_ep_post_op);

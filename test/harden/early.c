@@ -198,3 +198,51 @@ int h_case_early(int rank, void *arg)
 	H_OOB(oob_barrier());
 	return h_teardown(&x);
 }
+
+/*
+ * Large sends that wait for receives the peer never posts, then NCCL's
+ * close: the close must not wait behind them (it waited its 5 s and left
+ * the comm behind, which a later teardown freed under the engine).
+ */
+int h_case_close_held(int rank, void *arg)
+{
+	char path[] = "/tmp/zsm-harden-XXXXXX";
+	unsigned char *buf = NULL;
+	struct h_ctx x;
+	void *req[8];
+	int log = -1, saved = -1, said;
+
+	(void)arg;
+	if (rank == 0) {
+		log = mkstemp(path);
+		H_EXPECT(log >= 0, "mkstemp");
+		unlink(path);
+		saved = dup(2);
+		dup2(log, 2);
+	}
+	H_TRY(h_setup(&x, rank));
+	if (rank == 0) {
+		buf = calloc(1, 1u << 20);
+		H_EXPECT(buf, "out of memory");
+		for (int i = 0; i < 8; i++)
+			H_TRY(h_post_send(&x, x.send, buf, 1u << 20, 1, NULL,
+					  &req[i]));
+		H_OOB(oob_barrier()); /* nothing will be posted for them */
+		H_CALL(zsm_client_close_send(x.c, x.send));
+		x.send = NULL;
+		free(buf);
+		said = h_log_lines(log, "still holds");
+		dup2(saved, 2);
+		printf("# close_held: %d close(s) left waiting for the "
+		       "provider\n",
+		       said);
+		H_EXPECT(said == 0,
+			 "closing a comm whose sends wait for receives the "
+			 "peer never posts waited for them (%d)",
+			 said);
+	} else {
+		H_OOB(oob_barrier());
+	}
+	H_OOB(oob_barrier());
+	return h_teardown(&x);
+}

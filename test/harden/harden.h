@@ -65,6 +65,8 @@ int h_wait(struct h_ctx *x, void *req, int *size, const char *what);
 int h_exchange(struct h_ctx *x, size_t size, unsigned char seed);
 /* This process's resident memory, KiB (-1 when unknown). */
 long h_rss_kib(void);
+/* Lines containing text in what was written to fd so far (-1: error). */
+int h_log_lines(int fd, const char *text);
 
 struct h_case {
 	const char *name;
@@ -87,6 +89,7 @@ int h_case_fd_steal(int rank, void *arg);
 int h_case_replay(int rank, void *arg);
 int h_case_strays(int rank, void *arg);
 int h_case_early(int rank, void *arg);
+int h_case_close_held(int rank, void *arg);
 int h_case_ctrl_junk(int rank, void *arg);
 int h_case_fd_limit(int rank, void *arg);
 

@@ -93,23 +93,6 @@ int h_case_strays(int rank, void *arg)
 	return h_teardown(&x);
 }
 
-/* Lines with " WARN " in what fd has had written to it so far. */
-static int h_warn_lines(int fd)
-{
-	char buf[4096];
-	int lines = 0;
-	FILE *f;
-
-	lseek(fd, 0, SEEK_SET);
-	f = fdopen(dup(fd), "r");
-	if (!f)
-		return -1;
-	while (fgets(buf, sizeof(buf), f))
-		lines += strstr(buf, "WARN") != NULL;
-	fclose(f);
-	return lines;
-}
-
 /*
  * 2000 malformed control messages of every kind (foreign bytes, short,
  * another version, wrong key, unknown comm): a few log lines in all,
@@ -140,7 +123,7 @@ int h_case_ctrl_junk(int rank, void *arg)
 		H_OOB(oob_barrier());
 		h_drive(&x, listen, 2000);
 		H_OOB(oob_barrier());
-		warns = h_warn_lines(log);
+		warns = h_log_lines(log, "WARN");
 		dup2(saved, 2);
 		printf("# ctrl_junk: %d WARN lines for 2000 malformed control "
 		       "messages\n",

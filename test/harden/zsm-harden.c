@@ -165,6 +165,23 @@ long h_rss_kib(void)
 	return kib;
 }
 
+/* Lines with text in what fd has had written to it so far. */
+int h_log_lines(int fd, const char *text)
+{
+	char buf[4096];
+	int lines = 0;
+	FILE *f;
+
+	lseek(fd, 0, SEEK_SET);
+	f = fdopen(dup(fd), "r");
+	if (!f)
+		return -1;
+	while (fgets(buf, sizeof(buf), f))
+		lines += strstr(buf, text) != NULL;
+	fclose(f);
+	return lines;
+}
+
 int h_teardown(struct h_ctx *x)
 {
 	if (x->send)
@@ -211,6 +228,9 @@ static const struct h_case h_cases[] = {
 	{"early", h_case_early, 120, "7",
 	 "a sender 20000 messages ahead of its receiver costs it no memory; "
 	 "every message arrives once receives are posted"},
+	{"close_held", h_case_close_held, 60, "2",
+	 "a close with sends waiting for receives never posted does not "
+	 "wait for them"},
 	{"ctrl_junk", h_case_ctrl_junk, 60, "9",
 	 "2000 malformed control messages give a few log lines, not 2000"},
 	{"fd_limit", h_case_fd_limit, 120, "10",

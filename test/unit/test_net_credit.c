@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Flow control (net_credit.c) on a model of one comm: a sender, a
- * receiver that posts grouped receives a random distance ahead, and two
- * wires with random delays (data in order, GRANTs in any order).  Under
- * every schedule all messages arrive, no more than the allowance of them
- * ever waits unmatched, and a receiver that posts nothing stops the
- * sender after the allowance.
+ * Flow control (net_credit.c) on a model of one comm: a sender of small
+ * and large messages, a receiver that posts grouped receives a random
+ * distance ahead, and two wires with random delays (data in order,
+ * GRANTs in any order).  Under every schedule all messages arrive, no
+ * more than the allowance of them ever waits unmatched (and never a large
+ * one), and a receiver that posts nothing stops the sender after the
+ * allowance.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,8 @@ struct model {
 	uint64_t data_wire;  /* sent, not yet at the receiver (in order) */
 	uint64_t early;	     /* at the receiver, no receive posted yet */
 	uint64_t early_max;  /* the most ever waiting */
+	uint64_t large_early; /* large ones that ever waited */
+	unsigned large_pct;  /* how many messages are large */
 	uint64_t grants[WIRE]; /* GRANTs on their way, any order */
 	int ngrants;
 	int grant_wanted, grant_busy; /* the comm's one control send */
@@ -32,6 +35,13 @@ struct model {
 static unsigned rnd(struct model *m, unsigned n)
 {
 	return (unsigned)(rand_r(&m->seed) % n);
+}
+
+/* Whether message seq is large: a fixed function of it, as both sides
+ * of a real comm would have it from the application. */
+static int msg_large(const struct model *m, uint64_t seq)
+{
+	return (unsigned)((seq * 2654435761u) >> 7) % 100 < m->large_pct;
 }
 
 static void check_grant(struct model *m)
@@ -59,7 +69,8 @@ static int step(struct model *m)
 		switch (rnd(m, 5)) {
 		case 0: /* the sender posts one */
 			if (m->snd.sent < m->total &&
-			    zsm_net_credit_may_send(&m->snd)) {
+			    zsm_net_credit_may_send(&m->snd,
+						    msg_large(m, m->snd.sent))) {
 				zsm_net_credit_on_send(&m->snd);
 				m->data_wire++;
 				moved = 1;
@@ -67,12 +78,15 @@ static int step(struct model *m)
 			break;
 		case 1: /* the oldest data message lands */
 			if (m->data_wire) {
+				uint64_t seq = m->snd.sent - m->data_wire;
+
 				m->data_wire--;
 				if (m->rcv.posted > m->rcv.arrived + m->early) {
 					zsm_net_credit_on_arrival(&m->rcv);
 					check_grant(m);
 				} else {
 					m->early++;
+					m->large_early += msg_large(m, seq);
 					if (m->early > m->early_max)
 						m->early_max = m->early;
 				}
@@ -121,7 +135,8 @@ static int step(struct model *m)
 	if (moved)
 		return 1;
 	/* Nothing chosen moved: is there anything at all that could? */
-	return (m->snd.sent < m->total && zsm_net_credit_may_send(&m->snd)) ||
+	return (m->snd.sent < m->total &&
+		zsm_net_credit_may_send(&m->snd, msg_large(m, m->snd.sent))) ||
 	       m->data_wire || m->ngrants || m->grant_busy ||
 	       (m->grant_wanted && !m->grant_busy) ||
 	       (m->rcv.posted < m->total &&
@@ -129,9 +144,10 @@ static int step(struct model *m)
 }
 
 static void model_run(struct model *m, unsigned early, unsigned ahead,
-		      uint64_t total, unsigned seed)
+		      unsigned large_pct, uint64_t total, unsigned seed)
 {
 	memset(m, 0, sizeof(*m));
+	m->large_pct = large_pct;
 	m->total = total;
 	m->ahead = ahead;
 	m->seed = seed;
@@ -163,8 +179,8 @@ static void test_net_credit_no_schedule_sticks(void **state)
 		for (unsigned a = 0; a < sizeof(aheads) / sizeof(aheads[0]);
 		     a++)
 			for (unsigned seed = 1; seed <= 20; seed++) {
-				model_run(&m, earlies[e], aheads[a], 3000,
-					  seed);
+				model_run(&m, earlies[e], aheads[a],
+					  (seed % 3) * 40, 3000, seed);
 				zsm_assert_int_eq(m.rcv.arrived, 3000);
 				zsm_assert_int_eq(m.snd.sent, 3000);
 				if (m.early_max > earlies[e])
@@ -173,6 +189,7 @@ static void test_net_credit_no_schedule_sticks(void **state)
 						 (unsigned long long)
 							 m.early_max,
 						 earlies[e]);
+				zsm_assert_int_eq(m.large_early, 0);
 			}
 }
 
@@ -185,7 +202,9 @@ static void test_net_credit_sender_stops_at_allowance(void **state)
 	(void)state;
 	zsm_net_credit_recv_init(&rcv, 16);
 	zsm_net_credit_send_init(&snd, rcv.granted);
-	while (zsm_net_credit_may_send(&snd) && sent < 1000) {
+	/* A large message may not go at all. */
+	assert_false(zsm_net_credit_may_send(&snd, 1));
+	while (zsm_net_credit_may_send(&snd, 0) && sent < 1000) {
 		zsm_net_credit_on_send(&snd);
 		sent++;
 	}
@@ -198,9 +217,29 @@ static void test_net_credit_sender_stops_at_allowance(void **state)
 	zsm_net_credit_on_post(&rcv, 1);
 	assert_true(zsm_net_credit_want_grant(&rcv));
 	assert_true(zsm_net_credit_on_grant(&snd, zsm_net_credit_grant(&rcv)));
-	assert_true(zsm_net_credit_may_send(&snd));
+	assert_true(zsm_net_credit_may_send(&snd, 0));
 	zsm_net_credit_on_send(&snd);
-	assert_false(zsm_net_credit_may_send(&snd));
+	assert_false(zsm_net_credit_may_send(&snd, 0));
+}
+
+/* A large first message goes once its receive is posted: no arrival is
+ * needed for the GRANT that lets it. */
+static void test_net_credit_large_waits_for_its_receive(void **state)
+{
+	struct zsm_net_credit snd, rcv;
+
+	(void)state;
+	zsm_net_credit_recv_init(&rcv, 4);
+	zsm_net_credit_send_init(&snd, rcv.granted);
+	assert_false(zsm_net_credit_may_send(&snd, 1));
+	assert_false(zsm_net_credit_want_grant(&rcv));
+	zsm_net_credit_on_post(&rcv, 1);
+	assert_true(zsm_net_credit_want_grant(&rcv));
+	zsm_net_credit_on_grant(&snd, zsm_net_credit_grant(&rcv));
+	assert_true(zsm_net_credit_may_send(&snd, 1));
+	zsm_net_credit_on_send(&snd);
+	assert_false(zsm_net_credit_may_send(&snd, 1));
+	assert_true(zsm_net_credit_may_send(&snd, 0));
 }
 
 /* A late GRANT with an older, smaller limit takes nothing back. */
@@ -226,7 +265,7 @@ static void test_net_credit_grants_are_batched(void **state)
 
 	(void)state;
 	for (unsigned seed = 1; seed <= 10; seed++) {
-		model_run(&m, 16, 1000, 4000, seed);
+		model_run(&m, 16, 1000, 0, 4000, seed);
 		if (m.grants_sent > 4000 / 8 + 2)
 			fail_msg("%llu GRANTs for 4000 messages",
 				 (unsigned long long)m.grants_sent);
@@ -239,6 +278,7 @@ int main(void)
 		cmocka_unit_test(test_net_credit_no_schedule_sticks),
 		cmocka_unit_test(test_net_credit_sender_stops_at_allowance),
 		cmocka_unit_test(test_net_credit_old_grant_ignored),
+		cmocka_unit_test(test_net_credit_large_waits_for_its_receive),
 		cmocka_unit_test(test_net_credit_grants_are_batched),
 	};
 
