@@ -103,11 +103,11 @@ enum zsm_param_type {
 	  "Peers on this host are watched by their process (a stopped one "   \
 	  "is alive). 0: no probes, a silent peer is waited for.")            \
 	X(NET_INFLIGHT, ZSM_PARAM_INT, "2048", 64, 65536, NULL,               \
-	  "Data operations (sends, and receives) an endpoint keeps posted to " \
-	  "the network provider at once, in each direction; more wait in "    \
-	  "their comm's queue, in order. The provider may hold a buffer of "  \
-	  "its eager size for each (16.5 KiB on tcp;ofi_rxm, from pools it "  \
-	  "never gives back), so this bounds that memory. The provider's "    \
+	  "Data sends an endpoint keeps posted to the network provider at "   \
+	  "once; more wait in their comm's queue, in order. The provider may " \
+	  "hold a buffer of its eager size for each, and the receiver one "   \
+	  "for each transfer in progress (16.5 KiB on tcp;ofi_rxm, from pools " \
+	  "never given back), so this bounds that memory. The provider's "    \
 	  "own queue, less a reserve for control messages, may lower it.")   \
 	X(EARLY_MSGS, ZSM_PARAM_INT, "4", 1, 4096, NULL,                      \
 	  "Small (eager) data messages a sender may send on a network comm "  \

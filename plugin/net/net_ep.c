@@ -108,14 +108,16 @@ int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 	 * size where zsm knows it, else what it injects. */
 	ep->eager_max = dev->trunc_unsafe ? dev->trunc_unsafe
 					  : fi->tx_attr->inject_size;
-	/* Each operation the provider holds may take one of its buffers
-	 * (rxm: 16.5 KiB, from pools that grow and are never given back),
-	 * so how many zsm keeps there bounds that memory. */
+	/* Each send the provider holds may take one of its buffers (rxm:
+	 * 16.5 KiB, from pools that grow and are never given back), and so
+	 * may each transfer in progress at the receiver: how many sends zsm
+	 * keeps there bounds both.  Receives are not held back: one waiting
+	 * in zsm's fifo gives its sender no room (net_credit.h), and if the
+	 * posted ones all waited for data that needs it, nothing would
+	 * move; a posted receive costs rxm over tcp no buffer. */
 	inflight = (size_t)zsm_param_int(ZSM_P_NET_INFLIGHT);
 	if (ep->tx_budget > inflight)
 		ep->tx_budget = inflight;
-	if (ep->rx_budget > inflight)
-		ep->rx_budget = inflight;
 	ep->crc = fi->domain_attr->cq_data_size >= 8;
 	zsm_idmap_init(&ep->ids, ZSM_TAG_ID_MAX);
 	ret = zsm_net_mr_init(ep);
