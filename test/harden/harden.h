@@ -65,6 +65,9 @@ int h_wait(struct h_ctx *x, void *req, int *size, const char *what);
 int h_exchange(struct h_ctx *x, size_t size, unsigned char seed);
 /* This process's resident memory, KiB (-1 when unknown). */
 long h_rss_kib(void);
+/* stderr into a fresh unlinked file from here on: its fd (-1: error),
+ * and the old stderr in *saved for dup2 back. */
+int h_log_capture(int *saved);
 /* Lines containing text in what was written to fd so far (-1: error). */
 int h_log_lines(int fd, const char *text);
 

@@ -100,7 +100,7 @@ int h_case_strays(int rank, void *arg)
  */
 int h_case_ctrl_junk(int rank, void *arg)
 {
-	char handle[H_HANDLE] = {0}, path[] = "/tmp/zsm-harden-XXXXXX";
+	char handle[H_HANDLE] = {0};
 	struct h_attacker *a = NULL;
 	struct h_victim v;
 	struct h_ctx x;
@@ -109,12 +109,9 @@ int h_case_ctrl_junk(int rank, void *arg)
 
 	(void)arg;
 	if (rank == 1) {
-		/* The victim's log lines, from here on, into a file. */
-		log = mkstemp(path);
-		H_EXPECT(log >= 0, "mkstemp");
-		unlink(path);
-		saved = dup(2);
-		dup2(log, 2);
+		/* This rank's log lines, from here on, into a file. */
+		log = h_log_capture(&saved);
+		H_EXPECT(log >= 0, "capturing stderr");
 	}
 	H_TRY(h_open(&x, rank));
 	if (rank == 1) {

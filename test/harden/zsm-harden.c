@@ -182,6 +182,19 @@ int h_log_lines(int fd, const char *text)
 	return lines;
 }
 
+int h_log_capture(int *saved)
+{
+	char path[] = "/tmp/zsm-harden-XXXXXX";
+	int fd = mkstemp(path);
+
+	if (fd < 0)
+		return -1;
+	unlink(path);
+	*saved = dup(2);
+	dup2(fd, 2);
+	return fd;
+}
+
 int h_teardown(struct h_ctx *x)
 {
 	if (x->send)
