@@ -16,7 +16,7 @@
 #include "common/host.h"
 #include "common/log.h"
 #include "common/param.h"
-#include "core.h"
+#include "core/api.h"
 #include "net/net.h"
 #include "zsm_config.h"
 

@@ -6,7 +6,8 @@ static ncclResult_t zsm_v10_init(ncclDebugLogger_t logger,
 				 ncclProfilerCallback_t prof)
 {
 	(void)prof;
-	return ZSM_R(zsm_init(NULL, 0, NCCL_NET_TRAFFIC_CLASS_UNDEF, logger));
+	return ZSM_R(zsm_init(NULL, 0, NCCL_NET_TRAFFIC_CLASS_UNDEF,
+			      zsm_abi_log_sink_for(logger)));
 }
 
 static ncclResult_t zsm_v10_connect(int dev, ncclNetCommConfig_t *config,

@@ -4,7 +4,8 @@
 
 static ncclResult_t zsm_v8_init(ncclDebugLogger_t logger)
 {
-	return ZSM_R(zsm_init(NULL, 0, NCCL_NET_TRAFFIC_CLASS_UNDEF, logger));
+	return ZSM_R(zsm_init(NULL, 0, NCCL_NET_TRAFFIC_CLASS_UNDEF,
+			      zsm_abi_log_sink_for(logger)));
 }
 
 static ncclResult_t zsm_v8_isend(void *comm, void *data, int size, int tag,

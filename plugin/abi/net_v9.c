@@ -4,7 +4,8 @@
 
 static ncclResult_t zsm_v9_init(ncclDebugLogger_t logger)
 {
-	return ZSM_R(zsm_init(NULL, 0, NCCL_NET_TRAFFIC_CLASS_UNDEF, logger));
+	return ZSM_R(zsm_init(NULL, 0, NCCL_NET_TRAFFIC_CLASS_UNDEF,
+			      zsm_abi_log_sink_for(logger)));
 }
 
 static ncclResult_t zsm_v9_isend(void *comm, void *data, size_t size, int tag,

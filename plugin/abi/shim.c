@@ -208,7 +208,7 @@ ncclResult_t zsm_shim_init_v11(void **ctx, uint64_t comm_id,
 	return ZSM_R(zsm_init(ctx, comm_id,
 			      config ? config->trafficClass
 				     : NCCL_NET_TRAFFIC_CLASS_UNDEF,
-			      logger));
+			      zsm_abi_log_sink_for(logger)));
 }
 
 ncclResult_t zsm_shim_listen_v11(void *ctx, int dev, void *handle,

@@ -8,7 +8,17 @@
 #define ZSM_ABI_SHIM_H
 
 #include "abi/nccl_net.h"
-#include "core.h"
+#include "core/api.h"
+
+/* What the core restates of NCCL's constants must be NCCL's. */
+_Static_assert(ZSM_MEM_HOST == NCCL_PTR_HOST && ZSM_MEM_CUDA == NCCL_PTR_CUDA &&
+		       ZSM_MEM_DMABUF == NCCL_PTR_DMABUF,
+	       "memory types are NCCL's bits");
+_Static_assert(ZSM_NCCL_MAX_REQUESTS == NCCL_NET_MAX_REQUESTS,
+	       "requests per comm are NCCL's");
+_Static_assert(ZSM_HANDLE_BYTES == NCCL_NET_HANDLE_MAXSIZE,
+	       "the connection handle is NCCL's size");
+_Static_assert(ZSM_ID_UNDEF == NCCL_NET_ID_UNDEF, "an unset id is NCCL's");
 
 #define ZSM_EXPORT __attribute__((visibility("default")))
 #define ZSM_R(expr) zsm_nccl_result(expr)
@@ -21,6 +31,9 @@
  * the rest the system's.
  */
 ncclResult_t zsm_nccl_result(int err);
+
+/* The log sink that writes to NCCL's logger (NULL for a NULL logger). */
+zsm_log_sink_fn zsm_abi_log_sink_for(ncclDebugLogger_t logger);
 
 ncclResult_t zsm_shim_props_v8(int dev, ncclNetProperties_v8_t *p);
 ncclResult_t zsm_shim_props_v9(int dev, ncclNetProperties_v9_t *p);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Owns where log lines go: NCCL's logger when given, else stderr. */
+/* Owns where log lines go: the ABI edge's sink when given, else stderr. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,11 +8,11 @@
 #include "common/log.h"
 
 int zsm_log_level = ZSM_LOG_WARN;
-static ncclDebugLogger_t zsm_log_logger;
+static zsm_log_sink_fn zsm_log_sink;
 
-void zsm_log_set_logger(ncclDebugLogger_t logger)
+void zsm_log_set_sink(zsm_log_sink_fn sink)
 {
-	zsm_log_logger = logger;
+	zsm_log_sink = sink;
 }
 
 void zsm_log_set_level(int level)
@@ -22,8 +22,8 @@ void zsm_log_set_level(int level)
 
 int zsm_log_enabled(int level)
 {
-	/* NCCL's logger does its own filtering by NCCL_DEBUG. */
-	return zsm_log_logger != NULL || level <= zsm_log_level;
+	/* The sink does its own filtering (NCCL's by NCCL_DEBUG). */
+	return zsm_log_sink != NULL || level <= zsm_log_level;
 }
 
 void zsm_log_emit(int level, const char *file, int line, const char *fmt, ...)
@@ -36,12 +36,8 @@ void zsm_log_emit(int level, const char *file, int line, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 
-	if (zsm_log_logger) {
-		int nl = level == ZSM_LOG_WARN   ? NCCL_LOG_WARN
-			 : level == ZSM_LOG_INFO ? NCCL_LOG_INFO
-						 : NCCL_LOG_TRACE;
-		zsm_log_logger(nl, NCCL_NET | NCCL_INIT, file, line,
-			       "NET/zsm: %s", msg);
+	if (zsm_log_sink) {
+		zsm_log_sink(level, file, line, msg);
 	} else if (level <= zsm_log_level) {
 		static const char *names[] = {"", "WARN", "INFO", "TRACE"};
 		fprintf(stderr, "zsm %d %s %s\n", (int)getpid(), names[level],

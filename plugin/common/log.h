@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Logging: to NCCL's logger once init handed us one, otherwise to stderr
- * filtered by ZSM_LOG.  Messages read "what failed: cause".
+ * Logging: to the sink the ABI edge hands over at init (NCCL's logger
+ * behind it), otherwise to stderr filtered by ZSM_LOG.  Messages read
+ * "what failed: cause".
  */
 #ifndef ZSM_COMMON_LOG_H
 #define ZSM_COMMON_LOG_H
-
-#include "abi/nccl_net.h"
 
 enum zsm_log_level {
 	ZSM_LOG_WARN = 1,
@@ -17,7 +16,12 @@ enum zsm_log_level {
 /* Current stderr threshold; NCCL filters its own logger by NCCL_DEBUG. */
 extern int zsm_log_level;
 
-void zsm_log_set_logger(ncclDebugLogger_t logger);
+/* One formatted line (no newline) at level, from file:line.  The sink
+ * does its own filtering (NCCL's by NCCL_DEBUG). */
+typedef void (*zsm_log_sink_fn)(int level, const char *file, int line,
+				const char *msg);
+
+void zsm_log_set_sink(zsm_log_sink_fn sink);
 void zsm_log_set_level(int level);
 void zsm_log_emit(int level, const char *file, int line, const char *fmt,
 		  ...) __attribute__((format(printf, 4, 5)));

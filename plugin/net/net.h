@@ -56,7 +56,7 @@
 
 #include "ce/ce.h"
 #include "common/idmap.h"
-#include "core.h"
+#include "core/api.h"
 #include "net/net_credit.h"
 #include "net/net_fi_lib.h"
 #include "net/net_hmem.h"
@@ -111,7 +111,7 @@ struct zsm_net_handle {
 	uint64_t conn_start_ns;
 	uint8_t reserved[24];
 };
-_Static_assert(sizeof(struct zsm_net_handle) == NCCL_NET_HANDLE_MAXSIZE,
+_Static_assert(sizeof(struct zsm_net_handle) == ZSM_HANDLE_BYTES,
 	       "handle must fill exactly NCCL's 128 bytes");
 _Static_assert(offsetof(struct zsm_net_handle, version) == 4 &&
 		       offsetof(struct zsm_net_handle, listen_id) == 8 &&

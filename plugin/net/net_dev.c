@@ -635,7 +635,7 @@ void zsm_net_dev_props(const struct zsm_net_dev *dev, int index,
 	p->name = (char *)dev->name;
 	p->pci_path = dev->pci_path;
 	p->guid = dev->guid;
-	p->ptr_support = NCCL_PTR_HOST;
+	p->ptr_support = ZSM_MEM_HOST;
 	p->reg_is_global = 1;
 	p->force_flush = 0;
 	p->speed_mbps = dev->speed_mbps;
@@ -647,7 +647,7 @@ void zsm_net_dev_props(const struct zsm_net_dev *dev, int index,
 							 : ZSM_MAX_P2P_BYTES;
 	p->max_coll_bytes = p->max_p2p_bytes;
 	p->max_multi_request_size = 1;
-	p->rail_id = NCCL_NET_ID_UNDEF;
-	p->plane_id = NCCL_NET_ID_UNDEF;
+	p->rail_id = ZSM_ID_UNDEF;
+	p->plane_id = ZSM_ID_UNDEF;
 	(void)index;
 }

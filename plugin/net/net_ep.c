@@ -410,7 +410,7 @@ static int zsm_net_needs_spill(const struct zsm_net_req *req, int i)
 
 	return req->type == ZSM_REQ_RECV &&
 	       req->len[i] < req->comm->ep->dev->trunc_unsafe &&
-	       (!mr || mr->type == NCCL_PTR_HOST);
+	       (!mr || mr->type == ZSM_MEM_HOST);
 }
 
 /* Receive op i of req, with the spill buffer after it where needed. */

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "abi/nccl_net.h"
+#include "core/api.h"
 #include "net/net_fi_abi.h"
 
 static const char *zsm_net_hmem_prov(const struct zsm_net_hmem_in *in)
@@ -16,7 +16,7 @@ static const char *zsm_net_hmem_prov(const struct zsm_net_hmem_in *in)
 /* out->flush_host is set already. */
 static void zsm_net_hmem_host(struct zsm_net_hmem_plan *out, const char *why)
 {
-	out->ptr_support = NCCL_PTR_HOST;
+	out->ptr_support = ZSM_MEM_HOST;
 	out->reg = ZSM_HMEM_REG_NONE;
 	out->flush_gpu = 0;
 	snprintf(out->why, sizeof(out->why), "host memory only: %s%s", why,
@@ -125,10 +125,10 @@ void zsm_net_hmem_decide(const struct zsm_net_hmem_in *in,
 		zsm_net_hmem_host(out, refused);
 		return;
 	}
-	out->ptr_support = NCCL_PTR_HOST | NCCL_PTR_CUDA;
+	out->ptr_support = ZSM_MEM_HOST | ZSM_MEM_CUDA;
 	out->reg = ZSM_HMEM_REG_CUDA;
 	if (zsm_net_hmem_dmabuf(in, no_dmabuf, sizeof(no_dmabuf))) {
-		out->ptr_support |= NCCL_PTR_DMABUF;
+		out->ptr_support |= ZSM_MEM_DMABUF;
 		out->reg = ZSM_HMEM_REG_DMABUF;
 	}
 	out->flush_gpu = in->prov_read &&

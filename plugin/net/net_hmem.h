@@ -39,7 +39,7 @@ enum zsm_net_hmem_reg {
 };
 
 struct zsm_net_hmem_plan {
-	int ptr_support; /* NCCL_PTR_* for getProperties */
+	int ptr_support; /* ZSM_MEM_* bits for getProperties */
 	enum zsm_net_hmem_reg reg;
 	int flush_gpu;	 /* iflush reads back GPU buffers */
 	int flush_host;	 /* ... and host buffers (ZSM_GDR_FLUSH=always) */

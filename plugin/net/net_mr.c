@@ -129,7 +129,7 @@ static int zsm_net_mr_prov_reg(void *arg, uintptr_t start, size_t len,
 	/* Host memory on a provider that does not need registrations, and
 	 * no flush reading it back: the handle only carries a NULL
 	 * descriptor. */
-	if (!ep->needs_mr && type == NCCL_PTR_HOST && !gdr->flush_host) {
+	if (!ep->needs_mr && type == ZSM_MEM_HOST && !gdr->flush_host) {
 		*prov = NULL;
 		return 0;
 	}
@@ -137,7 +137,7 @@ static int zsm_net_mr_prov_reg(void *arg, uintptr_t start, size_t len,
 	attr.iov_count = 1;
 	attr.access = zsm_net_mr_access(ep);
 	attr.iface = FI_HMEM_SYSTEM;
-	if (type == NCCL_PTR_CUDA && gdr->reg != ZSM_HMEM_REG_NONE) {
+	if (type == ZSM_MEM_CUDA && gdr->reg != ZSM_HMEM_REG_NONE) {
 		/* GPUDirect: the provider pins the GPU pages itself. */
 		ret = zsm_ce_cuda_ptr_device((void *)start, &attr.device.cuda);
 		if (ret) {
@@ -156,7 +156,7 @@ static int zsm_net_mr_prov_reg(void *arg, uintptr_t start, size_t len,
 			}
 			attr.mr_iov = &iov;
 		}
-	} else if (type != NCCL_PTR_HOST) {
+	} else if (type != ZSM_MEM_HOST) {
 		ZSM_WARN("net: %s: registering memory of type %d is not "
 			 "supported (%s)",
 			 ep->dev->name, type, gdr->why);
@@ -263,7 +263,7 @@ int zsm_net_mr_reg(struct zsm_net_ep *ep, void *data, size_t size, int type,
 int zsm_net_mr_reg_dmabuf(struct zsm_net_ep *ep, void *data, size_t size,
 			  int fd, uint64_t offset, struct zsm_net_mr **out)
 {
-	return zsm_net_mr_get(ep, data, size, NCCL_PTR_CUDA, fd, offset, out);
+	return zsm_net_mr_get(ep, data, size, ZSM_MEM_CUDA, fd, offset, out);
 }
 
 int zsm_net_mr_flush_target(const struct zsm_net_mr *mr, const void *data,
@@ -360,7 +360,7 @@ int zsm_net_mr_adopt_gpu(struct zsm_net_ep *ep, const struct zsm_ce_gpu_mr *g,
 		zsm_ce_cuda_mr_release(&copy);
 		return -ENOMEM;
 	}
-	mr->type = NCCL_PTR_CUDA;
+	mr->type = ZSM_MEM_CUDA;
 	mr->gpu = 1;
 	mr->gpu_mr = *g;
 	zsm_proxy_lock();

@@ -128,7 +128,7 @@ uint64_t zsm_net_req_cq_data(const struct zsm_net_req *req)
 
 	/* Host memory only: a GPU buffer is not the CPU's to read. */
 	if (req->comm->ep->crc && zsm_param_int(ZSM_P_CHECKSUM) &&
-	    (!mr || mr->type == NCCL_PTR_HOST))
+	    (!mr || mr->type == ZSM_MEM_HOST))
 		data |= ZSM_CQ_HAS_CRC |
 			(uint64_t)zsm_crc32c(req->data[0], req->len[0]) << 32;
 	return data;

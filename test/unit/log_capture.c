@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 /* Owns the captured WARN text of the unit tests that check messages. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,32 +8,27 @@
 
 char zsm_log_captured[4096];
 
-static void zsm_log_capture_logger(int level, unsigned long flags,
-				   const char *file, int line,
-				   const char *fmt, ...)
+static void zsm_log_capture_sink(int level, const char *file, int line,
+				 const char *msg)
 {
 	size_t used = strlen(zsm_log_captured);
-	va_list ap;
 
-	(void)flags;
 	(void)file;
 	(void)line;
-	if (level != NCCL_LOG_WARN || used + 2 >= sizeof(zsm_log_captured))
+	if (level != ZSM_LOG_WARN || used + 2 >= sizeof(zsm_log_captured))
 		return;
-	va_start(ap, fmt);
-	vsnprintf(zsm_log_captured + used,
-		  sizeof(zsm_log_captured) - used - 1, fmt, ap);
-	va_end(ap);
+	snprintf(zsm_log_captured + used, sizeof(zsm_log_captured) - used - 1,
+		 "%s", msg);
 	strcat(zsm_log_captured, "\n");
 }
 
 void zsm_log_capture_start(void)
 {
 	zsm_log_captured[0] = '\0';
-	zsm_log_set_logger(zsm_log_capture_logger);
+	zsm_log_set_sink(zsm_log_capture_sink);
 }
 
 void zsm_log_capture_stop(void)
 {
-	zsm_log_set_logger(NULL);
+	zsm_log_set_sink(NULL);
 }

@@ -560,7 +560,7 @@ static struct zsm_net_mr *gpu_reg(void *data, size_t size)
 	assert_non_null(mr);
 	zsm_assert_int_eq(zsm_ce_cuda_mr_prepare(data, size, &mr->gpu_mr), 0);
 	mr->gpu = 1;
-	mr->type = NCCL_PTR_CUDA;
+	mr->type = ZSM_MEM_CUDA;
 	return mr;
 }
 

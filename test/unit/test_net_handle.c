@@ -20,13 +20,13 @@ static void test_net_handle_fits_nccl_buffer(void **state)
 {
 	(void)state;
 	zsm_assert_int_eq(sizeof(struct zsm_net_handle),
-			  NCCL_NET_HANDLE_MAXSIZE);
+			  ZSM_HANDLE_BYTES);
 }
 
 static void test_net_handle_round_trip(void **state)
 {
 	struct zsm_net_handle h;
-	uint8_t copy[NCCL_NET_HANDLE_MAXSIZE];
+	uint8_t copy[ZSM_HANDLE_BYTES];
 
 	(void)state;
 	encode(&h);
@@ -44,7 +44,7 @@ static void test_net_handle_round_trip(void **state)
 static void test_net_handle_round_trip_keeps_host_and_pid(void **state)
 {
 	struct zsm_net_handle h, *back;
-	uint8_t copy[NCCL_NET_HANDLE_MAXSIZE];
+	uint8_t copy[ZSM_HANDLE_BYTES];
 	uint8_t addr[16] = {1};
 	uint64_t hash = zsm_host_id_hash("ns-a");
 

@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "abi/nccl_net.h"
+#include "core/api.h"
 #include "net/net_fi_abi.h"
 #include "net/net_hmem.h"
 #include "zsm_test.h"
@@ -35,7 +35,7 @@ static void assert_host_only(const struct zsm_net_hmem_in *in,
 
 	memset(&plan, 0xa5, sizeof(plan));
 	zsm_net_hmem_decide(in, &plan);
-	zsm_assert_int_eq(plan.ptr_support, NCCL_PTR_HOST);
+	zsm_assert_int_eq(plan.ptr_support, ZSM_MEM_HOST);
 	zsm_assert_int_eq(plan.reg, ZSM_HMEM_REG_NONE);
 	zsm_assert_int_eq(plan.flush_gpu, 0);
 	if (!strstr(plan.why, reason))
@@ -50,7 +50,7 @@ static void test_net_hmem_takes_gpu_buffers_when_all_agree(void **state)
 	(void)state;
 	zsm_net_hmem_decide(&in, &plan);
 	zsm_assert_int_eq(plan.ptr_support,
-			  NCCL_PTR_HOST | NCCL_PTR_CUDA | NCCL_PTR_DMABUF);
+			  ZSM_MEM_HOST | ZSM_MEM_CUDA | ZSM_MEM_DMABUF);
 	zsm_assert_int_eq(plan.reg, ZSM_HMEM_REG_DMABUF);
 	/* NCCL asks for flushes on Hopper only when forced: have one. */
 	zsm_assert_int_eq(plan.flush_gpu, 1);
@@ -87,7 +87,7 @@ static void test_net_hmem_dmabuf_needs_all_three(void **state)
 			in.cuda_dmabuf = 0;
 		zsm_net_hmem_decide(&in, &plan);
 		zsm_assert_int_eq(plan.ptr_support,
-				  NCCL_PTR_HOST | NCCL_PTR_CUDA);
+				  ZSM_MEM_HOST | ZSM_MEM_CUDA);
 		zsm_assert_int_eq(plan.reg, ZSM_HMEM_REG_CUDA);
 		if (!strstr(plan.why, why[i]))
 			fail_msg("case %zu: '%s' lacks '%s'", i, plan.why,

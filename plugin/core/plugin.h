@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Between the plugin's lifetime (plugin.c) and its entry points (entry.c). */
-#ifndef ZSM_PLUGIN_INT_H
-#define ZSM_PLUGIN_INT_H
+#ifndef ZSM_CORE_PLUGIN_H
+#define ZSM_CORE_PLUGIN_H
 
 /*
  * First thing in every entry point: 0, or -ECHILD in a process forked

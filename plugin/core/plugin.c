@@ -18,9 +18,9 @@
 #include "common/host.h"
 #include "common/log.h"
 #include "common/param.h"
-#include "core.h"
+#include "core/api.h"
 #include "net/net.h"
-#include "plugin_int.h"
+#include "core/plugin.h"
 #include "proxy/proxy.h"
 #include "zsm_config.h"
 
@@ -57,7 +57,7 @@ static void zsm_plugin_atfork_child(void)
 	if (zsm_plugin_refs > 0) {
 		zsm_plugin_forked = 1;
 		/* NCCL's logger takes locks other threads may have held. */
-		zsm_log_set_logger(NULL);
+		zsm_log_set_sink(NULL);
 	}
 	pthread_mutex_unlock(&zsm_plugin_lock);
 }
@@ -235,13 +235,13 @@ static int zsm_plugin_check_checksum(void)
 }
 
 /* Take one reference, bringing the plugin up on the first. */
-static int zsm_plugin_get(ncclDebugLogger_t logger)
+static int zsm_plugin_get(zsm_log_sink_fn sink)
 {
 	int ret = 0;
 
 	pthread_mutex_lock(&zsm_plugin_lock);
-	if (logger)
-		zsm_log_set_logger(logger);
+	if (sink)
+		zsm_log_set_sink(sink);
 	if (zsm_plugin_refs > 0) {
 		zsm_plugin_refs++;
 		goto out;
@@ -315,11 +315,11 @@ __attribute__((destructor)) static void zsm_plugin_unload(void)
 		zsm_plugin_teardown_locked();
 	pthread_mutex_unlock(&zsm_plugin_lock);
 	zsm_handle_fini();
-	zsm_log_set_logger(NULL);
+	zsm_log_set_sink(NULL);
 }
 
 int zsm_init(void **ctx, uint64_t comm_id, int traffic_class,
-	     ncclDebugLogger_t logger)
+	     zsm_log_sink_fn sink)
 {
 	struct zsm_ctx *c;
 	uint64_t h;
@@ -333,7 +333,7 @@ int zsm_init(void **ctx, uint64_t comm_id, int traffic_class,
 
 		if (legacy_ref)
 			return 0;
-		ret = zsm_plugin_get(logger);
+		ret = zsm_plugin_get(sink);
 		if (!ret)
 			legacy_ref = 1;
 		return ret;
@@ -349,7 +349,7 @@ int zsm_init(void **ctx, uint64_t comm_id, int traffic_class,
 		free(c);
 		return ret;
 	}
-	ret = zsm_plugin_get(logger);
+	ret = zsm_plugin_get(sink);
 	if (ret) {
 		void *obj;
 
@@ -428,6 +428,6 @@ int zsm_get_properties(int dev, struct zsm_props *props)
 	 * to both wherever its topology allows GPUDirect: opt-in.
 	 */
 	if (zsm_ce_cuda_ready() && zsm_param_int(ZSM_P_CE_GPU))
-		props->ptr_support |= NCCL_PTR_CUDA;
+		props->ptr_support |= ZSM_MEM_CUDA;
 	return 0;
 }

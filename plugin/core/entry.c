@@ -16,9 +16,9 @@
 #include "ce/ce.h"
 #include "common/handle.h"
 #include "common/log.h"
-#include "core.h"
+#include "core/api.h"
 #include "net/net.h"
-#include "plugin_int.h"
+#include "core/plugin.h"
 #include "proxy/proxy.h"
 
 static void *zsm_entry_handle_out(uint64_t h)
@@ -255,7 +255,7 @@ static int zsm_entry_reg_gpu(struct zsm_net_comm *c, void *data, size_t size,
 	}
 	if (!c->ce) {
 		if (c->ep->dev->gdr.reg != ZSM_HMEM_REG_NONE)
-			return zsm_net_mr_reg(c->ep, data, size, NCCL_PTR_CUDA,
+			return zsm_net_mr_reg(c->ep, data, size, ZSM_MEM_CUDA,
 					      out);
 		ZSM_WARN("net: %s: GPU buffers on a comm to another host, "
 			 "and this device takes host memory only (%s)",
@@ -274,17 +274,17 @@ static int zsm_entry_reg_check(const char *call, void *data, size_t size,
 	if (!mh)
 		return zsm_entry_null(call, "mhandle");
 	*mh = NULL;
-	if (type != NCCL_PTR_HOST && type != NCCL_PTR_CUDA &&
-	    type != NCCL_PTR_DMABUF) {
+	if (type != ZSM_MEM_HOST && type != ZSM_MEM_CUDA &&
+	    type != ZSM_MEM_DMABUF) {
 		ZSM_WARN("%s: memory type %d is none of host (%d), CUDA (%d) "
 			 "or dma-buf (%d)",
-			 call, type, NCCL_PTR_HOST, NCCL_PTR_CUDA,
-			 NCCL_PTR_DMABUF);
+			 call, type, ZSM_MEM_HOST, ZSM_MEM_CUDA,
+			 ZSM_MEM_DMABUF);
 		return -EINVAL;
 	}
 	if (size > ZSM_MAX_REG_BYTES ||
-	    (type == NCCL_PTR_HOST && !zsm_entry_host_range_ok(data, size)) ||
-	    (type != NCCL_PTR_HOST && size && !data)) {
+	    (type == ZSM_MEM_HOST && !zsm_entry_host_range_ok(data, size)) ||
+	    (type != ZSM_MEM_HOST && size && !data)) {
 		ZSM_WARN("%s: %zu bytes at %p are not memory this process "
 			 "can register",
 			 call, size, data);
@@ -305,11 +305,11 @@ int zsm_reg_mr(void *comm, void *data, size_t size, int type, void **mh)
 		ret = zsm_entry_any_comm("regMr", comm, &c);
 	if (ret)
 		return ret;
-	if (type == NCCL_PTR_DMABUF) {
+	if (type == ZSM_MEM_DMABUF) {
 		ZSM_WARN("regMr: dma-buf memory comes through regMrDmaBuf");
 		return -EINVAL;
 	}
-	if (type == NCCL_PTR_CUDA) {
+	if (type == ZSM_MEM_CUDA) {
 		ret = zsm_entry_reg_gpu(c, data, size, &mr);
 	} else {
 		/* A refusal is logged there and costs speed only. */
@@ -337,10 +337,10 @@ int zsm_reg_mr_dmabuf(void *comm, void *data, size_t size, int type,
 		return ret;
 	/* Only devices that register dma-bufs advertise them; ce maps GPU
 	 * memory by IPC, and host memory is plain memory. */
-	if (type == NCCL_PTR_HOST || c->ce ||
+	if (type == ZSM_MEM_HOST || c->ce ||
 	    c->ep->dev->gdr.reg != ZSM_HMEM_REG_DMABUF || fd < 0)
 		return zsm_reg_mr(comm, data, size,
-				  type == NCCL_PTR_HOST ? type : NCCL_PTR_CUDA,
+				  type == ZSM_MEM_HOST ? type : ZSM_MEM_CUDA,
 				  mh);
 	ret = zsm_net_mr_reg_dmabuf(c->ep, data, size, fd, offset, &mr);
 	if (ret)
@@ -579,7 +579,7 @@ static int zsm_entry_flush_pick(const struct zsm_net_comm *c, int n,
 				(void **)mr);
 	if (*err)
 		return -1;
-	if (!((*mr)->type == NCCL_PTR_CUDA ? plan->flush_gpu
+	if (!((*mr)->type == ZSM_MEM_CUDA ? plan->flush_gpu
 					   : plan->flush_host))
 		return -1;
 	return last;

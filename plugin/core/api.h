@@ -2,19 +2,34 @@
 /*
  * The version-neutral plugin API.  The ncclNetPlugin_vN tables in
  * plugin/abi are thin shims over these functions; everything here returns
- * 0 or -errno, and only the shims turn that into ncclResult_t.
+ * 0 or -errno, and only the shims turn that into ncclResult_t.  Nothing
+ * below the ABI edge knows NCCL's declarations: the constants NCCL fixes
+ * are restated here, and plugin/abi asserts that they are NCCL's.
  */
-#ifndef ZSM_CORE_H
-#define ZSM_CORE_H
+#ifndef ZSM_CORE_API_H
+#define ZSM_CORE_API_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "abi/nccl_net.h"
+#include "common/log.h"
 
 #define ZSM_MAX_RECVS 8
-/* Requests a comm accepts in flight: NCCL_NET_MAX_REQUESTS x maxRecvs. */
-#define ZSM_MAX_REQUESTS (NCCL_NET_MAX_REQUESTS * ZSM_MAX_RECVS)
+/* Requests NCCL keeps in flight per comm (its NCCL_NET_MAX_REQUESTS). */
+#define ZSM_NCCL_MAX_REQUESTS 32
+/* Requests a comm accepts in flight: NCCL's per-comm count x maxRecvs. */
+#define ZSM_MAX_REQUESTS (ZSM_NCCL_MAX_REQUESTS * ZSM_MAX_RECVS)
+/* The connection handle NCCL ships between ranks, in bytes. */
+#define ZSM_HANDLE_BYTES 128
+/* A rail or plane id that says "not set". */
+#define ZSM_ID_UNDEF (-1)
+
+/* Kinds of memory, as bits (ptr_support) and as a registration's type. */
+enum zsm_mem_type {
+	ZSM_MEM_HOST = 1,
+	ZSM_MEM_CUDA = 2,
+	ZSM_MEM_DMABUF = 4,
+};
 /* Largest message: sizes come back to NCCL as int, so stay well inside. */
 #define ZSM_MAX_P2P_BYTES (1ULL << 30)
 /* Largest registration: NCCL's own bound on a buffer (1 TiB). */
@@ -25,7 +40,7 @@ struct zsm_props {
 	char *name;
 	char *pci_path;
 	uint64_t guid;
-	int ptr_support;
+	int ptr_support; /* ZSM_MEM_* bits */
 	int reg_is_global;
 	int force_flush;
 	int speed_mbps;
@@ -40,8 +55,9 @@ struct zsm_props {
 	int16_t plane_id;
 };
 
+/* sink: where log lines go from now on (NULL: stderr, by ZSM_LOG). */
 int zsm_init(void **ctx, uint64_t comm_id, int traffic_class,
-	     ncclDebugLogger_t logger);
+	     zsm_log_sink_fn sink);
 int zsm_finalize(void *ctx);
 int zsm_devices(int *ndev);
 int zsm_get_properties(int dev, struct zsm_props *props);
