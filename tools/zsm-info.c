@@ -13,6 +13,7 @@
 #include <rdma/fabric.h>
 
 #include "ce/ce.h"
+#include "common/cuda.h"
 #include "common/host.h"
 #include "common/log.h"
 #include "common/param.h"
@@ -126,15 +127,15 @@ int main(int argc, char **argv)
 		       : "the network provider (ZSM_CE=0)");
 
 	/* Loads libcuda when there is one; says at INFO why not. */
-	zsm_ce_cuda_init();
+	zsm_cuda_init();
 	printf("GPU buffers between same-host processes: %s\n",
-	       !zsm_ce_cuda_ready()
+	       !zsm_cuda_ready()
 		       ? "no (no CUDA driver or device)"
 	       : zsm_param_int(ZSM_P_CE_GPU)
 		       ? "yes, on copy engines (ZSM_CE_GPU=1)"
 		       : "not advertised (ZSM_CE_GPU=0)");
 	printf("GPU memory as dma-bufs (GPUDirect registrations): %s\n",
-	       zsm_ce_cuda_dmabuf_ok()
+	       zsm_cuda_dmabuf_ok()
 		       ? "yes, every GPU exports them"
 		       : "no (no driver, a GPU without dma-buf support, or "
 			 "no cuMemGetHandleForAddressRange)");
@@ -194,9 +195,9 @@ int main(int argc, char **argv)
 		       topo.devs[i].info->tx_attr->size,
 		       topo.devs[i].info->rx_attr->size);
 		zsm_info_print_guards(&topo.devs[i]);
-		zsm_net_dev_plan_gdr(&topo.devs[i], zsm_ce_cuda_ready(),
-				     zsm_ce_cuda_min_cc(),
-				     zsm_ce_cuda_dmabuf_ok());
+		zsm_net_dev_plan_gdr(&topo.devs[i], zsm_cuda_ready(),
+				     zsm_cuda_min_cc(),
+				     zsm_cuda_dmabuf_ok());
 		printf("      GPU buffers to other hosts: %s\n",
 		       topo.devs[i].gdr.why);
 	}

@@ -106,8 +106,7 @@ extern const struct zsm_transport_ops zsm_ce_ops;
 void zsm_ce_unmap_stop(unsigned timeout_ms);
 
 /*
- * GPU buffers (ce_cuda.c).  libcuda is loaded at run time: without it
- * the plugin serves host memory only.
+ * GPU buffers (ce_cuda.c), over the process's CUDA state (common/cuda.h).
  */
 struct zsm_ce_gpu_mr {
 	zsm_cu_ipc_handle ipc; /* of the allocation holding the buffer */
@@ -126,26 +125,6 @@ struct zsm_ce_gpu_mr {
 /* Close what mr_prepare opened (the exported fd). */
 void zsm_ce_cuda_mr_release(struct zsm_ce_gpu_mr *mr);
 
-/* Load the driver once per load of the plugin; 0 or -errno (said at INFO). */
-int zsm_ce_cuda_init(void);
-/* Whether GPU buffers can be taken (the driver is there, with a device). */
-int zsm_ce_cuda_ready(void);
-/* Whether the driver loads modules lazily (CUDA_MODULE_LOADING=LAZY). */
-int zsm_ce_cuda_lazy(void);
-/* The lowest compute capability of the devices (10 * major + minor), 0
- * when unknown or no driver. */
-int zsm_ce_cuda_min_cc(void);
-/* The device ordinal of GPU memory at p, for provider registrations. */
-int zsm_ce_cuda_ptr_device(const void *p, int *dev);
-/* Whether every device exports its memory as dma-bufs. */
-int zsm_ce_cuda_dmabuf_ok(void);
-/*
- * A dma-buf fd (the caller closes it) of the pages holding [p, p + size):
- * *base is the address of the dma-buf's byte 0 and *offset that of p in
- * it.  0 or -errno.
- */
-int zsm_ce_cuda_dmabuf_get(const void *p, size_t size, int *fd,
-			   void **base, uint64_t *offset);
 /* regMr of device memory: its IPC handle and context.  0 or -errno. */
 int zsm_ce_cuda_mr_prepare(void *data, size_t size, struct zsm_ce_gpu_mr *out);
 /*

@@ -14,142 +14,13 @@
 
 #include "ce/ce.h"
 #include "ce/ce_int.h"
+#include "common/cuda.h"
 #include "common/log.h"
 #include "common/param.h"
 #include "proxy/proxy.h"
 
-static struct zsm_cuda_drv zsm_ce_cu;
-static int zsm_ce_cu_state; /* 0 not tried, 1 ready, -errno unusable */
 /* Numbers of GPU registrations: regMr may run on any thread. */
 static atomic_ullong zsm_ce_reg_ids;
-
-int zsm_ce_cuda_init(void)
-{
-	char why[256] = "";
-	int ret;
-
-	if (zsm_ce_cu_state)
-		return zsm_ce_cu_state > 0 ? 0 : zsm_ce_cu_state;
-	ret = zsm_cuda_drv_open(&zsm_ce_cu, why, sizeof(why));
-	if (ret) {
-		zsm_ce_cu_state = ret;
-		ZSM_INFO("ce: no GPU buffers (%s): host memory only", why);
-		return ret;
-	}
-	zsm_ce_cu_state = 1;
-	ZSM_INFO("ce: CUDA driver %d, %d device(s): GPU buffers of "
-		 "same-host comms move on copy engines",
-		 zsm_ce_cu.driver_version, zsm_ce_cu.ndev);
-	return 0;
-}
-
-int zsm_ce_cuda_ready(void)
-{
-	return zsm_ce_cu_state > 0;
-}
-
-int zsm_ce_cuda_lazy(void)
-{
-	return zsm_ce_cu_state > 0 && zsm_ce_cu.lazy_loading;
-}
-
-int zsm_ce_cuda_min_cc(void)
-{
-	int lowest = 0;
-
-	for (int i = 0; zsm_ce_cuda_ready() && i < zsm_ce_cu.ndev; i++) {
-		zsm_cu_device d;
-		int major, minor;
-
-		if (zsm_ce_cu.device_get(&d, i) != ZSM_CU_SUCCESS ||
-		    zsm_ce_cu.device_get_attribute(
-			    &major,
-			    ZSM_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-			    d) != ZSM_CU_SUCCESS ||
-		    zsm_ce_cu.device_get_attribute(
-			    &minor,
-			    ZSM_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-			    d) != ZSM_CU_SUCCESS)
-			return 0;
-		if (!lowest || major * 10 + minor < lowest)
-			lowest = major * 10 + minor;
-	}
-	return lowest;
-}
-
-int zsm_ce_cuda_ptr_device(const void *p, int *dev)
-{
-	zsm_cu_result res;
-
-	if (!zsm_ce_cuda_ready())
-		return -ENODEV;
-	res = zsm_ce_cu.pointer_get_attribute(
-		dev, ZSM_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-		(zsm_cu_deviceptr)(uintptr_t)p);
-	if (res != ZSM_CU_SUCCESS)
-		return zsm_cuda_drv_fail(&zsm_ce_cu, res, NULL, 0,
-					 "the device of %p", p);
-	return 0;
-}
-
-int zsm_ce_cuda_dmabuf_ok(void)
-{
-	if (!zsm_ce_cuda_ready() || !zsm_ce_cu.mem_get_handle_range)
-		return 0;
-	for (int i = 0; i < zsm_ce_cu.ndev; i++) {
-		zsm_cu_device d;
-		int ok = 0;
-
-		if (zsm_ce_cu.device_get(&d, i) != ZSM_CU_SUCCESS ||
-		    zsm_ce_cu.device_get_attribute(
-			    &ok, ZSM_CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED,
-			    d) != ZSM_CU_SUCCESS ||
-		    !ok)
-			return 0;
-	}
-	return zsm_ce_cu.ndev > 0;
-}
-
-int zsm_ce_cuda_dmabuf_get(const void *p, size_t size, int *fd,
-			   void **base, uint64_t *offset)
-{
-	/* The driver exports whole host pages, like NCCL does. */
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t start = (uintptr_t)p & ~(page - 1);
-	uintptr_t end = ((uintptr_t)p + size + page - 1) & ~(page - 1);
-	zsm_cu_result res;
-	char why[320];
-	int out = -1, ret;
-
-	*fd = -1;
-	if (!zsm_ce_cuda_ready() || !zsm_ce_cu.mem_get_handle_range)
-		return -ENOSYS;
-	res = zsm_ce_cu.mem_get_handle_range(
-		&out, (zsm_cu_deviceptr)start, end - start,
-		ZSM_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
-	if (res != ZSM_CU_SUCCESS) {
-		ret = zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
-					"a dma-buf of %zu bytes at %p", size,
-					p);
-		/* The caller falls back to a CUDA registration. */
-		ZSM_INFO("net: %s", why);
-		return ret;
-	}
-	*fd = out;
-	*base = (void *)start;
-	*offset = (uintptr_t)p - start;
-	return 0;
-}
-
-void zsm_ce_cuda_use_table(const struct zsm_cuda_drv *table)
-{
-	memset(&zsm_ce_cu, 0, sizeof(zsm_ce_cu));
-	zsm_ce_cu_state = 0;
-	if (!table)
-		return;
-	zsm_ce_cu = *table;
-	zsm_ce_cu_state = 1;
-}
 
 /*
  * A cuMem allocation has no IPC handle: export it as a POSIX fd (NCCL
@@ -162,17 +33,17 @@ static int zsm_ce_cuda_export(zsm_cu_deviceptr base, struct zsm_ce_gpu_mr *out,
 	zsm_cu_result res;
 	int fd = -1;
 
-	res = zsm_ce_cu.mem_retain_allocation_handle(&h,
+	res = zsm_cuda_table()->mem_retain_allocation_handle(&h,
 						     (void *)(uintptr_t)base);
 	if (res != ZSM_CU_SUCCESS)
-		return zsm_cuda_drv_fail(&zsm_ce_cu, res, why, why_len,
+		return zsm_cuda_drv_fail(zsm_cuda_table(), res, why, why_len,
 					 "0x%llx has neither an IPC handle "
 					 "nor a cuMem allocation handle",
 					 base);
-	res = zsm_ce_cu.mem_export(&fd, h, ZSM_CU_MEM_HANDLE_TYPE_POSIX_FD, 0);
-	zsm_ce_cu.mem_release(h);
+	res = zsm_cuda_table()->mem_export(&fd, h, ZSM_CU_MEM_HANDLE_TYPE_POSIX_FD, 0);
+	zsm_cuda_table()->mem_release(h);
 	if (res != ZSM_CU_SUCCESS)
-		return zsm_cuda_drv_fail(&zsm_ce_cu, res, why, why_len,
+		return zsm_cuda_drv_fail(zsm_cuda_table(), res, why, why_len,
 					 "exporting the cuMem allocation at "
 					 "0x%llx as a file descriptor (made "
 					 "without CU_MEM_HANDLE_TYPE_POSIX_"
@@ -190,9 +61,9 @@ int zsm_ce_cuda_mr_prepare(void *data, size_t size, struct zsm_ce_gpu_mr *out)
 	char why[256];
 
 	memset(out, 0, sizeof(*out));
-	res = zsm_ce_cu.mem_get_address_range(&base, &len, p);
+	res = zsm_cuda_table()->mem_get_address_range(&base, &len, p);
 	if (res != ZSM_CU_SUCCESS || p + size > base + len) {
-		zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
+		zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
 				  "%zu bytes at %p are not one CUDA "
 				  "allocation",
 				  size, data);
@@ -200,7 +71,7 @@ int zsm_ce_cuda_mr_prepare(void *data, size_t size, struct zsm_ce_gpu_mr *out)
 		return -EINVAL;
 	}
 	out->vmm_fd = -1;
-	res = zsm_ce_cu.ipc_get_mem_handle(&out->ipc, base);
+	res = zsm_cuda_table()->ipc_get_mem_handle(&out->ipc, base);
 	if (res != ZSM_CU_SUCCESS) {
 		/* cuMem memory (NCCL's own): export the allocation. */
 		int ret = zsm_ce_cuda_export(base, out, why, sizeof(why));
@@ -210,14 +81,14 @@ int zsm_ce_cuda_mr_prepare(void *data, size_t size, struct zsm_ce_gpu_mr *out)
 			return ret;
 		}
 	}
-	res = zsm_ce_cu.pointer_get_attribute(&out->dev,
+	res = zsm_cuda_table()->pointer_get_attribute(&out->dev,
 					      ZSM_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
 					      p);
 	if (res == ZSM_CU_SUCCESS)
-		res = zsm_ce_cu.pointer_get_attribute(
+		res = zsm_cuda_table()->pointer_get_attribute(
 			&out->ctx, ZSM_CU_POINTER_ATTRIBUTE_CONTEXT, p);
 	if (res != ZSM_CU_SUCCESS) {
-		zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
+		zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
 				  "the context of %p", data);
 		ZSM_WARN("ce: regMr: %s", why);
 		return -EINVAL;
@@ -233,11 +104,11 @@ int zsm_ce_cuda_mr_prepare(void *data, size_t size, struct zsm_ce_gpu_mr *out)
 		 * primary one (held until deregMr). */
 		zsm_cu_device d;
 
-		res = zsm_ce_cu.device_get(&d, out->dev);
+		res = zsm_cuda_table()->device_get(&d, out->dev);
 		if (res == ZSM_CU_SUCCESS)
-			res = zsm_ce_cu.device_primary_ctx_retain(&out->ctx, d);
+			res = zsm_cuda_table()->device_primary_ctx_retain(&out->ctx, d);
 		if (res != ZSM_CU_SUCCESS) {
-			zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
+			zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
 					  "the primary context of GPU %d",
 					  out->dev);
 			ZSM_WARN("ce: regMr: %s", why);
@@ -256,8 +127,8 @@ void zsm_ce_cuda_mr_release(struct zsm_ce_gpu_mr *mr)
 	if (mr->vmm_fd >= 0)
 		close(mr->vmm_fd);
 	mr->vmm_fd = -1;
-	if (mr->primary && zsm_ce_cu.device_get(&d, mr->dev) == ZSM_CU_SUCCESS)
-		zsm_ce_cu.device_primary_ctx_release(d);
+	if (mr->primary && zsm_cuda_table()->device_get(&d, mr->dev) == ZSM_CU_SUCCESS)
+		zsm_cuda_table()->device_primary_ctx_release(d);
 	mr->primary = 0;
 }
 
@@ -284,17 +155,17 @@ static int zsm_ce_cuda_import(struct zsm_ce_chan *ch, const struct zsm_ce_slot *
 		return err;
 	}
 	m->size = s->alloc_size;
-	res = zsm_ce_cu.mem_import(&m->handle, (void *)(uintptr_t)fd,
+	res = zsm_cuda_table()->mem_import(&m->handle, (void *)(uintptr_t)fd,
 				   ZSM_CU_MEM_HANDLE_TYPE_POSIX_FD);
 	close(fd);
 	if (res == ZSM_CU_SUCCESS)
-		res = zsm_ce_cu.mem_address_reserve(&m->ptr, m->size, 0, 0, 0);
+		res = zsm_cuda_table()->mem_address_reserve(&m->ptr, m->size, 0, 0, 0);
 	if (res == ZSM_CU_SUCCESS)
-		res = zsm_ce_cu.mem_map(m->ptr, m->size, 0, m->handle, 0);
+		res = zsm_cuda_table()->mem_map(m->ptr, m->size, 0, m->handle, 0);
 	if (res == ZSM_CU_SUCCESS)
-		res = zsm_ce_cu.mem_set_access(m->ptr, m->size, &access, 1);
+		res = zsm_cuda_table()->mem_set_access(m->ptr, m->size, &access, 1);
 	if (res != ZSM_CU_SUCCESS) {
-		err = zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
+		err = zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
 					"mapping pid %d's cuMem allocation "
 					"(%llu bytes)",
 					(int)ch->peer_pid,
@@ -308,15 +179,15 @@ static int zsm_ce_cuda_import(struct zsm_ce_chan *ch, const struct zsm_ce_slot *
 static void zsm_ce_cuda_unmap(struct zsm_ce_ipc_map *m)
 {
 	if (!m->vmm) {
-		zsm_ce_cu.ipc_close_mem_handle(m->ptr);
+		zsm_cuda_table()->ipc_close_mem_handle(m->ptr);
 		return;
 	}
 	if (m->ptr) {
-		zsm_ce_cu.mem_unmap(m->ptr, m->size);
-		zsm_ce_cu.mem_address_free(m->ptr, m->size);
+		zsm_cuda_table()->mem_unmap(m->ptr, m->size);
+		zsm_cuda_table()->mem_address_free(m->ptr, m->size);
 	}
 	if (m->handle)
-		zsm_ce_cu.mem_release(m->handle);
+		zsm_cuda_table()->mem_release(m->handle);
 }
 
 /* The peer's allocation a slot names, opened once per channel. */
@@ -355,7 +226,7 @@ static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
 	m->comm_id = ch->comm->local_id;
 	m->peer = ch->peer_pid;
 	/* The caller made ctx current: the mapping lives there. */
-	zsm_ce_cu.ctx_get_current(&m->ctx);
+	zsm_cuda_table()->ctx_get_current(&m->ctx);
 	if (s->vmm_fd >= 0) {
 		m->vmm = 1;
 		err = zsm_ce_cuda_import(ch, s, dev, m);
@@ -366,10 +237,10 @@ static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
 		}
 	} else {
 		m->ipc = s->ipc;
-		res = zsm_ce_cu.ipc_open_mem_handle(
+		res = zsm_cuda_table()->ipc_open_mem_handle(
 			&m->ptr, s->ipc, ZSM_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
 		if (res != ZSM_CU_SUCCESS) {
-			err = zsm_cuda_drv_fail(&zsm_ce_cu, res, why,
+			err = zsm_cuda_drv_fail(zsm_cuda_table(), res, why,
 						sizeof(why),
 						"cuIpcOpenMemHandle of pid "
 						"%d's buffer",
@@ -431,12 +302,12 @@ static int zsm_ce_stream_get(struct zsm_ce_chan *ch, zsm_cu_context ctx,
 	}
 	/* Non-blocking, and first in line: NCCL's kernel may be spinning
 	 * until this copy lands. */
-	if (zsm_ce_cu.ctx_stream_prio_range(&least, &greatest) != ZSM_CU_SUCCESS)
+	if (zsm_cuda_table()->ctx_stream_prio_range(&least, &greatest) != ZSM_CU_SUCCESS)
 		greatest = 0;
-	res = zsm_ce_cu.stream_create_prio(&free_slot->stream,
+	res = zsm_cuda_table()->stream_create_prio(&free_slot->stream,
 					   ZSM_CU_STREAM_NON_BLOCKING, greatest);
 	if (res != ZSM_CU_SUCCESS) {
-		int err = zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
+		int err = zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
 					    "a copy stream for comm %u",
 					    ch->comm->local_id);
 
@@ -458,7 +329,7 @@ static void zsm_ce_stream_put(zsm_cu_context ctx)
 		if (!st->users || st->ctx != ctx)
 			continue;
 		if (--st->users == 0) {
-			zsm_ce_cu.stream_destroy(st->stream);
+			zsm_cuda_table()->stream_destroy(st->stream);
 			st->stream = NULL;
 			st->ctx = NULL;
 		}
@@ -470,11 +341,11 @@ static void zsm_ce_stream_put(zsm_cu_context ctx)
 static void zsm_ce_cuda_stream_drop(struct zsm_ce_chan *ch)
 {
 	if (ch->gpu_event)
-		zsm_ce_cu.event_destroy(ch->gpu_event);
+		zsm_cuda_table()->event_destroy(ch->gpu_event);
 	ch->gpu_event = NULL;
 	for (unsigned i = 0; i < ZSM_CE_PIPE; i++) {
 		if (ch->pipe_ev[i])
-			zsm_ce_cu.event_destroy(ch->pipe_ev[i]);
+			zsm_cuda_table()->event_destroy(ch->pipe_ev[i]);
 		ch->pipe_ev[i] = NULL;
 	}
 	if (ch->gpu_stream)
@@ -495,18 +366,18 @@ static int zsm_ce_cuda_stream(struct zsm_ce_chan *ch, zsm_cu_context ctx)
 		 * flight: the callers see to it). */
 		zsm_cu_context now = ctx;
 
-		zsm_ce_cu.ctx_set_current(ch->gpu_ctx);
+		zsm_cuda_table()->ctx_set_current(ch->gpu_ctx);
 		zsm_ce_cuda_stream_drop(ch);
-		zsm_ce_cu.ctx_set_current(now);
+		zsm_cuda_table()->ctx_set_current(now);
 	}
 	ret = zsm_ce_stream_get(ch, ctx, &ch->gpu_stream);
 	if (ret)
 		return ret;
 	ch->gpu_ctx = ctx;
-	res = zsm_ce_cu.event_create(&ch->gpu_event,
+	res = zsm_cuda_table()->event_create(&ch->gpu_event,
 				     ZSM_CU_EVENT_DISABLE_TIMING);
 	if (res != ZSM_CU_SUCCESS) {
-		ret = zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
+		ret = zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
 					"an event for comm %u",
 					ch->comm->local_id);
 		ZSM_WARN("ce: %s", why);
@@ -520,11 +391,11 @@ static int zsm_ce_cuda_stream(struct zsm_ce_chan *ch, zsm_cu_context ctx)
  * device.  0 or -errno. */
 static int zsm_ce_cuda_enter(zsm_cu_context ctx)
 {
-	zsm_cu_result res = zsm_ce_cu.ctx_set_current(ctx);
+	zsm_cu_result res = zsm_cuda_table()->ctx_set_current(ctx);
 
 	return res == ZSM_CU_SUCCESS
 		       ? 0
-		       : zsm_cuda_drv_fail(&zsm_ce_cu, res, NULL, 0, "set ctx");
+		       : zsm_cuda_drv_fail(zsm_cuda_table(), res, NULL, 0, "set ctx");
 }
 
 /* Queue dst <- src on ce's stream in ctx and mark it with the channel's
@@ -542,11 +413,11 @@ static int zsm_ce_cuda_start(struct zsm_ce_chan *ch, zsm_cu_context ctx,
 	ch->gpu_dev = dev;
 	/* Our own non-blocking stream: never ordered after NCCL's kernels,
 	 * which may be waiting for these very bytes. */
-	res = zsm_ce_cu.memcpy_async(dst, src, n, ch->gpu_stream);
+	res = zsm_cuda_table()->memcpy_async(dst, src, n, ch->gpu_stream);
 	if (res == ZSM_CU_SUCCESS)
-		res = zsm_ce_cu.event_record(ch->gpu_event, ch->gpu_stream);
+		res = zsm_cuda_table()->event_record(ch->gpu_event, ch->gpu_stream);
 	if (res != ZSM_CU_SUCCESS) {
-		ret = zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
+		ret = zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
 					"copying %zu bytes", n);
 		ZSM_WARN("ce: receive comm %u: %s", ch->comm->local_id, why);
 		return ret;
@@ -604,19 +475,19 @@ int zsm_ce_cuda_pipe_issue(struct zsm_ce_chan *ch)
 		op->last = 0;
 	}
 	if (!ch->pipe_ev[last])
-		res = zsm_ce_cu.event_create(&ch->pipe_ev[last],
+		res = zsm_cuda_table()->event_create(&ch->pipe_ev[last],
 					     ZSM_CU_EVENT_DISABLE_TIMING);
-	if (res == ZSM_CU_SUCCESS && n > 1 && zsm_ce_cu.memcpy_batch)
-		res = zsm_ce_cu.memcpy_batch(dsts, srcs, sizes, n, &attr, &idx0,
+	if (res == ZSM_CU_SUCCESS && n > 1 && zsm_cuda_table()->memcpy_batch)
+		res = zsm_cuda_table()->memcpy_batch(dsts, srcs, sizes, n, &attr, &idx0,
 					     1, ch->gpu_stream);
 	else
 		for (unsigned k = 0; k < n && res == ZSM_CU_SUCCESS; k++)
-			res = zsm_ce_cu.memcpy_async(dsts[k], srcs[k], sizes[k],
+			res = zsm_cuda_table()->memcpy_async(dsts[k], srcs[k], sizes[k],
 						     ch->gpu_stream);
 	if (res == ZSM_CU_SUCCESS)
-		res = zsm_ce_cu.event_record(ch->pipe_ev[last], ch->gpu_stream);
+		res = zsm_cuda_table()->event_record(ch->pipe_ev[last], ch->gpu_stream);
 	if (res != ZSM_CU_SUCCESS) {
-		int err = zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
+		int err = zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
 					    "queueing %u copies", n);
 
 		ZSM_WARN("ce: receive comm %u: %s", ch->comm->local_id, why);
@@ -631,7 +502,7 @@ int zsm_ce_cuda_pipe_issue(struct zsm_ce_chan *ch)
 static int zsm_ce_cuda_event_done(struct zsm_ce_chan *ch, zsm_cu_event e,
 				  const char *what)
 {
-	zsm_cu_result res = zsm_ce_cu.event_query(e);
+	zsm_cu_result res = zsm_cuda_table()->event_query(e);
 	char why[256];
 	int ret;
 
@@ -639,7 +510,7 @@ static int zsm_ce_cuda_event_done(struct zsm_ce_chan *ch, zsm_cu_event e,
 		return 0;
 	if (res == ZSM_CU_SUCCESS)
 		return 1;
-	ret = zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
+	ret = zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
 				"%s of comm %u", what, ch->comm->local_id);
 	ZSM_WARN("ce: %s", why);
 	return ret;
@@ -657,7 +528,7 @@ void zsm_ce_cuda_pipe_drain(struct zsm_ce_chan *ch)
 	if (!issued)
 		return;
 	if (ch->gpu_ctx)
-		zsm_ce_cu.ctx_set_current(ch->gpu_ctx);
+		zsm_cuda_table()->ctx_set_current(ch->gpu_ctx);
 	/* The newest issued op ends its group, and events complete in
 	 * stream order: its event is the last to fire. */
 	while (zsm_ce_cuda_pipe_query(
@@ -676,12 +547,10 @@ static int zsm_ce_cuda_any_ctx(struct zsm_ce_chan *ch, zsm_cu_context *ctx,
 		*dev = ch->gpu_dev;
 		return 0;
 	}
-	if (zsm_ce_cu.ctx == NULL &&
-	    zsm_cuda_drv_use_device(&zsm_ce_cu, 0, why, sizeof(why))) {
+	if (zsm_cuda_default_ctx(ctx, why, sizeof(why))) {
 		ZSM_WARN("ce: no CUDA context for a GPU-to-host copy: %s", why);
 		return -EIO;
 	}
-	*ctx = zsm_ce_cu.ctx;
 	*dev = 0;
 	return 0;
 }
@@ -708,7 +577,7 @@ void *zsm_ce_cuda_bounce(struct zsm_ce_chan *ch, zsm_cu_context ctx)
 
 	if (ch->bounce)
 		return ch->bounce;
-	res = zsm_ce_cu.ctx_set_current(ctx);
+	res = zsm_cuda_table()->ctx_set_current(ctx);
 	if (res != ZSM_CU_SUCCESS)
 		return NULL;
 	ch->bounce = malloc(ZSM_CE_CHUNK);
@@ -719,10 +588,10 @@ void *zsm_ce_cuda_bounce(struct zsm_ce_chan *ch, zsm_cu_context ctx)
 	 * own staging, which may wait for work on the device, and NCCL's
 	 * kernel there may be waiting for these very bytes.
 	 */
-	res = zsm_ce_cu.mem_host_register(ch->bounce, ZSM_CE_CHUNK,
+	res = zsm_cuda_table()->mem_host_register(ch->bounce, ZSM_CE_CHUNK,
 					  ZSM_CU_MEMHOSTREGISTER_PORTABLE);
 	if (res != ZSM_CU_SUCCESS) {
-		zsm_cuda_drv_fail(&zsm_ce_cu, res, why, sizeof(why),
+		zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
 				  "pinning a %zu-byte bounce buffer",
 				  (size_t)ZSM_CE_CHUNK);
 		ZSM_WARN("ce: receive comm %u: %s", ch->comm->local_id, why);
@@ -749,11 +618,11 @@ const char *zsm_ce_cuda_copy_state(struct zsm_ce_chan *ch)
 	zsm_cu_event e = ch->pipe_n > ch->pipe_new
 				 ? ch->pipe_ev[zsm_ce_pipe_first_end(ch)]
 				 : ch->gpu_event;
-	zsm_cu_result ev = zsm_ce_cu.event_query(e);
-	zsm_cu_result st = zsm_ce_cu.stream_query(ch->gpu_stream);
+	zsm_cu_result ev = zsm_cuda_table()->event_query(e);
+	zsm_cu_result st = zsm_cuda_table()->stream_query(ch->gpu_stream);
 
 	if (ev == ZSM_CU_ERROR_NOT_READY && st == ZSM_CU_ERROR_NOT_READY)
-		return zsm_ce_cu.lazy_loading
+		return zsm_cuda_table()->lazy_loading
 			       ? "on the GPU, not finished (event and stream "
 				 "busy; with CUDA_MODULE_LOADING=LAZY a "
 				 "kernel being loaded can hold it back while "
@@ -785,7 +654,7 @@ void zsm_ce_cuda_close_map(struct zsm_ce_ipc_map *m)
 
 	ZSM_INFO("ce: receive comm %u closes pid %d's GPU allocation %llu",
 		 m->comm_id, (int)m->peer, (unsigned long long)m->reg_id);
-	zsm_ce_cu.ctx_set_current(m->ctx);
+	zsm_cuda_table()->ctx_set_current(m->ctx);
 	zsm_ce_cuda_unmap(m);
 	ZSM_INFO("ce: receive comm %u: allocation %llu closed in %.3f ms",
 		 m->comm_id, (unsigned long long)m->reg_id,
@@ -855,7 +724,7 @@ void zsm_ce_cuda_chan_fini(struct zsm_ce_chan *ch)
 	if (!ch->maps && !ch->gpu_stream && !ch->bounce && !ch->pipe_n)
 		return;
 	if (ch->gpu_ctx)
-		zsm_ce_cu.ctx_set_current(ch->gpu_ctx);
+		zsm_cuda_table()->ctx_set_current(ch->gpu_ctx);
 	/* A copy in flight still reads the peer's memory: let it end. */
 	while (ch->gpu_busy && !zsm_ce_cuda_copy_done(ch))
 		;
@@ -865,7 +734,7 @@ void zsm_ce_cuda_chan_fini(struct zsm_ce_chan *ch)
 		zsm_ce_cuda_drop(&ch->maps);
 	zsm_ce_cuda_stream_drop(ch);
 	if (ch->bounce) {
-		zsm_ce_cu.mem_host_unregister(ch->bounce);
+		zsm_cuda_table()->mem_host_unregister(ch->bounce);
 		free(ch->bounce);
 		ch->bounce = NULL;
 	}

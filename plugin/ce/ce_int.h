@@ -267,11 +267,6 @@ void zsm_ce_cuda_chan_fini(struct zsm_ce_chan *ch);
  * mappings were closed.
  */
 int zsm_ce_cuda_forget(struct zsm_ce_chan *ch);
-/*
- * Unit tests: run ce's GPU paths on this table instead of libcuda's (a
- * copy is taken).  NULL goes back to "not tried".
- */
-void zsm_ce_cuda_use_table(const struct zsm_cuda_drv *table);
 
 /* ce_chan.c: a copy of fd of the process behind pidfd, or -1 (errno). */
 int zsm_ce_pidfd_getfd(int pidfd, int fd);

@@ -14,11 +14,12 @@
 #include <unistd.h>
 
 #include "ce/ce.h"
+#include "common/cuda.h"
 #include "common/handle.h"
 #include "common/log.h"
 #include "core/api.h"
-#include "net/net.h"
 #include "core/plugin.h"
+#include "net/net.h"
 #include "proxy/proxy.h"
 
 static void *zsm_entry_handle_out(uint64_t h)
@@ -248,7 +249,7 @@ static int zsm_entry_reg_gpu(struct zsm_net_comm *c, void *data, size_t size,
 	struct zsm_ce_gpu_mr g;
 	int ret;
 
-	if (!zsm_ce_cuda_ready()) {
+	if (!zsm_cuda_ready()) {
 		ZSM_WARN("regMr of GPU memory, but no CUDA driver was "
 			 "loaded (ptrSupport says host only)");
 		return -EINVAL;

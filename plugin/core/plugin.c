@@ -14,13 +14,14 @@
 #include <rdma/fi_domain.h>
 
 #include "ce/ce.h"
+#include "common/cuda.h"
 #include "common/handle.h"
 #include "common/host.h"
 #include "common/log.h"
 #include "common/param.h"
 #include "core/api.h"
-#include "net/net.h"
 #include "core/plugin.h"
+#include "net/net.h"
 #include "proxy/proxy.h"
 #include "zsm_config.h"
 
@@ -150,8 +151,8 @@ static void zsm_plugin_check_connections(void)
 /* Per device: does it take GPU buffers (said once, at INFO)? */
 static void zsm_plugin_plan_gdr(void)
 {
-	int cuda = zsm_ce_cuda_ready(), min_cc = zsm_ce_cuda_min_cc();
-	int dmabuf = zsm_ce_cuda_dmabuf_ok();
+	int cuda = zsm_cuda_ready(), min_cc = zsm_cuda_min_cc();
+	int dmabuf = zsm_cuda_dmabuf_ok();
 	int gpu = cuda && zsm_param_int(ZSM_P_CE_GPU);
 
 	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
@@ -165,7 +166,7 @@ static void zsm_plugin_plan_gdr(void)
 		return;
 	/* GPU buffers of same-host comms are copied by ce on a stream while
 	 * NCCL's kernel waits for them (docs/ce.md, "Lazy module loading"). */
-	if (zsm_ce_cuda_lazy())
+	if (zsm_cuda_lazy())
 		ZSM_WARN("ce: CUDA loads modules lazily (CUDA_MODULE_LOADING="
 			 "LAZY, the default): when NCCL hands GPU buffers to "
 			 "a same-host comm, a kernel loaded while NCCL's "
@@ -280,7 +281,7 @@ static int zsm_plugin_get(zsm_log_sink_fn sink)
 		zsm_proxy_add_transport(&zsm_ce_ops);
 	/* GPU buffers: ce moves them between same-host processes, the
 	 * provider (FI_HMEM) to other hosts. */
-	zsm_ce_cuda_init();
+	zsm_cuda_init();
 	zsm_plugin_plan_gdr();
 	ret = zsm_proxy_start();
 	if (ret) {
@@ -427,7 +428,7 @@ int zsm_get_properties(int dev, struct zsm_props *props)
 	 * but comms to other hosts cannot, and NCCL would hand GPU buffers
 	 * to both wherever its topology allows GPUDirect: opt-in.
 	 */
-	if (zsm_ce_cuda_ready() && zsm_param_int(ZSM_P_CE_GPU))
+	if (zsm_cuda_ready() && zsm_param_int(ZSM_P_CE_GPU))
 		props->ptr_support |= ZSM_MEM_CUDA;
 	return 0;
 }

@@ -15,6 +15,7 @@
 #include <rdma/fi_errno.h>
 
 #include "ce/ce.h"
+#include "common/cuda.h"
 #include "common/handle.h"
 #include "common/log.h"
 #include "common/mr_cache.h"
@@ -90,7 +91,7 @@ static int zsm_net_mr_dmabuf_reg(struct zsm_net_ep *ep, uintptr_t start,
 	if (fd >= 0 && start < (uintptr_t)base)
 		fd = -1;
 	if (fd < 0) {
-		if (zsm_ce_cuda_dmabuf_get((void *)start, len, &own, &base,
+		if (zsm_cuda_dmabuf_get((void *)start, len, &own, &base,
 					   &offset))
 			return -ENOSYS;
 		fd = own;
@@ -139,7 +140,7 @@ static int zsm_net_mr_prov_reg(void *arg, uintptr_t start, size_t len,
 	attr.iface = FI_HMEM_SYSTEM;
 	if (type == ZSM_MEM_CUDA && gdr->reg != ZSM_HMEM_REG_NONE) {
 		/* GPUDirect: the provider pins the GPU pages itself. */
-		ret = zsm_ce_cuda_ptr_device((void *)start, &attr.device.cuda);
+		ret = zsm_cuda_ptr_device((void *)start, &attr.device.cuda);
 		if (ret) {
 			ZSM_WARN("net: %s: %zu bytes at 0x%lx are not GPU "
 				 "memory CUDA knows",

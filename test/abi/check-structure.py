@@ -17,7 +17,9 @@ it out of the baseline).  With --selftest the check is run on copies of
 the tree with one deliberate violation of each rule, each of which must
 fail, and on an unchanged copy, which must pass.
 
-usage: check-structure.py PLUGIN_DIR BASELINE [--selftest]
+--prune takes the fixed ones out of the baseline (it never adds one).
+
+usage: check-structure.py PLUGIN_DIR BASELINE [--selftest | --prune]
 """
 import os
 import re
@@ -218,6 +220,15 @@ def main():
     root, baseline = args
     if '--selftest' in sys.argv:
         return selftest(root, baseline)
+    if '--prune' in sys.argv:
+        keep = violations(root) & load_baseline(baseline)
+        with open(baseline, encoding='utf-8') as fh:
+            lines = fh.readlines()
+        with open(baseline, 'w', encoding='utf-8') as fh:
+            for line in lines:
+                entry = line.split('#', 1)[0].split()
+                if not entry or tuple(entry) in keep:
+                    fh.write(line)
     return check(root, baseline)
 
 

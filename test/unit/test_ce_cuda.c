@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "ce_pair.h"
+#include "common/cuda.h"
 #include "common/param.h"
 #include "zsm_test.h"
 
@@ -534,7 +535,7 @@ static int fake_setup(void **state)
 		fk.map[i].alloc = -1;
 	fk.next_va = FAKE_VA;
 	fk.main = pthread_self();
-	zsm_ce_cuda_use_table(&t);
+	zsm_cuda_use_table(&t);
 	return pair_setup(state);
 }
 
@@ -546,7 +547,7 @@ static int fake_teardown(void **state)
 	 * table before it goes. */
 	zsm_assert_int_eq(zsm_ce_unmap_flush(5000), 0);
 	zsm_param_load(NULL); /* a test may have changed them */
-	zsm_ce_cuda_use_table(NULL);
+	zsm_cuda_use_table(NULL);
 	for (int i = 0; i < FAKE_ALLOCS; i++)
 		free(fk.alloc[i].mem);
 	return ret;
@@ -1011,7 +1012,7 @@ static void test_ce_cuda_batches_copies_where_the_driver_can(void **state)
 	struct zsm_cuda_drv t = fake_table();
 
 	t.memcpy_batch = fake_memcpy_batch;
-	zsm_ce_cuda_use_table(&t);
+	zsm_cuda_use_table(&t);
 	pipeline_four(p);
 	zsm_assert_int_eq(fk.batches, 1);
 	zsm_assert_int_eq(fk.batch_bad_attr, 0);
@@ -1030,20 +1031,20 @@ static void test_ce_cuda_dmabuf_whole_pages(void **state)
 
 	(void)state;
 	fk.dmabuf_attr = 1;
-	zsm_ce_cuda_use_table(&t); /* no cuMemGetHandleForAddressRange */
-	zsm_assert_int_eq(zsm_ce_cuda_dmabuf_ok(), 0);
-	zsm_assert_int_eq(zsm_ce_cuda_dmabuf_get((void *)at, 10, &fd, &base,
+	zsm_cuda_use_table(&t); /* no cuMemGetHandleForAddressRange */
+	zsm_assert_int_eq(zsm_cuda_dmabuf_ok(), 0);
+	zsm_assert_int_eq(zsm_cuda_dmabuf_get((void *)at, 10, &fd, &base,
 						 &offset),
 			  -ENOSYS);
 	zsm_assert_int_eq(fd, -1);
 	t.mem_get_handle_range = fake_handle_range;
-	zsm_ce_cuda_use_table(&t);
-	zsm_assert_int_eq(zsm_ce_cuda_dmabuf_ok(), 1);
+	zsm_cuda_use_table(&t);
+	zsm_assert_int_eq(zsm_cuda_dmabuf_ok(), 1);
 	fk.dmabuf_attr = 0;
-	zsm_assert_int_eq(zsm_ce_cuda_dmabuf_ok(), 0);
+	zsm_assert_int_eq(zsm_cuda_dmabuf_ok(), 0);
 
 	/* 2 pages and a bit from 100 bytes into a page: 3 pages. */
-	zsm_assert_int_eq(zsm_ce_cuda_dmabuf_get((void *)at, 2 * page + 10,
+	zsm_assert_int_eq(zsm_cuda_dmabuf_get((void *)at, 2 * page + 10,
 						 &fd, &base, &offset),
 			  0);
 	assert_true(fd >= 0);
@@ -1056,7 +1057,7 @@ static void test_ce_cuda_dmabuf_whole_pages(void **state)
 	assert_true(offset == 100);
 	/* A driver error is an error, and no fd. */
 	fd = 7;
-	zsm_assert_int_eq(zsm_ce_cuda_dmabuf_get((void *)(FAKE_VA + page), 0,
+	zsm_assert_int_eq(zsm_cuda_dmabuf_get((void *)(FAKE_VA + page), 0,
 						 &fd, &base, &offset),
 			  -EINVAL);
 	zsm_assert_int_eq(fd, -1);
