@@ -35,7 +35,11 @@ static void h_drive(struct h_ctx *x, void *listen, unsigned ms)
  * never made).  The provider keeps each until something takes it (about
  * 17 KB on rxm: 336 MB a burst before this was fixed, for ever).  Drained,
  * the first burst's memory is the provider's to reuse: later bursts must
- * not grow the victim.
+ * not grow the victim by anything like a burst.  rxm's pool grows in
+ * 16.5 MiB chunks, and on a loaded machine a second burst that lands
+ * while the scan is still discarding the first can take a few more (4 in
+ * a CI run beside two busy loops): the limit is 128 MiB, well under the
+ * 672 MB two undrained bursts would cost.
  */
 #define H_BURSTS 3
 int h_case_strays(int rank, void *arg)
@@ -64,7 +68,7 @@ int h_case_strays(int rank, void *arg)
 			if (burst == 0)
 				before = after;
 		}
-		H_EXPECT(after - before < 64 * 1024,
+		H_EXPECT(after - before < 128 * 1024,
 			 "%d more bursts of %d stray messages grew the victim "
 			 "by %ld KiB",
 			 H_BURSTS - 1, H_STRAYS, after - before);
