@@ -116,8 +116,12 @@ static void *faulty_dl;
 static enum faulty_fault faulty_fault;
 /* Send comms open now, for FAULT_COMMS_CAP. */
 static int faulty_live_sends;
-/* FAULT_LOSE_RECV, FAULT_STALL: receives completed so far. */
+/* FAULT_LOSE_RECV, FAULT_STALL: receives completed so far.  A stall
+ * comes later than the loss: early on, a comm that has not got going yet
+ * is a whole window behind the rest and a stall then reads as a lost
+ * message (zsm-load's rule); by 2000 receives every comm is under way. */
 #define FAULTY_LOSE_AFTER 100
+#define FAULTY_STALL_AFTER 2000
 static int faulty_recvs_done;
 /* FAULT_CONNECT_STALL: when the first connect call came. */
 static struct timespec faulty_stall_t0;
@@ -614,7 +618,7 @@ static ncclResult_t faulty_test(void *request, int *done, int *sizes)
 	/* The bug: a receive that finished is reported as pending. */
 	if (q->lost ||
 	    (faulty_fault == FAULT_STALL &&
-	     faulty_recvs_done >= FAULTY_LOSE_AFTER))
+	     faulty_recvs_done >= FAULTY_STALL_AFTER))
 		return ncclSuccess;
 	if (q->held == 1) {
 		/* Never paired: post it now, in order. */
