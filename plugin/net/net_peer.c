@@ -11,7 +11,9 @@
  * lives.  While a comm to it has work outstanding and nothing was heard
  * for ZSM_PEER_CHECK_MS, a PING asks it to answer (PONG); nothing heard
  * for twice that fails every comm to it, whether the PING went out, sits
- * in a full queue or is lost behind a link that is down.  A queue that is
+ * in a full queue or is lost behind a link that is down, provided it
+ * was asked at least ZSM_PEER_CHECK_MS before (a check that runs late
+ * asks first).  A queue that is
  * full because the peer is slow is not silence: its sends still finish.
  * Nor is a large message on its way: over a stream (tcp) the PONG queues
  * behind the bytes the peer sends us first, and a 1 GiB receive brings
@@ -198,24 +200,32 @@ void zsm_net_peer_check(struct zsm_net_ep *ep, uint64_t now)
 			p->probe_ns = 0;
 			continue;
 		}
-		if (now - p->heard_ns >= 2 * every +
-					     zsm_net_peer_inbound_ns(p)) {
+		/* A probe goes out after ZSM_PEER_CHECK_MS of silence, and
+		 * the peer counts as gone only once it had that long again to
+		 * answer it while we were looking: a check that ran late (a
+		 * loaded machine) sends the probe first, it does not judge
+		 * the time it did not watch. */
+		if (now - p->heard_ns >= every && !p->probe_ns) {
+			p->probe_ns = now;
+			zsm_net_ctrl_want(busy, ZSM_CTRL_PING);
+		} else if (p->probe_ns && now - p->probe_ns >= every &&
+			   now - p->heard_ns >=
+				   2 * every + zsm_net_peer_inbound_ns(p)) {
 			/* Its connection may come back with transfers in it:
 			 * an endpoint of their own from now on. */
 			zsm_net_ep_retire(ep);
 			snprintf(why, sizeof(why),
 				 "nothing heard from pid %u for %llu ms "
-				 "(ZSM_PEER_CHECK_MS=%lld, a probe %s): its "
-				 "process or host is gone or unreachable",
+				 "(ZSM_PEER_CHECK_MS=%lld, a probe unanswered "
+				 "for %llu ms): its process or host is gone or "
+				 "unreachable",
 				 p->pid,
 				 (unsigned long long)((now - p->heard_ns) /
 						      1000000ULL),
 				 zsm_param_int(ZSM_P_PEER_CHECK_MS),
-				 p->probe_ns ? "unanswered" : "not yet sent");
+				 (unsigned long long)((now - p->probe_ns) /
+						      1000000ULL));
 			zsm_net_peer_fail(p, why);
-		} else if (now - p->heard_ns >= every && !p->probe_ns) {
-			p->probe_ns = now;
-			zsm_net_ctrl_want(busy, ZSM_CTRL_PING);
 		}
 	}
 }

@@ -71,7 +71,29 @@ static void test_net_peer_silence_fails_comms(void **state)
 	zsm_net_peer_check(&f.ep, T0 + 1500 * MS);
 	assert_true(f.comm->ctrl_want & (1u << ZSM_CTRL_PING));
 	assert_int_equal(fake_failed(&f), 0);
+	/* Silent for twice the setting, but the probe went out only 0.5 s
+	 * ago: it gets the whole setting to be answered. */
 	zsm_net_peer_check(&f.ep, T0 + 2010 * MS);
+	assert_int_equal(fake_failed(&f), 0);
+	zsm_net_peer_check(&f.ep, T0 + 2510 * MS);
+	zsm_assert_int_eq(fake_failed(&f), -ECONNRESET);
+	fake_close(&f);
+}
+
+/* A check that comes late (the machine was busy) asks before it judges:
+ * the silence it did not watch is no proof. */
+static void test_net_peer_late_check_probes_first(void **state)
+{
+	struct fake f;
+
+	(void)state;
+	fake_open(&f, 4096);
+	zsm_net_peer_check(&f.ep, T0 + 2600 * MS);
+	assert_true(f.comm->ctrl_want & (1u << ZSM_CTRL_PING));
+	assert_int_equal(fake_failed(&f), 0);
+	zsm_net_peer_check(&f.ep, T0 + 3200 * MS);
+	assert_int_equal(fake_failed(&f), 0);
+	zsm_net_peer_check(&f.ep, T0 + 3600 * MS);
 	zsm_assert_int_eq(fake_failed(&f), -ECONNRESET);
 	fake_close(&f);
 }
@@ -101,6 +123,10 @@ static void test_net_peer_heard_restarts_clock(void **state)
 	fake_open(&f, 4096);
 	zsm_net_peer_check(&f.ep, T0 + 1500 * MS);
 	zsm_net_peer_heard(f.peer, T0 + 1900 * MS);
+	/* The next probe goes at 1 s of the new silence. */
+	f.comm->ctrl_want = 0;
+	zsm_net_peer_check(&f.ep, T0 + 2950 * MS);
+	assert_true(f.comm->ctrl_want & (1u << ZSM_CTRL_PING));
 	zsm_net_peer_check(&f.ep, T0 + 3800 * MS);
 	assert_int_equal(fake_failed(&f), 0);
 	zsm_net_peer_check(&f.ep, T0 + 3950 * MS);
@@ -112,6 +138,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_net_peer_silence_fails_comms),
+		cmocka_unit_test(test_net_peer_late_check_probes_first),
 		cmocka_unit_test(test_net_peer_large_receive_is_not_silence),
 		cmocka_unit_test(test_net_peer_heard_restarts_clock),
 	};
