@@ -27,13 +27,44 @@
 #include <sys/types.h>
 
 #include "common/cuda_drv.h"
+#include "core/transport.h"
 
-struct zsm_net_comm;
-struct zsm_net_req;
 struct zsm_ce_chan;
+
+/* ce's comm ops and its progress hooks (ce_xfer.c, ce_chan.c). */
+extern const struct zsm_comm_ops zsm_ce_comm_ops;
+extern const struct zsm_transport_ops zsm_ce_progress_ops;
 
 /* Whether comms to same-host peers may use ce (ZSM_CE). */
 int zsm_ce_enabled(void);
+/*
+ * At init, once the devices are known (gpu: GPU buffers may reach some
+ * comm): say what would hold ce's GPU copies back (lazy module loading,
+ * CUDA_DEVICE_MAX_CONNECTIONS).
+ */
+void zsm_ce_init_checks(int gpu);
+/* Teardown: let the closes of peers' GPU mappings end (up to timeout_ms)
+ * and end their thread; free the registrations left. */
+void zsm_ce_fini(unsigned timeout_ms);
+
+/*
+ * The handshake, run by the core's registry over net.  The connector
+ * offers a word of its memory to read (offer: the payload's length);
+ * the listener reads it, makes the shared window and answers; the
+ * connector takes the window from the listener's process, the one its
+ * handle names.  id names the receive comm in messages.  0, or -errno
+ * with why filled (the comm then uses net).
+ */
+size_t zsm_ce_offer(void *buf, size_t cap);
+int zsm_ce_answer(const void *offer, size_t len, pid_t sender, uint32_t id,
+		  void **tp, void *answer, size_t cap, size_t *alen, char *why,
+		  size_t why_len);
+int zsm_ce_take(const void *answer, size_t len, pid_t receiver, void **tp,
+		char *why, size_t why_len);
+/* Engine: the handshake is done; comm's data moves through channel tp. */
+void zsm_ce_start(void *tp, struct zsm_comm *comm);
+/* Engine: a channel offered and not taken. */
+void zsm_ce_drop(void *tp);
 
 /*
  * regMr of host memory on a ce comm: move the whole huge-page extents of
@@ -55,55 +86,6 @@ int zsm_ce_hugepage_policy_allows(const char *enabled);
 /* Whether this machine's THP mode lets ce ask (read once; the first
  * "no" is logged at INFO). */
 int zsm_ce_hugepage_allowed(void);
-
-/*
- * The address of a word of this process that holds ZSM_CE_MAGIC: a
- * listener reads it (process_vm_readv) before it offers a window, to see
- * that it can read our memory at all.
- */
-uint64_t zsm_ce_probe_addr(void);
-/*
- * Receiver (listener), on a CONN_REQ from sender: read its probe word,
- * watch its process (pidfd), and make the shared window, whose header
- * names receive comm id and its key.  0, or -errno with why filled (the
- * comm then stays on net).
- */
-int zsm_ce_chan_create(struct zsm_ce_chan **out, pid_t sender,
-		       uint64_t probe_addr, uint32_t id, uint64_t key,
-		       char *why, size_t why_len);
-/*
- * What to tell the peer of ch's window: the receiver's fd for it and its
- * address in the receiver, or (sender) -1 and the sender's mapping.
- */
-int zsm_ce_chan_offer(const struct zsm_ce_chan *ch, int32_t *fd,
-		      uint64_t *addr);
-/*
- * Sender (connector), on the CONN_ACK: take the window's fd from the
- * receiver's process, the one the handle named (so no one else's fd is
- * ever taken), map it and check that its header names receive comm id
- * with key and that the receiver's memory can be read.  0, or -errno
- * with why filled (the comm then uses net).
- */
-int zsm_ce_chan_attach(struct zsm_ce_chan **out, pid_t receiver, int fd,
-		       uint64_t addr, uint32_t id, uint64_t key, char *why,
-		       size_t why_len);
-/* Engine: the handshake is done; data requests of comm go through ce. */
-void zsm_ce_chan_start(struct zsm_ce_chan *ch, struct zsm_net_comm *comm,
-		       pid_t peer);
-/* Engine: the comm failed: end ch's requests with err. */
-void zsm_ce_chan_fail(struct zsm_ce_chan *ch, int err);
-/*
- * Engine: the comm closes or failed before starting: end its requests
- * with err, tell the peer, wait for a copy in flight, unmap.
- */
-void zsm_ce_chan_close(struct zsm_ce_chan *ch, int err);
-
-extern const struct zsm_transport_ops zsm_ce_ops;
-
-/* Teardown: let the closes of peers' GPU mappings end (up to timeout_ms)
- * and end their thread; a close still waiting for the device is left
- * behind, with a warning. */
-void zsm_ce_unmap_stop(unsigned timeout_ms);
 
 /*
  * GPU buffers (ce_cuda.c), over the process's CUDA state (common/cuda.h).

@@ -19,6 +19,8 @@
 
 #include "ce/ce.h"
 #include "ce/ce_int.h"
+#include "common/cuda.h"
+#include "common/idmap.h"
 #include "common/log.h"
 #include "common/param.h"
 #include "proxy/proxy.h"
@@ -245,7 +247,7 @@ err:
 	return ret;
 }
 
-void zsm_ce_chan_start(struct zsm_ce_chan *ch, struct zsm_net_comm *comm,
+void zsm_ce_chan_start(struct zsm_ce_chan *ch, struct zsm_comm *comm,
 		       pid_t peer)
 {
 	ch->comm = comm;
@@ -298,4 +300,184 @@ void zsm_ce_chan_close(struct zsm_ce_chan *ch, int err)
 			sched_yield();
 	}
 	zsm_ce_chan_free(ch);
+}
+
+/* What the handshake carries for ce (core/registry.c frames it). */
+struct zsm_ce_offer_msg {
+	uint64_t probe_addr; /* a word of the connector's to read */
+};
+struct zsm_ce_answer_msg {
+	int32_t fd;	/* the window's fd in the listener */
+	uint32_t id;	/* the receive comm its header names */
+	uint64_t addr;	/* the window's address in the listener */
+	uint64_t key;	/* and the key its header holds */
+};
+_Static_assert(sizeof(struct zsm_ce_answer_msg) == 24,
+	       "ce's answer is wire format");
+
+size_t zsm_ce_offer(void *buf, size_t cap)
+{
+	struct zsm_ce_offer_msg m = {.probe_addr = zsm_ce_probe_addr()};
+
+	if (cap < sizeof(m))
+		return 0;
+	memcpy(buf, &m, sizeof(m));
+	return sizeof(m);
+}
+
+int zsm_ce_answer(const void *offer, size_t len, pid_t sender, uint32_t id,
+		  void **tp, void *answer, size_t cap, size_t *alen, char *why,
+		  size_t why_len)
+{
+	struct zsm_ce_offer_msg o;
+	struct zsm_ce_answer_msg a = {.id = id, .key = zsm_random64()};
+	struct zsm_ce_chan *ch;
+	int ret;
+
+	if (len != sizeof(o) || cap < sizeof(a)) {
+		snprintf(why, why_len, "its offer is not ce's");
+		return -EPROTO;
+	}
+	memcpy(&o, offer, sizeof(o));
+	ret = zsm_ce_chan_create(&ch, sender, o.probe_addr, id, a.key, why,
+				 why_len);
+	if (ret)
+		return ret;
+	if (zsm_ce_chan_offer(ch, &a.fd, &a.addr)) {
+		snprintf(why, why_len, "the window has no fd to offer");
+		zsm_ce_chan_close(ch, -ECANCELED);
+		return -EIO;
+	}
+	memcpy(answer, &a, sizeof(a));
+	*alen = sizeof(a);
+	*tp = ch;
+	return 0;
+}
+
+int zsm_ce_take(const void *answer, size_t len, pid_t receiver, void **tp,
+		char *why, size_t why_len)
+{
+	struct zsm_ce_answer_msg a;
+	struct zsm_ce_chan *ch;
+	int ret;
+
+	if (len != sizeof(a)) {
+		snprintf(why, why_len, "its answer is not ce's");
+		return -EPROTO;
+	}
+	memcpy(&a, answer, sizeof(a));
+	ret = zsm_ce_chan_attach(&ch, receiver, a.fd, a.addr, a.id, a.key,
+				 why, why_len);
+	if (ret)
+		return ret;
+	*tp = ch;
+	return 0;
+}
+
+void zsm_ce_start(void *tp, struct zsm_comm *comm)
+{
+	zsm_ce_chan_start(tp, comm, (pid_t)comm->peer.pid);
+}
+
+void zsm_ce_drop(void *tp)
+{
+	zsm_ce_chan_close(tp, -ECANCELED);
+}
+
+/* The comm ops' close: end the channel now, then the comm. */
+static void zsm_ce_close_op(struct zsm_comm *c)
+{
+	zsm_ce_chan_close(c->tp, -ECANCELED);
+	c->tp = NULL;
+	zsm_comm_release(c);
+}
+
+static void zsm_ce_fail_op(struct zsm_comm *c, int err)
+{
+	zsm_ce_chan_fail(c->tp, err);
+}
+
+/* ce's copies are complete on the device before test() says done, and
+ * host memory is visible once it did: nothing to read back. */
+static int zsm_ce_flush_op(struct zsm_comm *c, int n, void **data,
+			   const int *sizes, struct zsm_mr **mrs,
+			   struct zsm_req *req, int *flush)
+{
+	(void)c;
+	(void)n;
+	(void)data;
+	(void)sizes;
+	(void)mrs;
+	(void)req;
+	*flush = 0;
+	return 0;
+}
+
+static int zsm_ce_needs_mr(const struct zsm_comm *c)
+{
+	(void)c;
+	return 0;
+}
+
+const struct zsm_comm_ops zsm_ce_comm_ops = {
+	.name = "ce",
+	.req_size = sizeof(struct zsm_ce_req),
+	.post = zsm_ce_xfer_post,
+	.close = zsm_ce_close_op,
+	.fail = zsm_ce_fail_op,
+	.reg_mr = zsm_ce_mr_reg,
+	.mr_free = zsm_ce_mr_free,
+	.mr_forget = zsm_ce_mr_forget,
+	.flush = zsm_ce_flush_op,
+	.needs_mr = zsm_ce_needs_mr,
+	.drop_link = zsm_ce_drop,
+};
+
+/*
+ * Streams share the device's hardware queues, in order, once there are
+ * more of them than CUDA_DEVICE_MAX_CONNECTIONS (8 unless set): ce's
+ * copy stream may then sit behind NCCL's kernel, which spins until the
+ * copy lands.  Frameworks set 1 to order their kernels; say what it
+ * costs here.
+ */
+static void zsm_ce_check_connections(void)
+{
+	const char *v = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+	char *end;
+	long n;
+
+	if (!v || !*v)
+		return;
+	n = strtol(v, &end, 10);
+	if (*end || n >= 8)
+		return;
+	ZSM_WARN("ce: CUDA_DEVICE_MAX_CONNECTIONS=%s gives each GPU fewer "
+		 "hardware queues than the default 8: ce's copies for a "
+		 "same-host comm can queue behind the NCCL kernel that waits "
+		 "for them, and NCCL hangs; unset it, or keep GPU buffers "
+		 "off ce (ZSM_CE_GPU=0, NCCL_NET_GDR_LEVEL unset)",
+		 v);
+}
+
+void zsm_ce_init_checks(int gpu)
+{
+	if (!gpu || !zsm_ce_enabled())
+		return;
+	/* GPU buffers of same-host comms are copied by ce on a stream while
+	 * NCCL's kernel waits for them (docs/ce.md, "Lazy module loading"). */
+	if (zsm_cuda_lazy())
+		ZSM_WARN("ce: CUDA loads modules lazily (CUDA_MODULE_LOADING="
+			 "LAZY, the default): when NCCL hands GPU buffers to "
+			 "a same-host comm, a kernel loaded while NCCL's "
+			 "kernel waits for one of ce's copies can hold that "
+			 "copy back for ever; set CUDA_MODULE_LOADING=EAGER");
+	zsm_ce_check_connections();
+}
+
+void zsm_ce_fini(unsigned timeout_ms)
+{
+	zsm_proxy_lock();
+	zsm_ce_mr_close_all();
+	zsm_proxy_unlock();
+	zsm_ce_unmap_stop(timeout_ms);
 }

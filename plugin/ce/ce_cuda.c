@@ -150,7 +150,7 @@ static int zsm_ce_cuda_import(struct zsm_ce_chan *ch, const struct zsm_ce_slot *
 		err = -errno;
 		ZSM_WARN("ce: receive comm %u: taking pid %d's cuMem export: "
 			 "%s",
-			 ch->comm->local_id, (int)ch->peer_pid,
+			 ch->comm->id, (int)ch->peer_pid,
 			 strerror(errno));
 		return err;
 	}
@@ -170,7 +170,7 @@ static int zsm_ce_cuda_import(struct zsm_ce_chan *ch, const struct zsm_ce_slot *
 					"(%llu bytes)",
 					(int)ch->peer_pid,
 					(unsigned long long)m->size);
-		ZSM_WARN("ce: receive comm %u: %s", ch->comm->local_id, why);
+		ZSM_WARN("ce: receive comm %u: %s", ch->comm->id, why);
 		return err;
 	}
 	return 0;
@@ -218,12 +218,12 @@ static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
 	t0 = zsm_now_ns();
 	ZSM_INFO("ce: receive comm %u opens pid %d's GPU allocation %llu "
 		 "(%llu bytes, %s)",
-		 ch->comm->local_id, (int)ch->peer_pid,
+		 ch->comm->id, (int)ch->peer_pid,
 		 (unsigned long long)s->reg_id,
 		 (unsigned long long)s->alloc_size,
 		 s->vmm_fd >= 0 ? "cuMem export" : "IPC handle");
 	m->reg_id = s->reg_id;
-	m->comm_id = ch->comm->local_id;
+	m->comm_id = ch->comm->id;
 	m->peer = ch->peer_pid;
 	/* The caller made ctx current: the mapping lives there. */
 	zsm_cuda_table()->ctx_get_current(&m->ctx);
@@ -245,7 +245,7 @@ static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
 						"cuIpcOpenMemHandle of pid "
 						"%d's buffer",
 						(int)ch->peer_pid);
-			ZSM_WARN("ce: receive comm %u: %s", ch->comm->local_id,
+			ZSM_WARN("ce: receive comm %u: %s", ch->comm->id,
 				 why);
 			free(m);
 			return err;
@@ -255,7 +255,7 @@ static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
 	ch->maps = m;
 	*ptr = m->ptr;
 	ZSM_INFO("ce: receive comm %u: allocation %llu open in %.3f ms",
-		 ch->comm->local_id, (unsigned long long)s->reg_id,
+		 ch->comm->id, (unsigned long long)s->reg_id,
 		 (double)(zsm_now_ns() - t0) / 1e6);
 	return 0;
 }
@@ -297,7 +297,7 @@ static int zsm_ce_stream_get(struct zsm_ce_chan *ch, zsm_cu_context ctx,
 	}
 	if (!free_slot) {
 		ZSM_WARN("ce: receive comm %u: more than %d CUDA contexts",
-			 ch->comm->local_id, ZSM_CE_STREAMS);
+			 ch->comm->id, ZSM_CE_STREAMS);
 		return -ENOSPC;
 	}
 	/* Non-blocking, and first in line: NCCL's kernel may be spinning
@@ -309,7 +309,7 @@ static int zsm_ce_stream_get(struct zsm_ce_chan *ch, zsm_cu_context ctx,
 	if (res != ZSM_CU_SUCCESS) {
 		int err = zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
 					    "a copy stream for comm %u",
-					    ch->comm->local_id);
+					    ch->comm->id);
 
 		ZSM_WARN("ce: %s", why);
 		return err;
@@ -379,7 +379,7 @@ static int zsm_ce_cuda_stream(struct zsm_ce_chan *ch, zsm_cu_context ctx)
 	if (res != ZSM_CU_SUCCESS) {
 		ret = zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
 					"an event for comm %u",
-					ch->comm->local_id);
+					ch->comm->id);
 		ZSM_WARN("ce: %s", why);
 		zsm_ce_cuda_stream_drop(ch);
 		return ret;
@@ -419,7 +419,7 @@ static int zsm_ce_cuda_start(struct zsm_ce_chan *ch, zsm_cu_context ctx,
 	if (res != ZSM_CU_SUCCESS) {
 		ret = zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
 					"copying %zu bytes", n);
-		ZSM_WARN("ce: receive comm %u: %s", ch->comm->local_id, why);
+		ZSM_WARN("ce: receive comm %u: %s", ch->comm->id, why);
 		return ret;
 	}
 	ch->gpu_busy = 1;
@@ -490,7 +490,7 @@ int zsm_ce_cuda_pipe_issue(struct zsm_ce_chan *ch)
 		int err = zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
 					    "queueing %u copies", n);
 
-		ZSM_WARN("ce: receive comm %u: %s", ch->comm->local_id, why);
+		ZSM_WARN("ce: receive comm %u: %s", ch->comm->id, why);
 		return err;
 	}
 	ch->pipe[last].last = 1;
@@ -511,7 +511,7 @@ static int zsm_ce_cuda_event_done(struct zsm_ce_chan *ch, zsm_cu_event e,
 	if (res == ZSM_CU_SUCCESS)
 		return 1;
 	ret = zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
-				"%s of comm %u", what, ch->comm->local_id);
+				"%s of comm %u", what, ch->comm->id);
 	ZSM_WARN("ce: %s", why);
 	return ret;
 }
@@ -594,7 +594,7 @@ void *zsm_ce_cuda_bounce(struct zsm_ce_chan *ch, zsm_cu_context ctx)
 		zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
 				  "pinning a %zu-byte bounce buffer",
 				  (size_t)ZSM_CE_CHUNK);
-		ZSM_WARN("ce: receive comm %u: %s", ch->comm->local_id, why);
+		ZSM_WARN("ce: receive comm %u: %s", ch->comm->id, why);
 		free(ch->bounce);
 		ch->bounce = NULL;
 	}

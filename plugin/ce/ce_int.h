@@ -7,8 +7,45 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ce/ce.h"
 #include "common/cuda_drv.h"
-#include "net/net.h"
+#include "core/transport.h"
+
+/* ce's request: the core's, and its place in the channel. */
+struct zsm_ce_req {
+	struct zsm_req base; /* first */
+	struct zsm_ce_req *next; /* the channel's list, engine only */
+	uint64_t seq;		 /* a send's number */
+	/* A receive's buffers: 0 open, 1 a message took it, 2 done. */
+	uint8_t sub[ZSM_MAX_RECVS];
+};
+
+static inline struct zsm_ce_req *zsm_ce_req_of(struct zsm_req *r)
+{
+	return zsm_container_of(r, struct zsm_ce_req, base);
+}
+
+/* ce's registration: device memory (its IPC handle and context), or
+ * host memory, which needs nothing. */
+struct zsm_ce_mr {
+	struct zsm_mr base; /* first */
+	int gpu;
+	struct zsm_ce_gpu_mr g;
+	struct zsm_ce_mr *next, **prev; /* every one, for teardown */
+};
+
+/* The device memory buffer i of r is in, or NULL (host memory). */
+static inline const struct zsm_ce_gpu_mr *zsm_ce_gpu(const struct zsm_ce_req *r,
+						     int i)
+{
+	const struct zsm_mr *m = r->base.mh[i];
+	const struct zsm_ce_mr *cm;
+
+	if (!m || m->ops != &zsm_ce_comm_ops)
+		return NULL;
+	cm = (const struct zsm_ce_mr *)(const void *)m;
+	return cm->gpu ? &cm->g : NULL;
+}
 
 /*
  * Slots in a window: at least as many as requests a comm can have, so a
@@ -92,7 +129,7 @@ enum { ZSM_CE_SENDER = 0, ZSM_CE_RECEIVER = 1 };
 
 struct zsm_ce_gpu_op {
 	uint64_t seq;		  /* the slot's message number */
-	struct zsm_net_req *req;  /* and the receive it lands in */
+	struct zsm_ce_req *req;   /* and the receive it lands in */
 	int sub;
 	int last;		  /* ends a group: pipe_ev[its index] follows it */
 	uint64_t size;
@@ -140,15 +177,15 @@ struct zsm_ce_chan {
 	int pidfd;	  /* the peer process: readable once it exits */
 	pid_t peer_pid;
 	int side;	  /* ZSM_CE_SENDER or ZSM_CE_RECEIVER */
-	struct zsm_net_comm *comm;
+	struct zsm_comm *comm;
 	/* Engine only. */
 	uint64_t next;	  /* sender: next send's number; receiver: next to take */
 	uint64_t oldest;  /* sender: oldest send not yet done */
-	struct zsm_net_req *head, *tail; /* sends published / receives posted */
+	struct zsm_ce_req *head, *tail; /* sends published / receives posted */
 	/* Receiver: the send being copied, if any, and its slot as it was
 	 * when taken: the sender can write the slot at any time, so what
 	 * was checked is what is used. */
-	struct zsm_net_req *cur_req;
+	struct zsm_ce_req *cur_req;
 	struct zsm_ce_slot cur;
 	int cur_sub;
 	uint64_t cur_off;
@@ -268,10 +305,65 @@ void zsm_ce_cuda_chan_fini(struct zsm_ce_chan *ch);
  */
 int zsm_ce_cuda_forget(struct zsm_ce_chan *ch);
 
+/*
+ * The address of a word of this process that holds ZSM_CE_MAGIC: a
+ * listener reads it (process_vm_readv) before it offers a window, to see
+ * that it can read our memory at all.
+ */
+uint64_t zsm_ce_probe_addr(void);
+/*
+ * Receiver (listener), on a connection request from sender: read its
+ * probe word, watch its process (pidfd), and make the shared window,
+ * whose header names receive comm id and its key.  0, or -errno with
+ * why filled (the comm then stays on net).
+ */
+int zsm_ce_chan_create(struct zsm_ce_chan **out, pid_t sender,
+		       uint64_t probe_addr, uint32_t id, uint64_t key,
+		       char *why, size_t why_len);
+/*
+ * What to tell the peer of ch's window: the receiver's fd for it and its
+ * address in the receiver, or (sender) -1 and the sender's mapping.
+ */
+int zsm_ce_chan_offer(const struct zsm_ce_chan *ch, int32_t *fd,
+		      uint64_t *addr);
+/*
+ * Sender (connector), on the answer: take the window's fd from the
+ * receiver's process, the one the handle named (so no one else's fd is
+ * ever taken), map it and check that its header names receive comm id
+ * with key and that the receiver's memory can be read.  0, or -errno
+ * with why filled (the comm then uses net).
+ */
+int zsm_ce_chan_attach(struct zsm_ce_chan **out, pid_t receiver, int fd,
+		       uint64_t addr, uint32_t id, uint64_t key, char *why,
+		       size_t why_len);
+/* Engine: the handshake is done; data requests of comm go through ce. */
+void zsm_ce_chan_start(struct zsm_ce_chan *ch, struct zsm_comm *comm,
+		       pid_t peer);
+/* Engine: the comm failed: end ch's requests with err. */
+void zsm_ce_chan_fail(struct zsm_ce_chan *ch, int err);
+/*
+ * Engine: the comm closes or failed before starting: end its requests
+ * with err, tell the peer, wait for a copy in flight, unmap.
+ */
+void zsm_ce_chan_close(struct zsm_ce_chan *ch, int err);
+/* Let the closes of peers' GPU mappings end (up to timeout_ms) and end
+ * their thread; a close still waiting for the device is left behind,
+ * with a warning. */
+void zsm_ce_unmap_stop(unsigned timeout_ms);
+
 /* ce_chan.c: a copy of fd of the process behind pidfd, or -1 (errno). */
 int zsm_ce_pidfd_getfd(int pidfd, int fd);
 /* ce_chan.c: whether the peer process has exited (its pidfd is readable). */
 int zsm_ce_peer_gone(const struct zsm_ce_chan *ch);
+/* ce_xfer.c: the comm ops' post (engine). */
+int zsm_ce_xfer_post(struct zsm_req *req);
+/* ce_mr.c: the comm ops' registration hooks. */
+int zsm_ce_mr_reg(struct zsm_comm *c, void *data, size_t size, int type,
+		  int dmabuf_fd, uint64_t offset, struct zsm_mr **out);
+void zsm_ce_mr_free(struct zsm_mr *mr);
+void zsm_ce_mr_forget(struct zsm_comm *c, struct zsm_mr *mr);
+/* Teardown: every registration left goes (engine lock). */
+void zsm_ce_mr_close_all(void);
 /* ce_xfer.c: end every request still in ch with err (engine). */
 void zsm_ce_xfer_abort(struct zsm_ce_chan *ch, int err);
 /* ce_xfer.c: every started channel. */

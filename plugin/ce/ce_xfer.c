@@ -24,45 +24,41 @@ static struct zsm_ce_slot *zsm_ce_slot_of(struct zsm_ce_chan *ch, uint64_t n)
 	return &ch->win->slots[n % ZSM_CE_SLOTS];
 }
 
-static void zsm_ce_push(struct zsm_ce_chan *ch, struct zsm_net_req *req)
+static void zsm_ce_push(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
 {
-	req->ce_next = NULL;
+	req->next = NULL;
 	if (ch->tail)
-		ch->tail->ce_next = req;
+		ch->tail->next = req;
 	else
 		ch->head = req;
 	ch->tail = req;
 }
 
-static void zsm_ce_unlink(struct zsm_ce_chan *ch, struct zsm_net_req *req)
+static void zsm_ce_unlink(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
 {
-	struct zsm_net_req *prev = NULL, *r;
+	struct zsm_ce_req *prev = NULL, *r;
 
-	for (r = ch->head; r && r != req; r = r->ce_next)
+	for (r = ch->head; r && r != req; r = r->next)
 		prev = r;
 	if (!r)
 		return;
 	if (prev)
-		prev->ce_next = r->ce_next;
+		prev->next = r->next;
 	else
-		ch->head = r->ce_next;
+		ch->head = r->next;
 	if (ch->tail == r)
 		ch->tail = prev;
 }
 
 /* Publish the result; test() may free and reuse req from here on. */
-static void zsm_ce_publish(struct zsm_net_req *req)
+static void zsm_ce_publish(struct zsm_ce_req *req)
 {
-	/* release: pairs with the acquire in zsm_test; sizes and the
-	 * received bytes are visible before the state. */
-	atomic_store_explicit(&req->state, req->error ? req->error
-						       : ZSM_REQ_DONE,
-			      memory_order_release);
+	zsm_req_publish(&req->base);
 }
 
 void zsm_ce_xfer_abort(struct zsm_ce_chan *ch, int err)
 {
-	struct zsm_net_req *req;
+	struct zsm_ce_req *req;
 
 	/* Pipelined copies still write into these receives: let them land
 	 * before NCCL may reuse the buffers. */
@@ -71,24 +67,19 @@ void zsm_ce_xfer_abort(struct zsm_ce_chan *ch, int err)
 	ch->cur_req = NULL;
 	ch->claiming = 0;
 	while ((req = ch->head)) {
-		ch->head = req->ce_next;
-		if (!req->error)
-			req->error = err;
+		ch->head = req->next;
+		if (!req->base.error)
+			req->base.error = err;
 		zsm_ce_publish(req);
 	}
 	ch->tail = NULL;
 }
 
+/* The core says it, once, and comes back through zsm_ce_chan_fail. */
 static void zsm_ce_fail(struct zsm_ce_chan *ch, int err, const char *why)
 {
-	if (ch->failed)
-		return;
-	ch->failed = 1;
-	ZSM_WARN("ce: %s comm %u: %s; failing it",
-		 ch->side == ZSM_CE_SENDER ? "send" : "receive",
-		 ch->comm->local_id, why);
-	zsm_net_comm_fail(ch->comm, err, NULL);
-	zsm_ce_xfer_abort(ch, err);
+	if (!ch->failed)
+		zsm_comm_fail(ch->comm, err, why);
 }
 
 /*
@@ -124,29 +115,29 @@ static ssize_t zsm_ce_peer_copy(struct zsm_ce_chan *ch, void *local,
 	return got ? got : -EIO;
 }
 
-static int zsm_ce_post_send(struct zsm_ce_chan *ch, struct zsm_net_req *req)
+static int zsm_ce_post_send(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
 {
 	struct zsm_ce_slot *s;
 
 	/* seq_cst: see struct zsm_ce_window. */
 	if (atomic_load(&ch->win->closed[ZSM_CE_RECEIVER])) {
-		req->error = -ECONNRESET;
+		req->base.error = -ECONNRESET;
 		zsm_ce_publish(req);
 		return 0;
 	}
 	if (ch->next - ch->oldest >= ZSM_CE_SLOTS)
 		return -EAGAIN;
 	s = zsm_ce_slot_of(ch, ch->next);
-	s->addr = (uint64_t)(uintptr_t)req->data[0];
-	s->size = req->len[0];
-	s->tag = req->tag[0];
+	s->addr = (uint64_t)(uintptr_t)req->base.data[0];
+	s->size = req->base.len[0];
+	s->tag = req->base.tag[0];
 	s->err = 0;
 	s->len = 0;
-	s->gpu = req->mh[0] && req->mh[0]->gpu;
+	s->gpu = zsm_ce_gpu(req, 0) != NULL;
 	s->vmm_fd = -1;
 	if (s->gpu) {
 		/* The receiver opens our allocation and copies from it. */
-		const struct zsm_ce_gpu_mr *g = &req->mh[0]->gpu_mr;
+		const struct zsm_ce_gpu_mr *g = zsm_ce_gpu(req, 0);
 
 		s->ipc = g->ipc;
 		s->ipc_off = s->addr - g->base;
@@ -154,37 +145,36 @@ static int zsm_ce_post_send(struct zsm_ce_chan *ch, struct zsm_net_req *req)
 		s->reg_id = g->reg_id;
 		s->alloc_size = g->alloc_size;
 	}
-	req->ce_seq = ch->next;
+	req->seq = ch->next;
 	zsm_ce_push(ch, req);
-	/* release: pairs with the acquire in zsm_ce_take; the slot's fields
+	/* release: pairs with the acquire in zsm_ce_match; the slot's fields
 	 * are written before the receiver sees its number. */
 	atomic_store_explicit(&s->seq, ch->next + 1, memory_order_release);
 	ch->next++;
 	return 0;
 }
 
-static int zsm_ce_post(struct zsm_desc *desc)
+int zsm_ce_xfer_post(struct zsm_req *b)
 {
-	struct zsm_net_req *req = (struct zsm_net_req *)desc;
-	struct zsm_net_comm *comm = req->comm;
-	struct zsm_ce_chan *ch = comm->ce;
-	/* acquire: pairs with the release in zsm_net_comm_fail. */
-	int err = atomic_load_explicit(&comm->error, memory_order_acquire);
+	struct zsm_ce_req *req = zsm_ce_req_of(b);
+	struct zsm_comm *comm = b->comm;
+	struct zsm_ce_chan *ch = comm->tp;
+	int err = zsm_comm_error(comm);
 
 	if (comm->closing || !ch)
 		err = -ECANCELED;
 	if (err) {
-		req->error = err;
+		req->base.error = err;
 		zsm_ce_publish(req);
 		return 0;
 	}
-	if (req->type == ZSM_REQ_SEND)
+	if (req->base.type == ZSM_REQ_SEND)
 		return zsm_ce_post_send(ch, req);
-	for (int i = 0; i < req->n; i++) {
-		req->ops[i].posted = 0;
-		req->sizes[i] = 0;
+	for (int i = 0; i < req->base.n; i++) {
+		req->sub[i] = 0;
+		req->base.sizes[i] = 0;
 	}
-	req->remaining = req->n;
+	req->base.remaining = req->base.n;
 	zsm_ce_push(ch, req);
 	return 0;
 }
@@ -246,16 +236,16 @@ static int zsm_ce_copy_pieces(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
  */
 static int zsm_ce_help(struct zsm_ce_chan *ch)
 {
-	struct zsm_net_req *req = ch->head;
+	struct zsm_ce_req *req = ch->head;
 	struct zsm_ce_slot *s;
 	uint64_t mark;
 	int ret;
 
 	if (!req)
 		return 0;
-	s = zsm_ce_slot_of(ch, req->ce_seq);
-	mark = req->ce_seq + 1;
-	/* acquire: pairs with the release in zsm_ce_take.  helped is ours:
+	s = zsm_ce_slot_of(ch, req->seq);
+	mark = req->seq + 1;
+	/* acquire: pairs with the release in zsm_ce_match.  helped is ours:
 	 * relaxed. */
 	if (atomic_load_explicit(&s->matched, memory_order_acquire) != mark ||
 	    atomic_load_explicit(&s->helped, memory_order_relaxed) == mark)
@@ -265,7 +255,7 @@ static int zsm_ce_help(struct zsm_ce_chan *ch)
 		ch->help_left = 0;
 		s->help_err = 0;
 	}
-	ret = zsm_ce_copy_pieces(ch, s, req->len[0], req->data[0], s->dst,
+	ret = zsm_ce_copy_pieces(ch, s, req->base.len[0], req->base.data[0], s->dst,
 				 &ch->help_off, &ch->help_left);
 	if (ret > 0)
 		return 1; /* more next pass */
@@ -284,22 +274,22 @@ static int zsm_ce_help(struct zsm_ce_chan *ch)
 /* Sender: finish, in order, the sends the receiver marked Complete. */
 static int zsm_ce_progress_sender(struct zsm_ce_chan *ch)
 {
-	struct zsm_net_req *req;
+	struct zsm_ce_req *req;
 	int events = zsm_ce_help(ch);
 
 	while ((req = ch->head)) {
-		struct zsm_ce_slot *s = zsm_ce_slot_of(ch, req->ce_seq);
+		struct zsm_ce_slot *s = zsm_ce_slot_of(ch, req->seq);
 
 		/* acquire: pairs with the release in zsm_ce_complete. */
 		if (atomic_load_explicit(&s->done, memory_order_acquire) !=
-		    req->ce_seq + 1)
+		    req->seq + 1)
 			break;
-		ch->head = req->ce_next;
+		ch->head = req->next;
 		if (!ch->head)
 			ch->tail = NULL;
-		ch->oldest = req->ce_seq + 1;
-		req->error = s->err;
-		req->sizes[0] = (int)req->len[0];
+		ch->oldest = req->seq + 1;
+		req->base.error = s->err;
+		req->base.sizes[0] = (int)req->base.len[0];
 		zsm_ce_publish(req);
 		events++;
 	}
@@ -310,14 +300,14 @@ static int zsm_ce_progress_sender(struct zsm_ce_chan *ch)
 }
 
 /* Receiver: one sub-receive of req is over. */
-static void zsm_ce_sub_done(struct zsm_ce_chan *ch, struct zsm_net_req *req,
+static void zsm_ce_sub_done(struct zsm_ce_chan *ch, struct zsm_ce_req *req,
 			    int sub, int err, size_t len)
 {
-	req->ops[sub].posted = 2;
-	req->sizes[sub] = (int)len;
-	if (err && !req->error)
-		req->error = err;
-	if (--req->remaining == 0) {
+	req->sub[sub] = 2;
+	req->base.sizes[sub] = (int)len;
+	if (err && !req->base.error)
+		req->base.error = err;
+	if (--req->base.remaining == 0) {
 		zsm_ce_unlink(ch, req);
 		zsm_ce_publish(req);
 	}
@@ -325,7 +315,7 @@ static void zsm_ce_sub_done(struct zsm_ce_chan *ch, struct zsm_net_req *req,
 
 /* Receiver: message seq is over; its slot goes back to the sender. */
 static void zsm_ce_finish(struct zsm_ce_chan *ch, uint64_t seq,
-			  struct zsm_net_req *req, int sub, int err, size_t len)
+			  struct zsm_ce_req *req, int sub, int err, size_t len)
 {
 	struct zsm_ce_slot *s = zsm_ce_slot_of(ch, seq);
 
@@ -341,7 +331,7 @@ static void zsm_ce_finish(struct zsm_ce_chan *ch, uint64_t seq,
 /* Receiver: the current send is over. */
 static void zsm_ce_complete(struct zsm_ce_chan *ch, int err, size_t len)
 {
-	struct zsm_net_req *req = ch->cur_req;
+	struct zsm_ce_req *req = ch->cur_req;
 	uint64_t seq = ch->next++;
 
 	ch->cur_req = NULL;
@@ -375,9 +365,9 @@ static int zsm_ce_copy_from_gpu(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 	return 1;
 }
 
-static int zsm_ce_recv_gpu(const struct zsm_net_req *req, int sub)
+static int zsm_ce_recv_gpu(const struct zsm_ce_req *req, int sub)
 {
-	return req->mh[sub] && req->mh[sub]->gpu;
+	return zsm_ce_gpu(req, sub) != NULL;
 }
 
 /*
@@ -388,16 +378,16 @@ static int zsm_ce_recv_gpu(const struct zsm_net_req *req, int sub)
  * copies each piece up.  Returns 1 when the send is over.
  */
 static int zsm_ce_copy_mixed(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
-			     struct zsm_net_req *req)
+			     struct zsm_ce_req *req)
 {
 	int sub = ch->cur_sub, ret;
-	zsm_cu_deviceptr dst = (zsm_cu_deviceptr)(uintptr_t)req->data[sub];
+	zsm_cu_deviceptr dst = (zsm_cu_deviceptr)(uintptr_t)req->base.data[sub];
 	size_t n;
 	ssize_t got;
 
 	if (s->gpu) {
 		const struct zsm_ce_gpu_mr *g =
-			zsm_ce_recv_gpu(req, sub) ? &req->mh[sub]->gpu_mr : NULL;
+			zsm_ce_gpu(req, sub);
 
 		return zsm_ce_copy_from_gpu(ch, s, g ? g->ctx : NULL,
 					    g ? g->dev : 0, dst);
@@ -419,7 +409,7 @@ static int zsm_ce_copy_mixed(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 		zsm_ce_complete(ch, 0, s->size);
 		return 1;
 	}
-	if (!zsm_ce_cuda_bounce(ch, req->mh[sub]->gpu_mr.ctx)) {
+	if (!zsm_ce_cuda_bounce(ch, zsm_ce_gpu(req, sub)->ctx)) {
 		zsm_ce_complete(ch, -ENOMEM, ch->cur_off);
 		return 1;
 	}
@@ -427,8 +417,8 @@ static int zsm_ce_copy_mixed(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 		n = ZSM_CE_CHUNK;
 	got = zsm_ce_peer_copy(ch, ch->bounce, s->addr + ch->cur_off, n);
 	ret = got < 0 ? (int)got
-		      : zsm_ce_cuda_copy_up(ch, req->mh[sub]->gpu_mr.ctx,
-					    req->mh[sub]->gpu_mr.dev,
+		      : zsm_ce_cuda_copy_up(ch, zsm_ce_gpu(req, sub)->ctx,
+					    zsm_ce_gpu(req, sub)->dev,
 					    dst + ch->cur_off, ch->bounce,
 					    (size_t)got);
 	if (ret) {
@@ -444,7 +434,7 @@ static int zsm_ce_copy_failed(struct zsm_ce_chan *ch, ssize_t err, size_t n)
 {
 	if (err != -ECONNRESET)
 		ZSM_WARN("ce: receive comm %u: reading %zu bytes of pid %d: %s",
-			 ch->comm->local_id, n, (int)ch->peer_pid,
+			 ch->comm->id, n, (int)ch->peer_pid,
 			 strerror((int)-err));
 	return err == -ECONNRESET ? -ECONNRESET : -EIO;
 }
@@ -455,11 +445,11 @@ static int zsm_ce_copy_failed(struct zsm_ce_chan *ch, ssize_t err, size_t n)
  * when the send is over.
  */
 static int zsm_ce_copy_shared(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
-			      struct zsm_net_req *req)
+			      struct zsm_ce_req *req)
 {
 	if (!ch->claims_over) {
 		int ret = zsm_ce_copy_pieces(ch, s, ch->cur.size,
-					     req->data[ch->cur_sub],
+					     req->base.data[ch->cur_sub],
 					     ch->cur.addr, &ch->cur_off,
 					     &ch->piece_left);
 
@@ -494,7 +484,7 @@ static int zsm_ce_copy_shared(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 			ZSM_INFO("ce: receive comm %u: pid %d cannot write into "
 				 "this process (%s): this side copies whole "
 				 "messages from now on",
-				 ch->comm->local_id, (int)ch->peer_pid,
+				 ch->comm->id, (int)ch->peer_pid,
 				 strerror(-s->help_err));
 		ch->no_help = 1;
 		/* The piece it could not write, by the one-side path; the
@@ -516,7 +506,7 @@ static int zsm_ce_copy_shared(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 static int zsm_ce_copy(struct zsm_ce_chan *ch)
 {
 	struct zsm_ce_slot *s = zsm_ce_slot_of(ch, ch->next);
-	struct zsm_net_req *req = ch->cur_req;
+	struct zsm_ce_req *req = ch->cur_req;
 	size_t n;
 	ssize_t got;
 
@@ -533,7 +523,7 @@ static int zsm_ce_copy(struct zsm_ce_chan *ch)
 		if (n > ZSM_CE_CHUNK)
 			n = ZSM_CE_CHUNK;
 		got = zsm_ce_peer_copy(ch,
-				       (char *)req->data[ch->cur_sub] +
+				       (char *)req->base.data[ch->cur_sub] +
 					       ch->cur_off,
 				       ch->cur.addr + ch->cur_off, n);
 		if (got < 0) {
@@ -553,11 +543,11 @@ static int zsm_ce_copy(struct zsm_ce_chan *ch)
  * Receiver: match the next published send to the oldest posted receive
  * that has a free sub-receive of its tag.  Returns 1 when it took one.
  */
-static int zsm_ce_take(struct zsm_ce_chan *ch)
+static int zsm_ce_match(struct zsm_ce_chan *ch)
 {
 	struct zsm_ce_slot *s = zsm_ce_slot_of(ch, ch->next);
 	struct zsm_ce_slot *m = &ch->cur;
-	struct zsm_net_req *req;
+	struct zsm_ce_req *req;
 	int i = 0;
 
 	/* acquire: pairs with the release in zsm_ce_post_send. */
@@ -575,26 +565,26 @@ static int zsm_ce_take(struct zsm_ce_chan *ch)
 	m->ipc = s->ipc;
 	m->reg_id = s->reg_id;
 	m->alloc_size = s->alloc_size;
-	for (req = ch->head; req; req = req->ce_next) {
-		for (i = 0; i < req->n; i++)
-			if (req->ops[i].posted == 0 && req->tag[i] == m->tag)
+	for (req = ch->head; req; req = req->next) {
+		for (i = 0; i < req->base.n; i++)
+			if (req->sub[i] == 0 && req->base.tag[i] == m->tag)
 				break;
-		if (i < req->n)
+		if (i < req->base.n)
 			break;
 	}
 	if (!req)
 		return 0; /* its receive is not posted yet */
-	req->ops[i].posted = 1;
+	req->sub[i] = 1;
 	ch->cur_req = req;
 	ch->cur_sub = i;
 	ch->cur_off = 0;
 	ch->cur_end = m->size;
-	if (m->size > req->len[i]) {
+	if (m->size > req->base.len[i]) {
 		/* test() says it; the sizes are for a debugging eye. */
 		ZSM_INFO("ce: receive comm %u: a %llu-byte message for a "
 			 "%zu-byte receive (tag %d)",
-			 ch->comm->local_id, (unsigned long long)m->size,
-			 req->len[i], m->tag);
+			 ch->comm->id, (unsigned long long)m->size,
+			 req->base.len[i], m->tag);
 		zsm_ce_complete(ch, -EMSGSIZE, 0);
 	} else if (m->size >= ZSM_CE_SPLIT_MIN && !ch->no_help && !m->gpu &&
 		   !zsm_ce_recv_gpu(req, i)) {
@@ -603,7 +593,7 @@ static int zsm_ce_take(struct zsm_ce_chan *ch)
 		ch->claims_over = 0;
 		ch->claim_err = 0;
 		ch->piece_left = 0;
-		s->dst = (uint64_t)(uintptr_t)req->data[i];
+		s->dst = (uint64_t)(uintptr_t)req->base.data[i];
 		/* relaxed: published by the release below. */
 		atomic_store_explicit(&s->claim, 0, memory_order_relaxed);
 		/* release: pairs with the acquire in zsm_ce_help; dst and
@@ -647,7 +637,7 @@ static int zsm_ce_pipe_reap(struct zsm_ce_chan *ch)
 static int zsm_ce_pipe_join(struct zsm_ce_chan *ch)
 {
 	const struct zsm_ce_slot *s = &ch->cur;
-	struct zsm_net_req *req = ch->cur_req;
+	struct zsm_ce_req *req = ch->cur_req;
 	int sub = ch->cur_sub, ret;
 	struct zsm_ce_gpu_op *op;
 
@@ -655,9 +645,9 @@ static int zsm_ce_pipe_join(struct zsm_ce_chan *ch)
 	    ch->gpu_busy)
 		return 0;
 	op = &ch->pipe[(ch->pipe_head + ch->pipe_n) % ZSM_CE_PIPE];
-	op->dst = (zsm_cu_deviceptr)(uintptr_t)req->data[sub];
-	ret = zsm_ce_cuda_pipe_add(ch, req->mh[sub]->gpu_mr.ctx,
-				   req->mh[sub]->gpu_mr.dev, s, op);
+	op->dst = (zsm_cu_deviceptr)(uintptr_t)req->base.data[sub];
+	ret = zsm_ce_cuda_pipe_add(ch, zsm_ce_gpu(req, sub)->ctx,
+				   zsm_ce_gpu(req, sub)->dev, s, op);
 	if (ret == -EAGAIN)
 		return 0; /* the current-copy path, once the pipe drains */
 	if (ret) {
@@ -708,7 +698,7 @@ static int zsm_ce_progress_receiver(struct zsm_ce_chan *ch)
 		}
 		/* A full pipe takes no more: a GPU message taken now would
 		 * wait for the whole pipe to drain on the one-copy path. */
-		if (ch->pipe_n == ZSM_CE_PIPE || !zsm_ce_take(ch))
+		if (ch->pipe_n == ZSM_CE_PIPE || !zsm_ce_match(ch))
 			break;
 		events++;
 		zsm_ce_pipe_join(ch);
@@ -736,7 +726,7 @@ static uint64_t zsm_ce_fingerprint(const struct zsm_ce_chan *ch)
 	h = h * 31 + (uint64_t)(uintptr_t)ch->cur_req;
 	h = h * 31 + (uint64_t)ch->gpu_busy;
 	h = h * 31 + ch->pipe_head * 64 + ch->pipe_n;
-	return h * 31 + (ch->head ? ch->head->remaining : 0);
+	return h * 31 + (ch->head ? ch->head->base.remaining : 0);
 }
 
 /*
@@ -747,18 +737,18 @@ static void zsm_ce_say_stall(struct zsm_ce_chan *ch)
 {
 	struct zsm_ce_slot *s = zsm_ce_slot_of(
 		ch, ch->side == ZSM_CE_SENDER ? ch->oldest : ch->next);
-	const struct zsm_net_req *r = ch->head;
+	const struct zsm_ce_req *r = ch->head;
 	char subs[160] = "";
 	size_t used = 0;
 
-	for (int i = 0; r && i < r->n && used < sizeof(subs); i++)
+	for (int i = 0; r && i < r->base.n && used < sizeof(subs); i++)
 		used += (size_t)snprintf(subs + used, sizeof(subs) - used,
-					 " [tag %d, %zu B, %s, %s]", r->tag[i],
-					 r->len[i],
-					 r->mh[i] && r->mh[i]->gpu ? "gpu"
+					 " [tag %d, %zu B, %s, %s]", r->base.tag[i],
+					 r->base.len[i],
+					 zsm_ce_gpu(r, i) ? "gpu"
 								   : "host",
-					 r->ops[i].posted == 2	 ? "done"
-					 : r->ops[i].posted == 1 ? "taken"
+					 r->sub[i] == 2	 ? "done"
+					 : r->sub[i] == 1 ? "taken"
 								 : "open");
 	/* acquire, both: pair with the releases in zsm_ce_post_send and
 	 * zsm_ce_complete; only read for the message.  A GPU copy that has
@@ -768,7 +758,7 @@ static void zsm_ce_say_stall(struct zsm_ce_chan *ch)
 		 "(slot seq %llu, done %llu, %llu B, tag %d, %s), oldest "
 		 "request %s%s, copy %s at %llu of %llu",
 		 ch->side == ZSM_CE_SENDER ? "send" : "receive",
-		 ch->comm->local_id, ZSM_CE_STALL_NS / 1000000000ULL,
+		 ch->comm->id, ZSM_CE_STALL_NS / 1000000000ULL,
 		 (unsigned long long)(ch->side == ZSM_CE_SENDER ? ch->oldest
 								 : ch->next),
 		 (unsigned long long)atomic_load_explicit(
@@ -776,7 +766,7 @@ static void zsm_ce_say_stall(struct zsm_ce_chan *ch)
 		 (unsigned long long)atomic_load_explicit(
 			 &s->done, memory_order_acquire),
 		 (unsigned long long)s->size, s->tag, s->gpu ? "gpu" : "host",
-		 r ? (r->type == ZSM_REQ_SEND ? "send" : "receive") : "none",
+		 r ? (r->base.type == ZSM_REQ_SEND ? "send" : "receive") : "none",
 		 subs,
 		 ch->gpu_busy || ch->pipe_n ? zsm_ce_cuda_copy_state(ch)
 		 : ch->cur_req ? "host" : "none",
@@ -840,9 +830,8 @@ static int zsm_ce_busy(void)
 	return 0;
 }
 
-const struct zsm_transport_ops zsm_ce_ops = {
+const struct zsm_transport_ops zsm_ce_progress_ops = {
 	.name = "ce",
-	.post = zsm_ce_post,
 	.progress = zsm_ce_progress,
 	.busy = zsm_ce_busy,
 };

@@ -19,6 +19,8 @@
 #define ZSM_NCCL_MAX_REQUESTS 32
 /* Requests a comm accepts in flight: NCCL's per-comm count x maxRecvs. */
 #define ZSM_MAX_REQUESTS (ZSM_NCCL_MAX_REQUESTS * ZSM_MAX_RECVS)
+/* The largest tag a send or receive may carry. */
+#define ZSM_TAG_MAX ((1U << 24) - 1)
 /* The connection handle NCCL ships between ranks, in bytes. */
 #define ZSM_HANDLE_BYTES 128
 /* A rail or plane id that says "not set". */

@@ -13,13 +13,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "ce/ce.h"
 #include "common/cuda.h"
 #include "common/handle.h"
 #include "common/log.h"
 #include "core/api.h"
+#include "core/comm.h"
 #include "core/plugin.h"
-#include "net/net.h"
+#include "net/net_api.h"
 #include "proxy/proxy.h"
 
 static void *zsm_entry_handle_out(uint64_t h)
@@ -48,7 +48,7 @@ static int zsm_entry_lookup(const char *call, const void *h,
 
 /* A send or receive comm, for the calls that take either. */
 static int zsm_entry_any_comm(const char *call, const void *h,
-			      struct zsm_net_comm **c)
+			      struct zsm_comm **c)
 {
 	void *obj;
 
@@ -69,16 +69,16 @@ static int zsm_entry_null(const char *call, const char *what)
 }
 
 /* Give NCCL comm c as a new handle of type; on failure c is closed. */
-static int zsm_entry_publish_comm(struct zsm_net_comm *c,
+static int zsm_entry_publish_comm(struct zsm_comm *c,
 				  enum zsm_handle_type type, void **out)
 {
 	uint64_t h;
 	int ret = zsm_handle_open(type, c, &h);
 
 	if (ret) {
-		ZSM_WARN("net: out of memory for a %s handle",
+		ZSM_WARN("%s: out of memory for a %s handle", c->ops->name,
 			 zsm_handle_type_name(type));
-		zsm_net_comm_close(c);
+		zsm_comm_close(c);
 		return ret;
 	}
 	/* release: pairs with the engine's acquire loads (expiry). */
@@ -87,9 +87,18 @@ static int zsm_entry_publish_comm(struct zsm_net_comm *c,
 	return 0;
 }
 
+/* Engine lock held: a comm that never reached NCCL goes. */
+static void zsm_entry_drop_comm(struct zsm_comm *c)
+{
+	if (c->ops)
+		zsm_comm_close_locked(c);
+	else
+		zsm_comm_release(c);
+}
+
 int zsm_listen(void *ctx, int dev, void *handle, void **listen_comm)
 {
-	struct zsm_net_comm *lc = NULL;
+	struct zsm_comm *lc;
 	int ret;
 
 	(void)ctx;
@@ -102,15 +111,67 @@ int zsm_listen(void *ctx, int dev, void *handle, void **listen_comm)
 		ret = zsm_plugin_dev_check(dev);
 	if (ret)
 		return ret;
-	ret = zsm_net_comm_listen(dev, handle, &lc);
+	zsm_proxy_lock();
+	lc = zsm_comm_new(ZSM_COMM_LISTEN);
+	ret = lc ? zsm_net_listen(dev, handle, lc) : -ENOMEM;
+	if (ret && lc)
+		zsm_entry_drop_comm(lc);
+	zsm_proxy_unlock();
 	if (ret)
 		return ret;
 	return zsm_entry_publish_comm(lc, ZSM_H_LISTEN, listen_comm);
 }
 
+/*
+ * A connect: the first call starts it, later ones (NCCL calls again
+ * with the same handle until it has a comm) find it; each returns at
+ * once, with a comm once the listener answered.
+ */
+static int zsm_entry_connect(int dev, void *handle, struct zsm_comm **out)
+{
+	struct zsm_comm *sc = NULL;
+	int ret, state;
+
+	*out = NULL;
+	if (!zsm_net_handle_ok(handle))
+		return -EINVAL;
+	/* The proxy thread is in a pass (a new rxm connection can hold it
+	 * for tens of ms): "not yet", NCCL calls again. */
+	if (zsm_proxy_caller_enter())
+		return 0;
+	ret = zsm_net_connect_find(dev, handle, &sc);
+	if (ret == 0) {
+		sc = zsm_comm_new(ZSM_COMM_SEND);
+		ret = sc ? zsm_net_connect_start(dev, handle, sc) : -ENOMEM;
+		if (ret && sc)
+			zsm_entry_drop_comm(sc);
+		if (ret)
+			goto out;
+	} else if (ret < 0) {
+		goto out;
+	}
+	ret = 0;
+	if (zsm_proxy_caller_drives())
+		zsm_proxy_pass_locked();
+	/* acquire: pairs with the release in zsm_comm_answered and
+	 * zsm_comm_fail. */
+	state = atomic_load_explicit(&sc->state, memory_order_acquire);
+	if (state == ZSM_COMM_CONNECTED) {
+		*out = sc;
+	} else if (state == ZSM_COMM_FAILED) {
+		/* relaxed: ordered by the acquire of state above. */
+		ret = atomic_load_explicit(&sc->error, memory_order_relaxed);
+		zsm_net_connect_forget(handle);
+		zsm_comm_close_locked(sc);
+	}
+out:
+	zsm_proxy_caller_leave();
+	return ret;
+}
+
 int zsm_connect(void *ctx, int dev, void *handle, void **send_comm)
 {
-	struct zsm_net_comm *sc = NULL;
+	struct zsm_comm *sc = NULL;
 	int ret;
 
 	(void)ctx;
@@ -123,7 +184,7 @@ int zsm_connect(void *ctx, int dev, void *handle, void **send_comm)
 		ret = zsm_plugin_dev_check(dev);
 	if (ret)
 		return ret;
-	ret = zsm_net_comm_connect(dev, handle, &sc);
+	ret = zsm_entry_connect(dev, handle, &sc);
 	if (ret || !sc)
 		return ret;
 	return zsm_entry_publish_comm(sc, ZSM_H_SEND, send_comm);
@@ -131,7 +192,7 @@ int zsm_connect(void *ctx, int dev, void *handle, void **send_comm)
 
 int zsm_accept(void *listen_comm, void **recv_comm)
 {
-	struct zsm_net_comm *lc, *rc = NULL;
+	struct zsm_comm *lc, *rc = NULL;
 	int ret;
 
 	if (!recv_comm)
@@ -144,16 +205,22 @@ int zsm_accept(void *listen_comm, void **recv_comm)
 			       (void **)&lc);
 	if (ret)
 		return ret;
-	ret = zsm_net_comm_accept(lc, &rc);
-	if (ret || !rc)
-		return ret;
+	/* As in connect: never wait for the proxy thread's pass. */
+	if (zsm_proxy_caller_enter())
+		return 0;
+	if (zsm_proxy_caller_drives())
+		zsm_proxy_pass_locked();
+	rc = zsm_net_accept(lc);
+	zsm_proxy_caller_leave();
+	if (!rc)
+		return 0;
 	return zsm_entry_publish_comm(rc, ZSM_H_RECV, recv_comm);
 }
 
 static int zsm_entry_close(const char *call, void *h,
 			   enum zsm_handle_type type)
 {
-	struct zsm_net_comm *c;
+	struct zsm_comm *c;
 	int ret;
 
 	if (!h)
@@ -174,7 +241,7 @@ static int zsm_entry_close(const char *call, void *h,
 	}
 	/* release: pairs with the engine's acquire loads (expiry). */
 	atomic_store_explicit(&c->handle, 0, memory_order_release);
-	return zsm_net_comm_close(c);
+	return zsm_comm_close(c);
 }
 
 int zsm_close_send(void *send_comm)
@@ -223,50 +290,20 @@ static int zsm_entry_host_range_ok(const void *data, size_t size)
 	return 1;
 }
 
-static int zsm_entry_mr_publish(struct zsm_net_mr *mr, void **mh)
+static int zsm_entry_mr_publish(struct zsm_mr *mr, void **mh)
 {
 	uint64_t h;
 	int ret = zsm_handle_open(ZSM_H_MR, mr, &h);
 
 	if (ret) {
-		ZSM_WARN("net: out of memory for a registration handle");
-		zsm_net_mr_put(mr);
+		ZSM_WARN("%s: out of memory for a registration handle",
+			 mr->ops->name);
+		zsm_mr_put(mr);
 		return ret;
 	}
 	mr->handle = h;
 	*mh = zsm_entry_handle_out(h);
 	return 0;
-}
-
-/*
- * Device memory: only a same-host (ce) comm can move it without FI_HMEM;
- * there the registration is its IPC handle, nothing is given to the
- * provider.
- */
-static int zsm_entry_reg_gpu(struct zsm_net_comm *c, void *data, size_t size,
-			     struct zsm_net_mr **out)
-{
-	struct zsm_ce_gpu_mr g;
-	int ret;
-
-	if (!zsm_cuda_ready()) {
-		ZSM_WARN("regMr of GPU memory, but no CUDA driver was "
-			 "loaded (ptrSupport says host only)");
-		return -EINVAL;
-	}
-	if (!c->ce) {
-		if (c->ep->dev->gdr.reg != ZSM_HMEM_REG_NONE)
-			return zsm_net_mr_reg(c->ep, data, size, ZSM_MEM_CUDA,
-					      out);
-		ZSM_WARN("net: %s: GPU buffers on a comm to another host, "
-			 "and this device takes host memory only (%s)",
-			 c->ep->dev->name, c->ep->dev->gdr.why);
-		return -EOPNOTSUPP;
-	}
-	ret = zsm_ce_cuda_mr_prepare(data, size, &g);
-	if (ret)
-		return ret;
-	return zsm_net_mr_adopt_gpu(c->ep, &g, out);
 }
 
 static int zsm_entry_reg_check(const char *call, void *data, size_t size,
@@ -294,65 +331,57 @@ static int zsm_entry_reg_check(const char *call, void *data, size_t size,
 	return 0;
 }
 
-int zsm_reg_mr(void *comm, void *data, size_t size, int type, void **mh)
+/* regMr and regMrDmaBuf: fd >= 0 with its offset names a dma-buf. */
+static int zsm_entry_reg(const char *call, void *comm, void *data,
+			 size_t size, int type, int fd, uint64_t offset,
+			 void **mh)
 {
-	struct zsm_net_comm *c;
-	struct zsm_net_mr *mr;
-	int ret = zsm_entry_reg_check("regMr", data, size, type, mh);
+	struct zsm_comm *c;
+	struct zsm_mr *mr;
+	int ret = zsm_entry_reg_check(call, data, size, type, mh);
 
 	if (!ret)
-		ret = zsm_plugin_enter("regMr");
+		ret = zsm_plugin_enter(call);
 	if (!ret)
-		ret = zsm_entry_any_comm("regMr", comm, &c);
+		ret = zsm_entry_any_comm(call, comm, &c);
 	if (ret)
 		return ret;
-	if (type == ZSM_MEM_DMABUF) {
-		ZSM_WARN("regMr: dma-buf memory comes through regMrDmaBuf");
+	if (type != ZSM_MEM_HOST && !zsm_cuda_ready()) {
+		ZSM_WARN("%s of GPU memory, but no CUDA driver was loaded "
+			 "(ptrSupport says host only)",
+			 call);
 		return -EINVAL;
 	}
-	if (type == ZSM_MEM_CUDA) {
-		ret = zsm_entry_reg_gpu(c, data, size, &mr);
-	} else {
-		/* A refusal is logged there and costs speed only. */
-		if (c->ce)
-			(void)zsm_ce_hugepage_prepare(data, size);
-		ret = zsm_net_mr_reg(c->ep, data, size, type, &mr);
-	}
+	ret = c->ops->reg_mr(c, data, size,
+			     type == ZSM_MEM_HOST ? ZSM_MEM_HOST : ZSM_MEM_CUDA,
+			     fd, offset, &mr);
 	if (ret)
 		return ret;
 	return zsm_entry_mr_publish(mr, mh);
+}
+
+int zsm_reg_mr(void *comm, void *data, size_t size, int type, void **mh)
+{
+	if (type == ZSM_MEM_DMABUF) {
+		if (mh)
+			*mh = NULL;
+		ZSM_WARN("regMr: dma-buf memory comes through regMrDmaBuf");
+		return -EINVAL;
+	}
+	return zsm_entry_reg("regMr", comm, data, size, type, -1, 0, mh);
 }
 
 int zsm_reg_mr_dmabuf(void *comm, void *data, size_t size, int type,
 		      uint64_t offset, int fd, void **mh)
 {
-	struct zsm_net_comm *c;
-	struct zsm_net_mr *mr;
-	int ret = zsm_entry_reg_check("regMrDmaBuf", data, size, type, mh);
-
-	if (!ret)
-		ret = zsm_plugin_enter("regMrDmaBuf");
-	if (!ret)
-		ret = zsm_entry_any_comm("regMrDmaBuf", comm, &c);
-	if (ret)
-		return ret;
-	/* Only devices that register dma-bufs advertise them; ce maps GPU
-	 * memory by IPC, and host memory is plain memory. */
-	if (type == ZSM_MEM_HOST || c->ce ||
-	    c->ep->dev->gdr.reg != ZSM_HMEM_REG_DMABUF || fd < 0)
-		return zsm_reg_mr(comm, data, size,
-				  type == ZSM_MEM_HOST ? type : ZSM_MEM_CUDA,
-				  mh);
-	ret = zsm_net_mr_reg_dmabuf(c->ep, data, size, fd, offset, &mr);
-	if (ret)
-		return ret;
-	return zsm_entry_mr_publish(mr, mh);
+	return zsm_entry_reg("regMrDmaBuf", comm, data, size, type,
+			     type == ZSM_MEM_HOST ? -1 : fd, offset, mh);
 }
 
 int zsm_dereg_mr(void *comm, void *mh)
 {
-	struct zsm_net_mr *mr;
-	struct zsm_net_comm *c = NULL;
+	struct zsm_mr *mr;
+	struct zsm_comm *c = NULL;
 	void *obj;
 	int ret;
 
@@ -367,93 +396,91 @@ int zsm_dereg_mr(void *comm, void *mh)
 		return ret;
 	}
 	mr->handle = 0;
-	if (mr->gpu &&
+	if (mr->ops->mr_forget &&
 	    !zsm_handle_get((uint64_t)(uintptr_t)comm, ZSM_H_SEND, &obj))
 		c = obj;
-	/* The receiver holds our allocation open (and its memory alive)
-	 * until told: NCCL may free the buffer next.  Requests still using
-	 * the registration keep it until they end. */
-	if (c) {
+	/* The peer may hold what it opened for the registration until told
+	 * (NCCL may free the buffer next).  Requests still using it keep
+	 * it until they end. */
+	if (c && c->ops == mr->ops) {
 		zsm_proxy_lock();
-		if (c->ce)
-			zsm_ce_chan_forget(c->ce, &mr->gpu_mr);
+		mr->ops->mr_forget(c, mr);
 		zsm_proxy_unlock();
 	}
-	zsm_net_mr_put(mr);
+	zsm_mr_put(mr);
 	return 0;
 }
 
 /* The registration behind mh for a transfer on c, held: NULL and 0 when
  * there is none and c can do without. */
-static int zsm_entry_mr_take(const char *call, struct zsm_net_comm *c,
-			     void *mh, struct zsm_net_mr **out)
+static int zsm_entry_mr_take(const char *call, struct zsm_comm *c, void *mh,
+			     struct zsm_mr **out)
 {
-	struct zsm_net_mr *mr;
+	struct zsm_mr *mr;
 	int ret;
 
 	*out = NULL;
 	if (!mh) {
-		if (!c->ep->needs_mr)
+		if (!c->ops->needs_mr(c))
 			return 0;
-		ZSM_WARN("%s: %s needs registered buffers, and this one came "
-			 "without a memory handle",
-			 call, c->ep->dev->name);
+		ZSM_WARN("%s: %s: %s needs registered buffers, and this one "
+			 "came without a memory handle",
+			 call, c->ops->name, c->dev);
 		return -EINVAL;
 	}
 	ret = zsm_entry_lookup(call, mh, ZSM_H_MR, (void **)&mr);
 	if (ret)
 		return ret;
-	zsm_net_mr_hold(mr);
+	if (mr->ops != c->ops) {
+		/* Host memory needs no registration where the comm's
+		 * transport needs none; anything else is the other
+		 * transport's and means nothing here. */
+		if (mr->type == ZSM_MEM_HOST && !c->ops->needs_mr(c))
+			return 0;
+		ZSM_WARN("%s: registration %p was made on a comm that moves "
+			 "its data by %s, and this comm uses %s",
+			 call, mh, mr->ops->name, c->ops->name);
+		return -EINVAL;
+	}
+	zsm_mr_hold(mr);
 	*out = mr;
 	return 0;
 }
 
-static int zsm_entry_comm_error(struct zsm_net_comm *c)
+static int zsm_entry_comm_error(struct zsm_comm *c)
 {
-	/* acquire: pairs with the release in zsm_net_comm_fail. */
-	return atomic_load_explicit(&c->error, memory_order_acquire);
+	return zsm_comm_error(c);
 }
 
 static int zsm_entry_tag_check(const char *call, int tag)
 {
-	if (tag < 0 || (unsigned)tag > ZSM_TAG_USER_MAX) {
-		ZSM_WARN("%s: tag %d outside [0, %u]", call, tag,
-			 ZSM_TAG_USER_MAX);
+	if (tag < 0 || (unsigned)tag > ZSM_TAG_MAX) {
+		ZSM_WARN("%s: tag %d outside [0, %u]", call, tag, ZSM_TAG_MAX);
 		return -EINVAL;
 	}
 	return 0;
 }
 
-/* Buffer i of a request, and the libfabric operation that moves it. */
-static void zsm_entry_req_buf(struct zsm_net_req *req, int i,
-			      enum zsm_net_op_kind kind, void *data, size_t len,
-			      int tag, struct zsm_net_mr *mh, void *desc)
+/* Buffer i of a request. */
+static void zsm_entry_req_buf(struct zsm_req *req, int i, void *data,
+			      size_t len, int tag, struct zsm_mr *mh)
 {
 	req->data[i] = data;
 	req->len[i] = len;
 	req->tag[i] = tag;
-	req->mr_desc[i] = desc;
 	req->mh[i] = mh;
-	req->ops[i].req = req;
-	req->ops[i].kind = kind;
-	req->ops[i].index = (uint8_t)i;
-	req->ops[i].posted = 0;
 }
 
 /*
  * Queue req and give NCCL its handle; a full queue frees it and gives a
  * NULL request, which NCCL retries (wait: a flush, which it does not).
  */
-static void zsm_entry_submit(struct zsm_net_req *req, int wait,
-			     void **request)
+static void zsm_entry_submit(struct zsm_req *req, int wait, void **request)
 {
-	/* A comm on a same-host channel moves its data through ce. */
-	if (req->comm->ce)
-		req->desc.ops = &zsm_ce_ops;
 	if (wait) {
 		zsm_proxy_submit_wait(&req->desc);
 	} else if (zsm_proxy_submit(&req->desc)) {
-		zsm_net_req_free(req);
+		zsm_req_free(req);
 		return;
 	}
 	*request = zsm_entry_handle_out(zsm_handle_arm(req->handle_index));
@@ -462,9 +489,9 @@ static void zsm_entry_submit(struct zsm_net_req *req, int wait,
 int zsm_isend(void *send_comm, void *data, size_t size, int tag, void *mh,
 	      void **request)
 {
-	struct zsm_net_comm *c;
-	struct zsm_net_req *req;
-	struct zsm_net_mr *mr;
+	struct zsm_comm *c;
+	struct zsm_req *req;
+	struct zsm_mr *mr;
 	int ret;
 
 	if (!request)
@@ -490,17 +517,16 @@ int zsm_isend(void *send_comm, void *data, size_t size, int tag, void *mh,
 	ret = zsm_entry_mr_take("isend", c, mh, &mr);
 	if (ret)
 		return ret;
-	req = zsm_net_req_alloc(c);
+	req = zsm_req_alloc(c);
 	if (!req) {
 		if (mr)
-			zsm_net_mr_put(mr);
+			zsm_mr_put(mr);
 		return 0; /* NCCL retries a NULL request */
 	}
 	req->type = ZSM_REQ_SEND;
 	req->n = 1;
 	req->remaining = 1;
-	zsm_entry_req_buf(req, 0, ZSM_OP_SEND, data, size, tag, mr,
-			  mr ? mr->desc : NULL);
+	zsm_entry_req_buf(req, 0, data, size, tag, mr);
 	zsm_entry_submit(req, 0, request);
 	return 0;
 }
@@ -508,9 +534,9 @@ int zsm_isend(void *send_comm, void *data, size_t size, int tag, void *mh,
 int zsm_irecv(void *recv_comm, int n, void **data, const size_t *sizes,
 	      const int *tags, void **mhs, void **request)
 {
-	struct zsm_net_mr *mr[ZSM_MAX_RECVS] = {0};
-	struct zsm_net_comm *c;
-	struct zsm_net_req *req;
+	struct zsm_mr *mr[ZSM_MAX_RECVS] = {0};
+	struct zsm_comm *c;
+	struct zsm_req *req;
 	int ret, i;
 
 	if (!request)
@@ -538,61 +564,31 @@ int zsm_irecv(void *recv_comm, int n, void **data, const size_t *sizes,
 	for (i = 0; i < n && !ret; i++)
 		ret = zsm_entry_mr_take("irecv", c, mhs ? mhs[i] : NULL,
 					&mr[i]);
-	req = ret ? NULL : zsm_net_req_alloc(c);
+	req = ret ? NULL : zsm_req_alloc(c);
 	if (!req) {
 		for (i = 0; i < n; i++)
 			if (mr[i])
-				zsm_net_mr_put(mr[i]);
+				zsm_mr_put(mr[i]);
 		return ret; /* 0: NCCL retries a NULL request */
 	}
 	req->type = ZSM_REQ_RECV;
 	req->n = (uint8_t)n;
 	req->remaining = (uint8_t)n;
 	for (i = 0; i < n; i++) {
-		zsm_entry_req_buf(req, i, ZSM_OP_RECV, data[i], sizes[i],
-				  tags[i], mr[i], mr[i] ? mr[i]->desc : NULL);
+		zsm_entry_req_buf(req, i, data[i], sizes[i], tags[i], mr[i]);
 		req->sizes[i] = 0;
 	}
 	zsm_entry_submit(req, 0, request);
 	return 0;
 }
 
-/*
- * The buffer a flush reads back: the last one that received bytes (the
- * NIC's writes to it were the last posted), or -1 when none did or the
- * device's plan needs no flush for its memory.
- */
-static int zsm_entry_flush_pick(const struct zsm_net_comm *c, int n,
-				const int *sizes, void **mhs,
-				struct zsm_net_mr **mr, int *err)
-{
-	const struct zsm_net_hmem_plan *plan = &c->ep->dev->gdr;
-	int last = -1;
-
-	if (!plan->flush_gpu && !plan->flush_host)
-		return -1;
-	for (int i = n - 1; i >= 0 && last < 0; i--)
-		if (sizes[i] > 0)
-			last = i;
-	if (last < 0)
-		return -1;
-	*err = zsm_entry_lookup("iflush", mhs ? mhs[last] : NULL, ZSM_H_MR,
-				(void **)mr);
-	if (*err)
-		return -1;
-	if (!((*mr)->type == ZSM_MEM_CUDA ? plan->flush_gpu
-					   : plan->flush_host))
-		return -1;
-	return last;
-}
-
 int zsm_iflush(void *recv_comm, int n, void **data, const int *sizes,
 	       void **mhs, void **request)
 {
-	struct zsm_net_comm *c;
-	struct zsm_net_req *req;
-	struct zsm_net_mr *mr = NULL;
-	int last, ret;
+	struct zsm_mr *mrs[ZSM_MAX_RECVS] = {0};
+	struct zsm_comm *c;
+	struct zsm_req *req;
+	int flush = 0, ret;
 
 	if (!request)
 		return zsm_entry_null("iflush", "request");
@@ -608,48 +604,46 @@ int zsm_iflush(void *recv_comm, int n, void **data, const int *sizes,
 			 ZSM_MAX_RECVS, data && sizes ? "" : ", NULL arrays");
 		return -EINVAL;
 	}
-	/* ce's copies are complete on the device before test() says done;
-	 * host memory is visible once test() said done. */
-	if (c->ce)
-		return 0;
-	last = zsm_entry_flush_pick(c, n, sizes, mhs, &mr, &ret);
-	if (last < 0)
+	/* Whether the transport may read anything back at all, before any
+	 * handle is looked at or a request taken. */
+	ret = c->ops->flush(c, n, data, sizes, mrs, NULL, &flush);
+	if (ret || !flush)
 		return ret;
+	/* It reads back at most one buffer, the last that got bytes: only
+	 * that one's handle must be good. */
+	for (int i = n - 1; i >= 0; i--) {
+		if (sizes[i] <= 0)
+			continue;
+		if (mhs && mhs[i]) {
+			ret = zsm_entry_lookup("iflush", mhs[i], ZSM_H_MR,
+					       (void **)&mrs[i]);
+			if (ret)
+				return ret;
+		}
+		break;
+	}
 	ret = zsm_entry_comm_error(c);
 	if (ret)
 		return ret;
-	req = zsm_net_req_alloc(c);
+	req = zsm_req_alloc(c);
 	if (!req) {
 		/* A NULL request would say "flushed": fail instead. */
 		ZSM_WARN("iflush: no request left on this comm (%d in use)",
 			 ZSM_MAX_REQUESTS);
 		return -ENOMEM;
 	}
-	/* A few bytes suffice: the read cannot pass the NIC's earlier
-	 * writes to the GPU, so once it is back they have landed. */
-	if (zsm_net_mr_flush_target(mr, data[last], &req->rma_addr,
-				    &req->rma_key)) {
-		ZSM_WARN("iflush: buffer %d has no provider registration to "
-			 "read back",
-			 last);
-		zsm_net_req_free(req);
-		return -EINVAL;
+	ret = c->ops->flush(c, n, data, sizes, mrs, req, &flush);
+	if (ret || !flush) {
+		zsm_req_free(req);
+		return ret;
 	}
-	/* The read names mr's provider registration: keep it alive. */
-	zsm_net_mr_hold(mr);
-	req->type = ZSM_REQ_FLUSH;
-	req->n = 1;
-	req->remaining = 1;
-	zsm_entry_req_buf(req, 0, ZSM_OP_FLUSH, c->ep->flush_buf,
-			  sizes[last] < 8 ? (size_t)sizes[last] : 8, 0, mr,
-			  c->ep->flush_desc);
 	zsm_entry_submit(req, 1, request);
 	return 0;
 }
 
 int zsm_test(void *request, int *done, int *sizes)
 {
-	struct zsm_net_req *req;
+	struct zsm_req *req;
 	int state, ret;
 
 	if (!done)
@@ -679,11 +673,11 @@ int zsm_test(void *request, int *done, int *sizes)
 			sizes[0] = req->sizes[0];
 	}
 	if (state < 0 && state != -ECANCELED)
-		ZSM_WARN("%s failed: %s", zsm_net_req_what(req),
+		ZSM_WARN("%s failed: %s", zsm_req_what(req),
 			 state == -EMSGSIZE
 				 ? "the message is larger than the posted "
 				   "receive buffer"
 				 : strerror(-state));
-	zsm_net_req_free(req);
+	zsm_req_free(req);
 	return state < 0 ? state : 0;
 }

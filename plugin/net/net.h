@@ -28,15 +28,18 @@
  *   listen(): id L, nonce N
  *     handle {magic, version, L, N, pid, host, address} --(NCCL)-->
  *                                              connect(): comm S, key Ks
- *           <------ CONN_REQ {N, S, Ks, pid, host, address, ce offer}
- *   comm R (key Kr, data key Dr), ce window if the connector is on this
- *   host and can be read
- *     CONN_ACK {Ks, R, Kr, Dr, pid, host, window, credit} -->
- *                                              takes the window from the
- *                                              handle's pid, or not;
+ *           <------ CONN_REQ {N, S, Ks, pid, host, address, offer}
+ *   comm R (key Kr, data key Dr), the core's answer to the offer
+ *     CONN_ACK {Ks, R, Kr, Dr, pid, host, answer, credit} -->
+ *                                              the core takes what the
+ *                                              answer offers, or not;
  *                                              connect() returns S
- *           <------ CONN_DONE {Kr, ce on/off}
+ *           <------ CONN_DONE {Kr, what was taken}
  *   accept() returns R
+ *
+ * The offer, answer and word of what was taken are opaque to net: the
+ * core's registry fills and reads them (another transport for the data
+ * of a same-host comm, see core/transport.h).
  *
  * A CONN_REQ that names no listener, or the wrong nonce, is answered at
  * once with a refusing CONN_ACK.  PING and PONG probe a silent peer
@@ -54,9 +57,8 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 
-#include "ce/ce.h"
 #include "common/idmap.h"
-#include "core/api.h"
+#include "core/transport.h"
 #include "net/net_credit.h"
 #include "net/net_fi_lib.h"
 #include "net/net_hmem.h"
@@ -70,6 +72,8 @@
 #define ZSM_TAG_CTRL (1ULL << 47)
 #define ZSM_TAG_USER_MAX ((1U << ZSM_TAG_BITS_USER) - 1)
 #define ZSM_TAG_ID_MAX ((1U << ZSM_TAG_BITS_ID) - 1)
+_Static_assert(ZSM_TAG_USER_MAX >= ZSM_TAG_MAX,
+	       "every tag the core takes fits the wire's");
 /* A control receive's ignore mask: any comm id, any type. */
 #define ZSM_TAG_CTRL_IGNORE (ZSM_TAG_CTRL - 1)
 
@@ -89,10 +93,11 @@ enum zsm_ctrl_type {
  * connector refuses a handle from another version before any message of a
  * layout it does not know is sent.  4: keys in every message, CONN_DONE,
  * the ce window made by the listener.  5: flow control (the credit of
- * CONN_ACK, GRANT).  magic and version keep their offsets in every
- * version, so either side can name the other's.
+ * CONN_ACK, GRANT).  6: the other transports' fields become one opaque
+ * offer of ZSM_OFFER_BYTES.  magic and version keep their offsets in
+ * every version, so either side can name the other's.
  */
-#define ZSM_HANDLE_VERSION 5
+#define ZSM_HANDLE_VERSION 6
 
 /* The 128-byte connection handle NCCL ships from listener to connector. */
 struct zsm_net_handle {
@@ -142,17 +147,15 @@ struct zsm_ctrl_msg {
 	uint64_t host_hash; /* the sender's zsm_host_hash() */
 	uint64_t reply_key; /* REQ, ACK: what messages back must carry */
 	uint32_t data_key;  /* ACK: what data messages to R must carry */
-	uint32_t flags;	    /* ZSM_CTRL_CE_* */
-	uint64_t ce_addr;   /* REQ: probe word; ACK: window; DONE: window */
-	int32_t ce_fd;	    /* ACK: the window's fd in the listener */
-	uint32_t addr_len;  /* REQ: the connector's address */
-	uint8_t addr[ZSM_NET_ADDR_MAX];
+	uint32_t offer_len; /* REQ, ACK, DONE: bytes of offer used */
 	uint64_t credit;    /* ACK, GRANT: data messages the sender may
 			       have sent in all */
+	uint32_t addr_len;  /* REQ: the connector's address */
+	uint32_t pad;
+	uint8_t addr[ZSM_NET_ADDR_MAX];
+	/* REQ: the offer; ACK: the answer; DONE: what was taken. */
+	uint8_t offer[ZSM_OFFER_BYTES];
 };
-#define ZSM_CTRL_CE_WANT 1u  /* REQ: the connector would take ce */
-#define ZSM_CTRL_CE_OFFER 2u /* ACK: a window is offered */
-#define ZSM_CTRL_CE_ON 4u    /* DONE: the connector took it */
 _Static_assert(offsetof(struct zsm_ctrl_msg, version) == 4 &&
 		       offsetof(struct zsm_ctrl_msg, type) == 6 &&
 		       offsetof(struct zsm_ctrl_msg, src_id) == 8 &&
@@ -163,13 +166,12 @@ _Static_assert(offsetof(struct zsm_ctrl_msg, version) == 4 &&
 		       offsetof(struct zsm_ctrl_msg, host_hash) == 32 &&
 		       offsetof(struct zsm_ctrl_msg, reply_key) == 40 &&
 		       offsetof(struct zsm_ctrl_msg, data_key) == 48 &&
-		       offsetof(struct zsm_ctrl_msg, flags) == 52 &&
-		       offsetof(struct zsm_ctrl_msg, ce_addr) == 56 &&
-		       offsetof(struct zsm_ctrl_msg, ce_fd) == 64 &&
-		       offsetof(struct zsm_ctrl_msg, addr_len) == 68 &&
+		       offsetof(struct zsm_ctrl_msg, offer_len) == 52 &&
+		       offsetof(struct zsm_ctrl_msg, credit) == 56 &&
+		       offsetof(struct zsm_ctrl_msg, addr_len) == 64 &&
 		       offsetof(struct zsm_ctrl_msg, addr) == 72 &&
-		       offsetof(struct zsm_ctrl_msg, credit) == 136 &&
-		       sizeof(struct zsm_ctrl_msg) == 144,
+		       offsetof(struct zsm_ctrl_msg, offer) == 136 &&
+		       sizeof(struct zsm_ctrl_msg) == 168,
 	       "control message layout is wire format: change "
 	       "ZSM_HANDLE_VERSION");
 
@@ -249,7 +251,6 @@ enum zsm_net_op_kind {
 };
 
 struct zsm_net_comm;
-struct zsm_ce_chan;
 struct zsm_net_req;
 struct zsm_net_peer;
 struct zsm_net_close_wait;
@@ -389,77 +390,42 @@ void zsm_net_ep_retire(struct zsm_net_ep *ep);
 struct zsm_net_comm *zsm_net_dev_find_comm(struct zsm_net_dev *dev,
 					   uint32_t id);
 
-enum zsm_req_type {
-	ZSM_REQ_SEND = 1,
-	ZSM_REQ_RECV = 2,
-	ZSM_REQ_CLOSE = 3,
-	ZSM_REQ_FLUSH = 4, /* a read of our own memory: iflush */
-};
-
-/* Request states published to test(); negative values are -errno. */
-#define ZSM_REQ_PENDING 1
-#define ZSM_REQ_DONE 0
-
+/* net's request: the core's, and what libfabric needs of it. */
 struct zsm_net_req {
-	struct zsm_desc desc; /* first: the queue carries requests */
-	struct zsm_net_comm *comm;
-	atomic_int state;
-	uint32_t handle_index; /* its slot (common/handle.h), for life */
-	uint8_t type;
-	uint8_t n;
-	uint8_t remaining; /* engine only */
-	uint8_t deferred;  /* engine only: refused by the provider once */
-	/* Engine: its send is left with a dead peer's provider, which may
-	 * never complete it; test() must not recycle it. */
-	atomic_int orphan;
-	int error;         /* engine only: first failure */
-	int sizes[ZSM_MAX_RECVS];
-	void *data[ZSM_MAX_RECVS];
-	size_t len[ZSM_MAX_RECVS];
-	int tag[ZSM_MAX_RECVS];
+	struct zsm_req base; /* first */
+	uint8_t ready;	     /* ops and descriptors set (first post) */
+	uint8_t deferred;    /* refused by the provider once */
 	void *mr_desc[ZSM_MAX_RECVS];
 	struct zsm_net_op ops[ZSM_MAX_RECVS];
-	/* Each buffer's registration, held until the request is freed. */
-	struct zsm_net_mr *mh[ZSM_MAX_RECVS];
 	/* Flush: the remote side of the read (address and key). */
 	uint64_t rma_addr;
 	uint64_t rma_key;
 	/* Send: the remote CQ data it carries (key, checksum). */
 	uint64_t cq_data;
-	struct zsm_net_req *next_free;
-	/* ce comms, engine only: the channel's list, and a send's number. */
-	struct zsm_net_req *ce_next;
-	uint64_t ce_seq;
 };
 
-enum zsm_comm_state {
-	ZSM_COMM_CONNECTING, /* send: CONN_REQ out; recv: waiting CONN_DONE */
-	ZSM_COMM_CONNECTED,
-	ZSM_COMM_FAILED,
-};
-
-enum zsm_comm_type {
-	ZSM_COMM_SEND = 1,
-	ZSM_COMM_RECV = 2,
-	ZSM_COMM_LISTEN = 3,
-};
-
-#define ZSM_REQ_SLAB 32
-
-struct zsm_net_req_slab {
-	struct zsm_net_req_slab *next;
-	struct zsm_net_req reqs[ZSM_REQ_SLAB];
-};
+static inline struct zsm_net_req *zsm_net_req_of(struct zsm_req *r)
+{
+	return zsm_container_of(r, struct zsm_net_req, base);
+}
 
 /* Receive comms a listener holds: answered or ready, not yet accepted. */
 #define ZSM_NET_ACCEPT_MAX 64
 
+/*
+ * net's link for a comm: the handshake's state, ids and keys, the peer's
+ * address and liveness, flow control and the operations posted.  Its
+ * owner is the core's comm; a link whose comm moved to another transport
+ * (or never got one) has none, and only closes.  Engine only, but for
+ * the owner's atomics.
+ */
 struct zsm_net_comm {
-	uint8_t type;
-	/* NCCL's handle for it, 0 before it is given out and once closed:
-	 * written by the caller's thread, read by the engine's (expiry
-	 * spares what NCCL holds). */
-	_Atomic uint64_t handle;
+	uint8_t type; /* enum zsm_comm_type */
+	struct zsm_comm *owner;
+	/* The handshake's own state (enum zsm_comm_state): the owner's
+	 * turns CONNECTED when the core takes the comm. */
+	int hs;
+	int failed; /* the owner failed: its requests are ended */
 	struct zsm_net_ep *ep;
 	struct zsm_net_comm *ep_next; /* ep->comms, engine lock */
 	uint32_t local_id;            /* tags we receive on */
@@ -473,19 +439,11 @@ struct zsm_net_comm {
 	fi_addr_t peer;
 	struct zsm_net_peer *peer_obj; /* liveness, net_peer.c */
 	/* The peer's host and process, from the handle, CONN_REQ or
-	 * CONN_ACK; set by the engine before state turns CONNECTED,
-	 * read-only after. */
+	 * CONN_ACK. */
 	uint64_t peer_host_hash;
 	uint32_t peer_pid;
 	int same_host;
-	/* The same-host channel (plugin/ce) data requests use, or NULL for
-	 * net; set by the engine before state turns CONNECTED. */
-	struct zsm_ce_chan *ce;
-	atomic_int state;
-	atomic_int error; /* -errno once FAILED */
 	uint64_t started_ns;
-	/* Engine only. */
-	struct zsm_proxy_fifo fifo; /* its refused descriptors, in order */
 	int ops_posted;      /* every posted operation: freeing waits */
 	int data_ops;        /* posted sends and receives */
 	int recv_ops;	     /* of which receives: the provider writes there */
@@ -499,11 +457,6 @@ struct zsm_net_comm {
 	 * transfers end when its retired endpoint closes). */
 	int peer_gone;
 	int deferred;        /* requests the provider refused, not posted */
-	/* NCCL called close: a send still waiting for the receiver's
-	 * GRANT is cancelled instead, so the close behind it in the comm's
-	 * fifo is not held back (the peer may never grant: it closed too).
-	 * Written by the closer, read by the engine. */
-	atomic_int close_asked;
 	/* How far the peer may send to a receive comm, or this send comm
 	 * to its peer (net_credit.h); net comms only. */
 	struct zsm_net_credit credit;
@@ -515,47 +468,39 @@ struct zsm_net_comm {
 	int ctrl_queued;
 	struct zsm_net_op ctrl_send_op;
 	struct zsm_ctrl_msg ctrl_out;
-	struct zsm_net_req close_req;
-	/* The closer waiting until the provider is done with the comm's
-	 * buffers (zsm_net_comm_close); engine, once the close is queued. */
-	struct zsm_net_close_wait *close_wait;
+	/* The offer (REQ), answer (ACK) or word (DONE) to send: the
+	 * core's (core/transport.h). */
+	struct zsm_offer offer;
 	/* Listen comms: the receive comms answered (CONNECTING) and ready
 	 * (CONNECTED), in arrival order, and how many. */
 	struct zsm_net_comm *accept_head;
 	int naccept;
 	/* Receive comms: the listener while not accepted, and the next on
-	 * its list; the CONN_REQ's ce probe word and the window offered. */
+	 * its list. */
 	struct zsm_net_comm *listener;
 	struct zsm_net_comm *accept_next;
 	/* Send comms: the handle's listener pid (trusted: NCCL's bootstrap
-	 * brought the handle), for the ce window and the liveness check. */
+	 * brought the handle), for the answer and the liveness check. */
 	uint32_t handle_pid;
-	/* Request pool: NCCL threads, under pool_lock. */
-	pthread_mutex_t pool_lock;
-	struct zsm_net_req *free_reqs;
-	struct zsm_net_req_slab *slabs;
-	int nreqs;
 };
 
-extern const struct zsm_transport_ops zsm_net_ops;
 extern struct zsm_net_topo zsm_net_topo;
 
-int zsm_net_comm_listen(int dev, struct zsm_net_handle *h,
-			struct zsm_net_comm **out);
-int zsm_net_comm_connect(int dev, struct zsm_net_handle *h,
-			 struct zsm_net_comm **out);
-int zsm_net_comm_accept(struct zsm_net_comm *lc, struct zsm_net_comm **out);
-int zsm_net_comm_close(struct zsm_net_comm *comm);
-/* Engine side: free the comm once nothing refers to it any more, and
- * tell a waiting closer once the provider holds none of its buffers. */
+/* net_comm.c: the handshake and the links' lives. */
+/* Engine: free the link once nothing refers to it any more, and tell a
+ * waiting closer once the provider holds none of its buffers. */
 void zsm_net_comm_maybe_free(struct zsm_net_comm *comm);
 void zsm_net_comm_free(struct zsm_net_comm *comm);
+/* Engine: the link's owner failed, or it has none: end its requests. */
+void zsm_net_comm_fail_reqs(struct zsm_net_comm *comm, int err);
 /*
- * Engine: fail the comm once with err, saying why at WARN (why: what
- * happened, NULL when the caller said it already); its receives are
- * cancelled and its sends reported.
+ * Engine: report a failure of the link to its owner (the core's one
+ * failure path, which comes back through zsm_net_comm_fail_reqs); a
+ * link without an owner only ends its requests.
  */
 void zsm_net_comm_fail(struct zsm_net_comm *comm, int err, const char *why);
+/* Whether the link's owner failed (engine). */
+int zsm_net_comm_failed(const struct zsm_net_comm *comm);
 int zsm_net_comm_post_close(struct zsm_net_comm *comm);
 /* Engine: comms whose handshake ran out of time, or was abandoned. */
 void zsm_net_comm_expire(struct zsm_net_ep *ep, uint64_t now);
@@ -604,9 +549,6 @@ void zsm_net_peer_check(struct zsm_net_ep *ep, uint64_t now);
 void zsm_net_drain_tick(struct zsm_net_ep *ep, uint64_t now);
 void zsm_net_drain_complete(struct zsm_net_ep *ep, int err, uint64_t tag);
 
-struct zsm_net_req *zsm_net_req_alloc(struct zsm_net_comm *comm);
-void zsm_net_req_free(struct zsm_net_req *req);
-void zsm_net_req_pool_fini(struct zsm_net_comm *comm);
 /* An operation completed: err, the length the provider reports, and the
  * message's remote CQ data (receives). */
 void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
@@ -614,36 +556,32 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
 /* A send's remote CQ data: its comm's data key, and a checksum. */
 uint64_t zsm_net_req_cq_data(const struct zsm_net_req *req);
 void zsm_net_req_undefer(struct zsm_net_req *req);
-/* "send", "receive" or "flush", for messages. */
-const char *zsm_net_req_what(const struct zsm_net_req *req);
-void zsm_net_req_orphan(struct zsm_net_req *req, int err);
+/* The comm ops' post: a send, receive or flush (net_ep.c). */
+int zsm_net_ep_post_req(struct zsm_req *req);
+/* The comm ops' flush (net_req.c). */
+int zsm_net_flush_op(struct zsm_comm *c, int n, void **data, const int *sizes,
+		     struct zsm_mr **mrs, struct zsm_req *req, int *flush);
 
-/*
- * Memory registration.  NCCL's deregMr drops its reference; each request
- * using the registration holds one until it is freed, so a registration
- * dropped while a transfer still uses it lives until that transfer ends.
- */
+/* A provider registration (through the endpoint's cache). */
 struct zsm_net_mr {
-	atomic_int refs;
-	uint64_t handle; /* NCCL's, 0 once deregistered */
+	struct zsm_mr base; /* first */
 	struct zsm_net_mr *ep_next, **ep_prev; /* ep->mrs, engine lock */
 	struct zsm_net_ep *ep;
 	struct zsm_mr_entry *entry;
 	void *desc;
-	int type;
-	int gpu; /* device memory on a ce comm: gpu_mr, no provider entry */
-	struct zsm_ce_gpu_mr gpu_mr;
 };
+
+static inline struct zsm_net_mr *zsm_net_mr_of(struct zsm_mr *m)
+{
+	return zsm_container_of(m, struct zsm_net_mr, base);
+}
 
 int zsm_net_mr_reg(struct zsm_net_ep *ep, void *data, size_t size, int type,
 		   struct zsm_net_mr **out);
-/* A ce registration of GPU memory (no provider entry), taking g. */
-int zsm_net_mr_adopt_gpu(struct zsm_net_ep *ep, const struct zsm_ce_gpu_mr *g,
-			 struct zsm_net_mr **out);
-void zsm_net_mr_hold(struct zsm_net_mr *mr);
-/* Drop a reference; the last frees it (put takes the engine lock). */
-void zsm_net_mr_put(struct zsm_net_mr *mr);
-void zsm_net_mr_put_locked(struct zsm_net_mr *mr);
+/* The comm ops' reg_mr and mr_free (net_mr.c). */
+int zsm_net_mr_reg_op(struct zsm_comm *c, void *data, size_t size, int type,
+		      int dmabuf_fd, uint64_t offset, struct zsm_mr **out);
+void zsm_net_mr_free_op(struct zsm_mr *mr);
 /* Teardown, engine lock held: free every registration left on ep. */
 void zsm_net_mr_close_all(struct zsm_net_ep *ep);
 /* regMrDmaBuf: GPU memory whose dma-buf NCCL exported (fd, closed by

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Owns comms: the listen/connect/accept handshake (the messages are
- * checked by net_ctrl.c before they get here), its time limits, and the
- * two-step close (NCCL's close queues it; the engine frees the comm once
- * no operation refers to it).
+ * Owns net's links: the listen/connect/accept handshake (the messages
+ * are checked by net_ctrl.c before they get here, and the core reads
+ * and answers the offers they carry), its time limits, and a link's end
+ * (the engine frees it once no operation refers to it).
  */
 #include <errno.h>
 #include <sched.h>
@@ -16,12 +16,11 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#include "ce/ce.h"
-#include "common/handle.h"
 #include "common/host.h"
 #include "common/log.h"
 #include "common/param.h"
 #include "net/net.h"
+#include "net/net_api.h"
 
 void zsm_net_handle_encode(struct zsm_net_handle *h, uint32_t listen_id,
 			   uint32_t nonce, const void *addr, size_t addr_len,
@@ -68,6 +67,11 @@ static uint64_t zsm_net_timeout_ns(void)
 	return (uint64_t)zsm_param_int(ZSM_P_CONNECT_TIMEOUT_MS) * 1000000ULL;
 }
 
+int zsm_net_handle_ok(const void *handle)
+{
+	return zsm_net_handle_check(handle) == 0;
+}
+
 static struct zsm_net_comm *zsm_net_comm_new(struct zsm_net_ep *ep, int type)
 {
 	struct zsm_net_comm *c = calloc(1, sizeof(*c));
@@ -84,11 +88,6 @@ static struct zsm_net_comm *zsm_net_comm_new(struct zsm_net_ep *ep, int type)
 	c->data_key = (uint32_t)(zsm_random64() & ZSM_CQ_KEY_MASK);
 	c->peer = FI_ADDR_NOTAVAIL;
 	c->started_ns = zsm_now_ns();
-	pthread_mutex_init(&c->pool_lock, NULL);
-	c->close_req.desc.ops = &zsm_net_ops;
-	c->close_req.desc.fifo = &c->fifo;
-	c->close_req.type = ZSM_REQ_CLOSE;
-	c->close_req.comm = c;
 	c->ep_next = ep->comms;
 	ep->comms = c;
 	return c;
@@ -119,10 +118,6 @@ static void zsm_net_comm_leave_listener(struct zsm_net_comm *rc)
 	rc->accept_next = NULL;
 }
 
-struct zsm_net_close_wait {
-	atomic_int quiet;
-};
-
 /*
  * The closer may return once the provider writes none of the comm's
  * buffers: NCCL frees them next.  Receives are cancelled by the close
@@ -132,24 +127,17 @@ struct zsm_net_close_wait {
  */
 static void zsm_net_comm_tell_closer(struct zsm_net_comm *comm, int freeing)
 {
-	if (!comm->close_wait ||
+	if (!comm->owner || comm->owner->tp != comm ||
 	    (!freeing && comm->recv_ops && !comm->peer_gone))
 		return;
-	/* release: pairs with the acquire in zsm_net_comm_close. */
-	atomic_store_explicit(&comm->close_wait->quiet, 1,
-			      memory_order_release);
-	comm->close_wait = NULL;
+	zsm_comm_quiet(comm->owner);
 }
 
 void zsm_net_comm_free(struct zsm_net_comm *comm)
 {
 	struct zsm_net_ep *ep = comm->ep;
-	uint64_t h;
 
 	zsm_net_comm_tell_closer(comm, 1);
-	if (comm->ce)
-		zsm_ce_chan_close(comm->ce, -ECANCELED);
-	comm->ce = NULL;
 	zsm_net_comm_leave_listener(comm);
 	zsm_net_comm_unlink(&ep->comms, comm,
 			    offsetof(struct zsm_net_comm, ep_next));
@@ -171,36 +159,35 @@ void zsm_net_comm_free(struct zsm_net_comm *comm)
 	}
 	zsm_idmap_remove(&ep->ids, comm->local_id);
 	zsm_net_peer_put(comm->peer_obj);
-	zsm_net_req_pool_fini(comm);
-	/* Teardown frees comms NCCL never closed: their handles die too. */
-	/* acquire: pairs with the release in zsm_entry_publish_comm. */
-	h = atomic_load_explicit(&comm->handle, memory_order_acquire);
-	if (h) {
-		void *obj;
-
-		zsm_handle_close(h,
-				 comm->type == ZSM_COMM_SEND   ? ZSM_H_SEND
-				 : comm->type == ZSM_COMM_RECV ? ZSM_H_RECV
-							       : ZSM_H_LISTEN,
-				 &obj);
-	}
+	/* The core's comm goes with its link. */
+	if (comm->owner)
+		zsm_comm_link_gone(comm->owner, comm);
 	free(comm);
+}
+
+/* Each request of the link's owner that net posted, in turn. */
+static struct zsm_net_req *zsm_net_comm_next_req(struct zsm_net_comm *comm,
+						 struct zsm_net_req *prev)
+{
+	struct zsm_req *r;
+
+	if (!comm->owner || comm->owner->tp != comm)
+		return NULL;
+	r = zsm_req_next(comm->owner, prev ? &prev->base : NULL);
+	return r ? zsm_net_req_of(r) : NULL;
 }
 
 static void zsm_net_comm_cancel_recvs(struct zsm_net_comm *comm)
 {
 	struct fid_ep *ep = comm->ep->ep;
 
-	for (struct zsm_net_req_slab *s = comm->slabs; s; s = s->next) {
-		for (int i = 0; i < ZSM_REQ_SLAB; i++) {
-			struct zsm_net_req *r = &s->reqs[i];
-
-			if (r->type != ZSM_REQ_RECV)
-				continue;
-			for (int k = 0; k < r->n; k++)
-				if (r->ops[k].posted == 1)
-					fi_cancel(&ep->fid, &r->ops[k].fi_ctx);
-		}
+	for (struct zsm_net_req *r = zsm_net_comm_next_req(comm, NULL); r;
+	     r = zsm_net_comm_next_req(comm, r)) {
+		if (r->base.type != ZSM_REQ_RECV)
+			continue;
+		for (int k = 0; k < r->base.n; k++)
+			if (r->ops[k].posted == 1)
+				fi_cancel(&ep->fid, &r->ops[k].fi_ctx);
 	}
 }
 
@@ -214,54 +201,50 @@ static void zsm_net_comm_cancel_recvs(struct zsm_net_comm *comm)
  */
 static void zsm_net_comm_orphan_posted(struct zsm_net_comm *comm, int err)
 {
-	for (struct zsm_net_req_slab *s = comm->slabs; s; s = s->next) {
-		for (int i = 0; i < ZSM_REQ_SLAB; i++) {
-			struct zsm_net_req *r = &s->reqs[i];
-			int posted = 0;
+	for (struct zsm_net_req *r = zsm_net_comm_next_req(comm, NULL); r;
+	     r = zsm_net_comm_next_req(comm, r)) {
+		int posted = 0;
 
-			if (r->type != ZSM_REQ_SEND && r->type != ZSM_REQ_RECV)
-				continue;
-			for (int k = 0; k < r->n; k++)
-				posted |= r->ops[k].posted == 1;
-			/* relaxed: the engine is the only writer. */
-			if (posted && r->remaining &&
-			    !atomic_load_explicit(&r->orphan,
-						  memory_order_relaxed) &&
-			    (r->type == ZSM_REQ_SEND || comm->peer_gone))
-				zsm_net_req_orphan(r, err);
-		}
+		if (r->base.type != ZSM_REQ_SEND && r->base.type != ZSM_REQ_RECV)
+			continue;
+		for (int k = 0; k < r->base.n; k++)
+			posted |= r->ops[k].posted == 1;
+		/* relaxed: the engine is the only writer. */
+		if (posted && r->base.remaining &&
+		    !atomic_load_explicit(&r->base.orphan,
+					  memory_order_relaxed) &&
+		    (r->base.type == ZSM_REQ_SEND || comm->peer_gone))
+			zsm_req_orphan(&r->base, err);
 	}
 }
 
-static const char *zsm_net_comm_kind(const struct zsm_net_comm *c)
+void zsm_net_comm_fail_reqs(struct zsm_net_comm *comm, int err)
 {
-	return c->type == ZSM_COMM_SEND	  ? "send"
-	       : c->type == ZSM_COMM_RECV ? "receive"
-					  : "listen";
+	comm->failed = 1;
+	comm->hs = ZSM_COMM_FAILED;
+	/* Receives from a failed peer would wait forever. */
+	zsm_net_comm_cancel_recvs(comm);
+	zsm_net_comm_orphan_posted(comm, err);
 }
 
 void zsm_net_comm_fail(struct zsm_net_comm *comm, int err, const char *why)
 {
-	int zero = 0;
-
-	/* release: pairs with the acquires in isend/irecv/connect, which
-	 * then refuse new work on this comm. */
-	if (!atomic_compare_exchange_strong_explicit(&comm->error, &zero, err,
-						     memory_order_release,
-						     memory_order_relaxed))
+	if (comm->failed)
 		return;
-	if (why)
-		ZSM_WARN("net: %s: %s comm %u (peer pid %u): %s; failing it",
-			 comm->ep->dev->name, zsm_net_comm_kind(comm),
-			 comm->local_id, comm->peer_pid, why);
-	/* release: pairs with the acquire in zsm_net_comm_connect. */
-	atomic_store_explicit(&comm->state, ZSM_COMM_FAILED,
-			      memory_order_release);
-	/* Receives from a failed peer would wait forever. */
-	zsm_net_comm_cancel_recvs(comm);
-	zsm_net_comm_orphan_posted(comm, err);
-	if (comm->ce)
-		zsm_ce_chan_fail(comm->ce, err);
+	comm->failed = 1;
+	comm->hs = ZSM_COMM_FAILED;
+	/* The core says it once and comes back for the requests; a link
+	 * whose comm moved to another transport fails that comm too (its
+	 * handshake link is gone).  One without a comm has nothing to
+	 * tell. */
+	if (comm->owner)
+		zsm_comm_fail(comm->owner, err, why);
+	zsm_net_comm_fail_reqs(comm, err);
+}
+
+int zsm_net_comm_failed(const struct zsm_net_comm *comm)
+{
+	return comm->failed || (comm->owner && zsm_comm_error(comm->owner));
 }
 
 /* Where the peer runs, said once when the comm is established. */
@@ -273,13 +256,25 @@ static void zsm_net_comm_set_peer(struct zsm_net_comm *comm, uint32_t pid,
 	comm->same_host = host_hash == zsm_host_hash();
 }
 
-static void zsm_net_comm_say_connected(const struct zsm_net_comm *comm)
+/* The peer, for the core. */
+static void zsm_net_comm_peer(const struct zsm_net_comm *comm,
+			      struct zsm_peer *p)
 {
-	ZSM_INFO("net: %s: %s comm %u connected to comm %u of pid %u, %s%s",
-		 comm->ep->dev->name, zsm_net_comm_kind(comm), comm->local_id,
-		 comm->peer_id, comm->peer_pid,
-		 comm->same_host ? "same host" : "other host",
-		 comm->ce ? ", data by cross-memory attach" : "");
+	p->host_hash = comm->peer_host_hash;
+	p->pid = comm->peer_pid;
+	p->same_host = comm->same_host;
+	p->comm_id = comm->peer_id;
+}
+
+/* A message's opaque offer, checked for length. */
+static void zsm_net_comm_offer_in(const struct zsm_ctrl_msg *m,
+				  struct zsm_offer *o)
+{
+	memset(o, 0, sizeof(*o));
+	if (m->offer_len > sizeof(o->bytes))
+		return;
+	o->len = m->offer_len;
+	memcpy(o->bytes, m->offer, m->offer_len);
 }
 
 /* The peer's address into the vector and its liveness record. */
@@ -299,6 +294,8 @@ void zsm_net_comm_on_req(struct zsm_net_comm *lc,
 {
 	struct zsm_net_ep *ep = lc->ep;
 	struct zsm_net_comm *rc, **tail;
+	struct zsm_offer offer;
+	struct zsm_peer peer;
 	char why[256];
 
 	if (zsm_net_ep_addr_check(ep, m->addr, m->addr_len, why,
@@ -340,24 +337,22 @@ void zsm_net_comm_on_req(struct zsm_net_comm *lc,
 		zsm_net_comm_post_close(rc);
 		return;
 	}
+	/* The core's comm for it, and its answer to what else the
+	 * connector offered. */
+	zsm_net_comm_peer(rc, &peer);
+	zsm_net_comm_offer_in(m, &offer);
+	if (zsm_comm_incoming(lc->owner, &zsm_net_comm_ops, rc, rc->local_id,
+			      &peer, &offer, &rc->owner, &rc->offer)) {
+		ZSM_WARN("net: %s: out of memory accepting a connection",
+			 ep->dev->name);
+		zsm_net_comm_post_close(rc);
+		return;
+	}
 	rc->listener = lc;
 	for (tail = &lc->accept_head; *tail; tail = &(*tail)->accept_next)
 		;
 	*tail = rc;
 	lc->naccept++;
-	/* A connector on this host that can be read gets a window: it
-	 * takes it from our pid, the one its handle names. */
-	if ((m->flags & ZSM_CTRL_CE_WANT) && rc->same_host &&
-	    zsm_ce_enabled() &&
-	    zsm_ce_chan_create(&rc->ce, (pid_t)m->pid, m->ce_addr,
-			       rc->local_id, rc->key, why, sizeof(why))) {
-		static int told;
-
-		if (!told++)
-			ZSM_INFO("ce: pid %u is on this host, but %s: its "
-				 "comms (and any like it) use the network",
-				 m->pid, why);
-	}
 	ZSM_TRACE("net: %s: listen comm %u answers comm %u of pid %u with "
 		  "receive comm %u",
 		  ep->dev->name, lc->local_id, m->src_id, m->pid,
@@ -368,6 +363,8 @@ void zsm_net_comm_on_req(struct zsm_net_comm *lc,
 /* Connector: the listener's answer. */
 void zsm_net_comm_on_ack(struct zsm_net_comm *sc, const struct zsm_ctrl_msg *m)
 {
+	struct zsm_offer answer;
+	struct zsm_peer peer;
 	char why[256];
 
 	if (m->status < 0) {
@@ -394,33 +391,26 @@ void zsm_net_comm_on_ack(struct zsm_net_comm *sc, const struct zsm_ctrl_msg *m)
 	zsm_net_credit_send_init(&sc->credit, m->credit);
 	zsm_net_comm_set_peer(sc, m->pid, m->host_hash);
 	zsm_net_peer_heard(sc->peer_obj, sc->ep->pass_ns);
-	if ((m->flags & ZSM_CTRL_CE_OFFER) && sc->same_host &&
-	    zsm_ce_enabled() &&
-	    zsm_ce_chan_attach(&sc->ce, (pid_t)sc->handle_pid, m->ce_fd,
-			       m->ce_addr, m->src_id, m->reply_key, why,
-			       sizeof(why))) {
-		static int told;
-
-		if (!told++)
-			ZSM_INFO("ce: pid %u is on this host, but %s: its "
-				 "comms (and any like it) use the network",
-				 sc->handle_pid, why);
-	}
-	if (sc->ce)
-		zsm_ce_chan_start(sc->ce, sc, (pid_t)sc->peer_pid);
+	sc->hs = ZSM_COMM_CONNECTED;
+	/* The core picks the comm's transport from the answer (the pid is
+	 * the handle's, which NCCL's bootstrap brought) and says what it
+	 * took; connect() returns the comm from here on. */
+	zsm_net_comm_peer(sc, &peer);
+	zsm_net_comm_offer_in(m, &answer);
 	zsm_net_ctrl_want(sc, ZSM_CTRL_CONN_DONE);
-	zsm_net_comm_say_connected(sc);
-	/* release: pairs with the acquire in zsm_net_comm_connect; the
-	 * peer's ids, keys and channel first. */
-	atomic_store_explicit(&sc->state, ZSM_COMM_CONNECTED,
-			      memory_order_release);
+	zsm_comm_answered(sc->owner, &peer, &answer, &sc->offer);
+}
+
+/* Whether the link carries its comm's data (not a handshake link only). */
+static int zsm_net_comm_is_data(const struct zsm_net_comm *c)
+{
+	return c->owner && c->owner->tp == c;
 }
 
 void zsm_net_comm_grant_check(struct zsm_net_comm *rc)
 {
-	/* relaxed: the engine's own write (zsm_net_comm_fail). */
-	if (rc->ce || rc->closing ||
-	    atomic_load_explicit(&rc->error, memory_order_relaxed) ||
+	if (!zsm_net_comm_is_data(rc) || rc->closing ||
+	    zsm_net_comm_failed(rc) ||
 	    !zsm_net_credit_want_grant(&rc->credit))
 		return;
 	zsm_net_ctrl_want(rc, ZSM_CTRL_GRANT);
@@ -434,50 +424,44 @@ void zsm_net_comm_on_grant(struct zsm_net_comm *sc,
 	zsm_net_credit_on_grant(&sc->credit, m->credit);
 }
 
-/* Listener: the connector took our window or not; accept() may take rc. */
+/* Listener: the connector took what we answered or not; accept() may
+ * take rc. */
 void zsm_net_comm_on_done(struct zsm_net_comm *rc,
 			  const struct zsm_ctrl_msg *m)
 {
+	struct zsm_offer done;
+
 	zsm_net_peer_heard(rc->peer_obj, rc->ep->pass_ns);
-	if (rc->ce && (m->flags & ZSM_CTRL_CE_ON)) {
-		zsm_ce_chan_start(rc->ce, rc, (pid_t)rc->peer_pid);
-	} else if (rc->ce) {
-		zsm_ce_chan_close(rc->ce, -ECANCELED);
-		rc->ce = NULL;
-	}
-	zsm_net_comm_say_connected(rc);
-	/* relaxed: accept() reads it under the engine lock. */
-	atomic_store_explicit(&rc->state, ZSM_COMM_CONNECTED,
-			      memory_order_relaxed);
+	rc->hs = ZSM_COMM_CONNECTED;
+	zsm_net_comm_offer_in(m, &done);
+	if (rc->owner)
+		zsm_comm_confirmed(rc->owner, &done);
 }
 
-int zsm_net_comm_listen(int dev, struct zsm_net_handle *h,
-			struct zsm_net_comm **out)
+int zsm_net_listen(int dev, void *handle, struct zsm_comm *owner)
 {
 	struct zsm_net_ep *ep;
 	struct zsm_net_comm *lc;
 	int ret;
 
-	zsm_proxy_lock();
 	ret = zsm_net_ep_get(&zsm_net_topo.devs[dev], &ep);
 	if (ret)
-		goto out;
-	ret = -ENOMEM;
+		return ret;
 	lc = zsm_net_comm_new(ep, ZSM_COMM_LISTEN);
 	if (!lc)
-		goto out;
+		return -ENOMEM;
 	lc->nonce = (uint32_t)zsm_random64() | 1; /* never 0 */
+	lc->hs = ZSM_COMM_CONNECTED;
+	lc->owner = owner;
+	zsm_comm_bind(owner, &zsm_net_comm_ops, lc, lc->local_id,
+		      ep->dev->name);
 	/* relaxed: nobody reads a listen comm's state before listen()
 	 * returns it. */
-	atomic_store_explicit(&lc->state, ZSM_COMM_CONNECTED,
+	atomic_store_explicit(&owner->state, ZSM_COMM_CONNECTED,
 			      memory_order_relaxed);
-	zsm_net_handle_encode(h, lc->local_id, lc->nonce, ep->addr,
+	zsm_net_handle_encode(handle, lc->local_id, lc->nonce, ep->addr,
 			      ep->addr_len, zsm_host_hash());
-	*out = lc;
-	ret = 0;
-out:
-	zsm_proxy_unlock();
-	return ret;
+	return 0;
 }
 
 /* Whether pid, on this host, is a process (it may be stopped). */
@@ -486,14 +470,17 @@ static int zsm_net_pid_alive(uint32_t pid)
 	return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
 }
 
-static int zsm_net_connect_start(int dev, struct zsm_net_handle *h,
-				 struct zsm_net_comm **out)
+int zsm_net_connect_start(int dev, void *handle, struct zsm_comm *owner)
 {
+	struct zsm_net_handle *h = handle;
 	struct zsm_net_ep *ep;
 	struct zsm_net_comm *sc;
 	char why[160];
 	int ret;
 
+	ret = zsm_net_handle_check(h);
+	if (ret)
+		return ret;
 	ret = zsm_net_ep_get(&zsm_net_topo.devs[dev], &ep);
 	if (ret)
 		return ret;
@@ -518,110 +505,74 @@ static int zsm_net_connect_start(int dev, struct zsm_net_handle *h,
 	sc->peer_id = h->listen_id;
 	sc->handle_pid = h->pid;
 	zsm_net_comm_set_peer(sc, h->pid, h->host_hash);
+	sc->owner = owner;
+	zsm_comm_bind(owner, &zsm_net_comm_ops, sc, sc->local_id,
+		      ep->dev->name);
+	zsm_net_comm_peer(sc, &owner->peer);
 	ret = zsm_net_comm_set_addr(sc, h->addr);
 	if (ret) {
-		zsm_net_comm_post_close(sc);
+		/* The core closes its comm, which takes this link along. */
 		return ret;
 	}
+	/* What else the comm could use, for the listener to answer. */
+	zsm_comm_offer(owner, &sc->offer);
 	/* Sent by the next engine pass: the first send to a new peer makes
 	 * rxm open a connection, which can take tens of milliseconds, and
 	 * NCCL's connect() calls must stay quick. */
 	zsm_net_ctrl_want(sc, ZSM_CTRL_CONN_REQ);
 	h->conn_id = sc->local_id;
 	h->conn_start_ns = sc->started_ns;
-	*out = sc;
 	return 0;
 }
 
-/* The connect in progress h names, or NULL with *err saying why. */
-static struct zsm_net_comm *zsm_net_connect_find(int dev,
-						 const struct zsm_net_handle *h,
-						 int *err)
+int zsm_net_connect_find(int dev, void *handle, struct zsm_comm **out)
 {
-	struct zsm_net_comm *c =
-		zsm_net_dev_find_comm(&zsm_net_topo.devs[dev], h->conn_id);
+	struct zsm_net_handle *h = handle;
+	struct zsm_net_comm *c;
+	int ret = zsm_net_handle_check(h);
 
+	if (ret)
+		return ret;
+	if (h->conn_id == 0)
+		return 0;
+	c = zsm_net_dev_find_comm(&zsm_net_topo.devs[dev], h->conn_id);
 	/* acquire: pairs with the release in zsm_entry_publish_comm. */
-	if (c && c->type == ZSM_COMM_SEND &&
-	    !atomic_load_explicit(&c->handle, memory_order_acquire) &&
-	    !c->closing &&
-	    c->nonce == h->nonce && c->started_ns == h->conn_start_ns)
-		return c;
+	if (c && c->type == ZSM_COMM_SEND && c->owner &&
+	    !atomic_load_explicit(&c->owner->handle, memory_order_acquire) &&
+	    !c->closing && c->nonce == h->nonce &&
+	    c->started_ns == h->conn_start_ns) {
+		*out = c->owner;
+		return 1;
+	}
 	/* The engine gave it up: it ran out of time and nobody asked. */
 	if (zsm_now_ns() - h->conn_start_ns > zsm_net_timeout_ns()) {
 		ZSM_WARN("net: connect to listener %u timed out after %lld ms "
 			 "(ZSM_CONNECT_TIMEOUT_MS): is the peer alive and "
 			 "reachable?",
 			 h->listen_id, zsm_param_int(ZSM_P_CONNECT_TIMEOUT_MS));
-		*err = -ETIMEDOUT;
-	} else {
-		ZSM_WARN("net: connect: the handle names a connection in "
-			 "progress that does not exist (copied or stale "
-			 "handle)");
-		*err = -EINVAL;
+		return -ETIMEDOUT;
 	}
-	return NULL;
+	ZSM_WARN("net: connect: the handle names a connection in progress "
+		 "that does not exist (copied or stale handle)");
+	return -EINVAL;
 }
 
-int zsm_net_comm_connect(int dev, struct zsm_net_handle *h,
-			 struct zsm_net_comm **out)
+void zsm_net_connect_forget(void *handle)
 {
-	struct zsm_net_comm *sc = NULL;
-	int ret = 0, state;
-
-	*out = NULL;
-	ret = zsm_net_handle_check(h);
-	if (ret)
-		return ret;
-	/* The proxy thread is in a pass (a new rxm connection can hold it
-	 * for tens of ms): "not yet", NCCL calls again. */
-	if (zsm_proxy_caller_enter())
-		return 0;
-	if (h->conn_id == 0)
-		ret = zsm_net_connect_start(dev, h, &sc);
-	else
-		sc = zsm_net_connect_find(dev, h, &ret);
-	if (ret || !sc)
-		goto out;
-	if (zsm_proxy_caller_drives())
-		zsm_proxy_pass_locked();
-	/* acquire: pairs with the release in zsm_net_comm_on_ack and
-	 * zsm_net_comm_fail. */
-	state = atomic_load_explicit(&sc->state, memory_order_acquire);
-	if (state == ZSM_COMM_CONNECTED) {
-		*out = sc;
-	} else if (state == ZSM_COMM_FAILED) {
-		/* relaxed: ordered by the acquire of state above. */
-		ret = atomic_load_explicit(&sc->error, memory_order_relaxed);
-		h->conn_id = 0;
-		zsm_net_comm_post_close(sc);
-	}
-out:
-	zsm_proxy_caller_leave();
-	return ret;
+	((struct zsm_net_handle *)handle)->conn_id = 0;
 }
 
-int zsm_net_comm_accept(struct zsm_net_comm *lc, struct zsm_net_comm **out)
+struct zsm_comm *zsm_net_accept(struct zsm_comm *owner)
 {
-	struct zsm_net_comm *rc;
+	struct zsm_net_comm *lc = owner->tp, *rc;
 
-	*out = NULL;
-	/* As in connect: never wait for the proxy thread's pass. */
-	if (zsm_proxy_caller_enter())
-		return 0;
-	if (zsm_proxy_caller_drives())
-		zsm_proxy_pass_locked();
 	for (rc = lc->accept_head; rc; rc = rc->accept_next)
-		/* relaxed: written by the engine, whose lock we hold. */
-		if (atomic_load_explicit(&rc->state, memory_order_relaxed) ==
-		    ZSM_COMM_CONNECTED)
+		if (rc->hs == ZSM_COMM_CONNECTED && rc->owner)
 			break;
-	if (rc) {
-		zsm_net_comm_leave_listener(rc);
-		*out = rc;
-	}
-	zsm_proxy_caller_leave();
-	return 0;
+	if (!rc)
+		return NULL;
+	zsm_net_comm_leave_listener(rc);
+	return rc->owner;
 }
 
 void zsm_net_comm_maybe_free(struct zsm_net_comm *comm)
@@ -637,10 +588,6 @@ void zsm_net_comm_maybe_free(struct zsm_net_comm *comm)
 int zsm_net_comm_post_close(struct zsm_net_comm *comm)
 {
 	comm->closing = 1;
-	if (comm->ce) {
-		zsm_ce_chan_close(comm->ce, -ECANCELED);
-		comm->ce = NULL;
-	}
 	/* Receive comms nobody accepted go with their listener. */
 	while (comm->accept_head)
 		zsm_net_comm_post_close(comm->accept_head);
@@ -651,43 +598,25 @@ int zsm_net_comm_post_close(struct zsm_net_comm *comm)
 	return 0;
 }
 
-/* How long a close waits for the provider to give the buffers back. */
-#define ZSM_NET_CLOSE_WAIT_NS (5ULL * 1000000000ULL)
-
-int zsm_net_comm_close(struct zsm_net_comm *comm)
+/* The comm ops' close: NCCL closed the comm this link carries. */
+static void zsm_net_comm_close_op(struct zsm_comm *c)
 {
-	struct zsm_net_close_wait w;
-	uint64_t t0 = zsm_now_ns();
-	uint32_t id = comm->local_id;
+	zsm_net_comm_post_close(c->tp);
+}
 
-	atomic_init(&w.quiet, 0);
-	/* release: pairs with the acquire in zsm_net_ep_post_op, which may
-	 * see it before the close itself is queued (held sends go first). */
-	atomic_store_explicit(&comm->close_asked, 1, memory_order_release);
-	/* Published to the engine by the queue with the close itself; the
-	 * comm may be freed as soon as it is queued. */
-	comm->close_wait = &w;
-	zsm_proxy_submit_wait(&comm->close_req.desc);
-	/* acquire: pairs with the release in zsm_net_comm_tell_closer. */
-	while (!atomic_load_explicit(&w.quiet, memory_order_acquire)) {
-		if (zsm_now_ns() - t0 > ZSM_NET_CLOSE_WAIT_NS) {
-			ZSM_WARN("net: close of comm %u: the provider still "
-				 "holds some of its transfers after %llu s; "
-				 "their buffers must stay allocated",
-				 id, ZSM_NET_CLOSE_WAIT_NS / 1000000000ULL);
-			/* The engine must not tell a frame that is gone; a
-			 * comm not quiet yet is not freed yet either. */
-			zsm_proxy_lock();
-			if (!atomic_load_explicit(&w.quiet,
-						  memory_order_relaxed))
-				comm->close_wait = NULL;
-			zsm_proxy_unlock();
-			break;
-		}
-		if (!zsm_proxy_pass())
-			sched_yield();
-	}
-	return 0;
+/* The comm ops' drop_link: the comm moved to another transport or
+ * closes, and this link was only its handshake's. */
+static void zsm_net_comm_drop_link(void *tp)
+{
+	struct zsm_net_comm *comm = tp;
+
+	comm->owner = NULL;
+	zsm_net_comm_post_close(comm);
+}
+
+static void zsm_net_comm_fail_op(struct zsm_comm *c, int err)
+{
+	zsm_net_comm_fail_reqs(c->tp, err);
 }
 
 /*
@@ -711,10 +640,10 @@ void zsm_net_comm_expire(struct zsm_net_ep *ep, uint64_t now)
 		/* acquire: pairs with the release in zsm_entry_publish_comm
 		 * and zsm_entry_close. */
 		if (c->closing || c->type == ZSM_COMM_LISTEN ||
-		    atomic_load_explicit(&c->handle, memory_order_acquire))
+		    (c->owner && atomic_load_explicit(&c->owner->handle,
+						      memory_order_acquire)))
 			continue;
-		/* relaxed: the engine is the only writer. */
-		state = atomic_load_explicit(&c->state, memory_order_relaxed);
+		state = c->hs;
 		if (c->type == ZSM_COMM_RECV) {
 			if (state == ZSM_COMM_CONNECTING && age > limit) {
 				ZSM_INFO("net: %s: pid %u never confirmed the "
@@ -741,3 +670,24 @@ void zsm_net_comm_expire(struct zsm_net_ep *ep, uint64_t now)
 		}
 	}
 }
+
+static int zsm_net_comm_needs_mr(const struct zsm_comm *c)
+{
+	const struct zsm_net_comm *comm = c->tp;
+
+	return comm->ep->needs_mr;
+}
+
+const struct zsm_comm_ops zsm_net_comm_ops = {
+	.name = "net",
+	.req_size = sizeof(struct zsm_net_req),
+	.post = zsm_net_ep_post_req,
+	.close = zsm_net_comm_close_op,
+	.fail = zsm_net_comm_fail_op,
+	.reg_mr = zsm_net_mr_reg_op,
+	.mr_free = zsm_net_mr_free_op,
+	.mr_forget = NULL,
+	.flush = zsm_net_flush_op,
+	.needs_mr = zsm_net_comm_needs_mr,
+	.drop_link = zsm_net_comm_drop_link,
+};

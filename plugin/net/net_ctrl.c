@@ -18,7 +18,6 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#include "ce/ce.h"
 #include "common/host.h"
 #include "common/log.h"
 #include "net/net.h"
@@ -199,41 +198,30 @@ static void zsm_net_ctrl_build(struct zsm_net_comm *comm, enum zsm_ctrl_type t,
 	m->key = comm->peer_key;
 	m->pid = (uint32_t)getpid();
 	m->host_hash = zsm_host_hash();
-	m->ce_fd = -1;
 	switch (t) {
 	case ZSM_CTRL_CONN_REQ:
 		m->key = comm->nonce;
 		m->reply_key = comm->key;
 		m->addr_len = (uint32_t)ep->addr_len;
 		memcpy(m->addr, ep->addr, ep->addr_len);
-		/* A listener on this host may offer ce once it has read this
-		 * word of ours (it must be able to read our memory). */
-		if (comm->same_host && zsm_ce_enabled()) {
-			m->flags = ZSM_CTRL_CE_WANT;
-			m->ce_addr = zsm_ce_probe_addr();
-		}
 		break;
 	case ZSM_CTRL_CONN_ACK:
 		m->reply_key = comm->key;
 		m->data_key = comm->data_key;
 		m->credit = comm->credit.granted;
-		if (comm->ce && zsm_ce_chan_offer(comm->ce, &m->ce_fd,
-						  &m->ce_addr) == 0)
-			m->flags = ZSM_CTRL_CE_OFFER;
 		break;
 	case ZSM_CTRL_GRANT:
 		/* Built as it goes out: every receive posted until now. */
 		m->credit = zsm_net_credit_grant(&comm->credit);
 		break;
-	case ZSM_CTRL_CONN_DONE:
-		if (comm->ce) {
-			m->flags = ZSM_CTRL_CE_ON;
-			zsm_ce_chan_offer(comm->ce, &m->ce_fd, &m->ce_addr);
-			m->ce_fd = -1;
-		}
-		break;
 	default:
 		break;
+	}
+	/* The core's offer, answer or word on it: opaque here. */
+	if (t == ZSM_CTRL_CONN_REQ || t == ZSM_CTRL_CONN_ACK ||
+	    t == ZSM_CTRL_CONN_DONE) {
+		m->offer_len = comm->offer.len;
+		memcpy(m->offer, comm->offer.bytes, comm->offer.len);
 	}
 }
 
@@ -320,7 +308,6 @@ void zsm_net_ctrl_nack(struct zsm_net_ep *ep, const struct zsm_ctrl_msg *m,
 	n->msg.status = err;
 	n->msg.pid = (uint32_t)getpid();
 	n->msg.host_hash = zsm_host_hash();
-	n->msg.ce_fd = -1;
 	n->to = to;
 	n->op.kind = ZSM_OP_NACK;
 	if (fi_tsend(ep->ep, &n->msg, sizeof(n->msg), NULL, to,
@@ -373,9 +360,7 @@ static struct zsm_net_comm *zsm_net_ctrl_for(struct zsm_net_ep *ep,
 	/* A comm hears only from its peer's comm, once it knows it (a
 	 * connector learns it from the CONN_ACK). */
 	if ((m->type != ZSM_CTRL_CONN_ACK && m->src_id != c->peer_id) ||
-	    /* acquire: pairs with the engine's own release stores. */
-	    (state >= 0 && atomic_load_explicit(&c->state,
-						memory_order_acquire) != state)) {
+	    (state >= 0 && c->hs != state)) {
 		zsm_net_ctrl_drop(ep, ZSM_DROP_STATE, "out of turn");
 		return NULL;
 	}
@@ -405,7 +390,8 @@ static void zsm_net_ctrl_on_message(struct zsm_net_ep *ep,
 	}
 	if (type == 0 || type >= ZSM_CTRL_NTYPES || m->type != type ||
 	    m->dst_id != zsm_tag_id(tag) || m->src_id == 0 ||
-	    m->src_id > ZSM_TAG_ID_MAX || m->addr_len > ZSM_NET_ADDR_MAX) {
+	    m->src_id > ZSM_TAG_ID_MAX || m->addr_len > ZSM_NET_ADDR_MAX ||
+	    m->offer_len > ZSM_OFFER_BYTES) {
 		zsm_net_ctrl_drop(ep, ZSM_DROP_MALFORMED, "bad type, id or "
 							  "length");
 		return;

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/param.h"
 #include "net/net.h"
+#include "net/net_api.h"
 #include "net/net_fi_abi.h"
 
 #define ZSM_NET_CQ_BATCH 32
@@ -404,33 +405,34 @@ int zsm_net_ep_progress(struct zsm_net_ep *ep)
  * so the provider never truncates (see zsm_net_dev's trunc_unsafe), and
  * a message that reached the spill is longer than the receive: its error.
  */
-static int zsm_net_needs_spill(const struct zsm_net_req *req, int i)
+static int zsm_net_needs_spill(const struct zsm_net_req *req,
+			       const struct zsm_net_comm *comm, int i)
 {
-	const struct zsm_net_mr *mr = req->mh[i];
+	const struct zsm_mr *mr = req->base.mh[i];
 
-	return req->type == ZSM_REQ_RECV &&
-	       req->len[i] < req->comm->ep->dev->trunc_unsafe &&
+	return req->base.type == ZSM_REQ_RECV &&
+	       req->base.len[i] < comm->ep->dev->trunc_unsafe &&
 	       (!mr || mr->type == ZSM_MEM_HOST);
 }
 
 /* Receive op i of req, with the spill buffer after it where needed. */
-static ssize_t zsm_net_post_recv(struct zsm_net_req *req, int i)
+static ssize_t zsm_net_post_recv(struct zsm_net_req *req,
+				 struct zsm_net_comm *comm, int i)
 {
-	struct zsm_net_comm *comm = req->comm;
 	struct zsm_net_ep *ep = comm->ep;
 	fi_addr_t from = ep->directed ? comm->peer : FI_ADDR_UNSPEC;
-	uint64_t tag = zsm_tag_data(comm->local_id, req->tag[i]);
+	uint64_t tag = zsm_tag_data(comm->local_id, req->base.tag[i]);
 	struct iovec iov[2];
 	void *desc[2];
 
-	if (!zsm_net_needs_spill(req, i))
-		return fi_trecv(ep->ep, req->data[i], req->len[i],
+	if (!zsm_net_needs_spill(req, comm, i))
+		return fi_trecv(ep->ep, req->base.data[i], req->base.len[i],
 				req->mr_desc[i], from, tag, 0,
 				&req->ops[i].fi_ctx);
-	iov[0].iov_base = req->data[i];
-	iov[0].iov_len = req->len[i];
+	iov[0].iov_base = req->base.data[i];
+	iov[0].iov_len = req->base.len[i];
 	iov[1].iov_base = ep->spill;
-	iov[1].iov_len = ep->dev->trunc_unsafe - req->len[i];
+	iov[1].iov_len = ep->dev->trunc_unsafe - req->base.len[i];
 	desc[0] = req->mr_desc[i];
 	desc[1] = ep->spill_desc;
 	return fi_trecvv(ep->ep, iov, desc, 2, from, tag, 0,
@@ -439,12 +441,13 @@ static ssize_t zsm_net_post_recv(struct zsm_net_req *req, int i)
 
 int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 {
-	struct zsm_net_comm *comm = req->comm;
+	struct zsm_req *b = &req->base;
+	struct zsm_net_comm *comm = b->comm->tp;
 	struct zsm_net_ep *ep = comm->ep;
 	struct zsm_net_op *op = &req->ops[i];
-	void *buf = req->data[i], *desc = req->mr_desc[i];
-	size_t len = req->len[i];
-	int recv = req->type == ZSM_REQ_RECV;
+	void *buf = b->data[i], *desc = req->mr_desc[i];
+	size_t len = b->len[i];
+	int recv = b->type == ZSM_REQ_RECV;
 	ssize_t ret;
 
 	/* Full by zsm's own count: refused, like the provider would. */
@@ -453,35 +456,35 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 		return -EAGAIN;
 	/* The receiver has not posted for it, nor for the early messages
 	 * before it: its GRANT lets this go (net_credit.h). */
-	if (req->type == ZSM_REQ_SEND &&
+	if (b->type == ZSM_REQ_SEND &&
 	    !zsm_net_credit_may_send(&comm->credit, len > ep->eager_max))
-		/* acquire: pairs with the release in zsm_net_comm_close. */
-		return atomic_load_explicit(&comm->close_asked,
+		/* acquire: pairs with the release in zsm_comm_close. */
+		return atomic_load_explicit(&b->comm->close_asked,
 					    memory_order_acquire)
 			       ? -ECANCELED
 			       : -EAGAIN;
-	if (req->type == ZSM_REQ_SEND) {
+	if (b->type == ZSM_REQ_SEND) {
 		if (ep->cq_data)
 			ret = fi_tsenddata(ep->ep, buf, len, desc,
 					   req->cq_data, comm->peer,
 					   zsm_tag_data(comm->peer_id,
-							req->tag[i]),
+							b->tag[i]),
 					   &op->fi_ctx);
 		else
 			ret = fi_tsend(ep->ep, buf, len, desc, comm->peer,
-				       zsm_tag_data(comm->peer_id, req->tag[i]),
+				       zsm_tag_data(comm->peer_id, b->tag[i]),
 				       &op->fi_ctx);
-	} else if (req->type == ZSM_REQ_FLUSH) {
+	} else if (b->type == ZSM_REQ_FLUSH) {
 		ret = fi_read(ep->ep, buf, len, desc, ep->self, req->rma_addr,
 			      req->rma_key, &op->fi_ctx);
 	} else {
-		ret = zsm_net_post_recv(req, i);
+		ret = zsm_net_post_recv(req, comm, i);
 	}
 	if (ret == -FI_EAGAIN)
 		return -EAGAIN;
 	if (ret) {
 		ZSM_WARN("net: %s: posting a %s failed: %s",
-			 zsm_net_ep_name(ep), zsm_net_req_what(req),
+			 zsm_net_ep_name(ep), zsm_req_what(b),
 			 zsm_fi_strerror((int)-ret));
 		return -EIO;
 	}
@@ -494,7 +497,7 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 		if (len > comm->recv_max)
 			comm->recv_max = len;
 		zsm_net_credit_on_post(&comm->credit, 1);
-	} else if (req->type == ZSM_REQ_SEND) {
+	} else if (b->type == ZSM_REQ_SEND) {
 		ep->tx_inflight++;
 		zsm_net_credit_on_send(&comm->credit);
 	} else {
@@ -503,23 +506,41 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 	return 0;
 }
 
-/* Post the not-yet-posted operations of a send or receive request. */
-static int zsm_net_post_req(struct zsm_net_req *req)
+/* First post of req: each buffer's operation and descriptor. */
+static void zsm_net_req_ready(struct zsm_net_req *req)
 {
-	struct zsm_net_comm *comm = req->comm;
+	struct zsm_req *b = &req->base;
+
+	req->ready = 1;
+	for (int i = 0; i < b->n; i++) {
+		req->ops[i].req = req;
+		req->ops[i].kind = b->type == ZSM_REQ_SEND ? ZSM_OP_SEND
+							   : ZSM_OP_RECV;
+		req->ops[i].index = (uint8_t)i;
+		req->mr_desc[i] =
+			b->mh[i] ? zsm_net_mr_of(b->mh[i])->desc : NULL;
+	}
+}
+
+/* Post the not-yet-posted operations of a send or receive request. */
+int zsm_net_ep_post_req(struct zsm_req *b)
+{
+	struct zsm_net_req *req = zsm_net_req_of(b);
+	struct zsm_net_comm *comm = b->comm->tp;
 	int err;
 
+	if (!req->ready)
+		zsm_net_req_ready(req);
 	if (comm->closing) {
 		err = -ECANCELED;
 		goto fail_rest;
 	}
-	/* acquire: pairs with the release in zsm_net_comm_fail. */
-	err = atomic_load_explicit(&comm->error, memory_order_acquire);
+	err = zsm_comm_error(b->comm);
 	if (err)
 		goto fail_rest;
-	if (req->type == ZSM_REQ_SEND)
+	if (b->type == ZSM_REQ_SEND)
 		req->cq_data = zsm_net_req_cq_data(req);
-	for (int i = 0; i < req->n; i++) {
+	for (int i = 0; i < b->n; i++) {
 		if (req->ops[i].posted)
 			continue;
 		err = zsm_net_ep_post_op(req, i);
@@ -534,7 +555,7 @@ static int zsm_net_post_req(struct zsm_net_req *req)
 			goto fail_rest;
 	}
 	zsm_net_req_undefer(req);
-	if (req->type == ZSM_REQ_RECV)
+	if (b->type == ZSM_REQ_RECV)
 		zsm_net_comm_grant_check(comm);
 	return 0;
 
@@ -545,26 +566,17 @@ fail_rest:
 		 * can free and reuse it: pick the operations out first. */
 		int idx[ZSM_MAX_RECVS], k = 0;
 
-		for (int i = 0; i < req->n; i++)
+		for (int i = 0; i < b->n; i++)
 			if (!req->ops[i].posted)
 				idx[k++] = i;
 		zsm_net_req_undefer(req);
 		comm->ops_posted += k;
 		comm->data_ops += k;
-		comm->recv_ops += req->type == ZSM_REQ_RECV ? k : 0;
+		comm->recv_ops += b->type == ZSM_REQ_RECV ? k : 0;
 		for (int j = 0; j < k; j++)
 			zsm_net_req_op_done(&req->ops[idx[j]], err, 0, 0);
 	}
 	return 0;
-}
-
-static int zsm_net_post(struct zsm_desc *desc)
-{
-	struct zsm_net_req *req = (struct zsm_net_req *)desc;
-
-	if (req->type == ZSM_REQ_CLOSE)
-		return zsm_net_comm_post_close(req->comm);
-	return zsm_net_post_req(req);
 }
 
 void zsm_net_ep_tick(struct zsm_net_ep *ep, uint64_t now)
@@ -629,9 +641,8 @@ static int zsm_net_busy(void)
 	return 0;
 }
 
-const struct zsm_transport_ops zsm_net_ops = {
+const struct zsm_transport_ops zsm_net_progress_ops = {
 	.name = "net",
-	.post = zsm_net_post,
 	.progress = zsm_net_progress_all,
 	.busy = zsm_net_busy,
 };

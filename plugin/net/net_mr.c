@@ -14,13 +14,13 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 
-#include "ce/ce.h"
 #include "common/cuda.h"
 #include "common/handle.h"
 #include "common/log.h"
 #include "common/mr_cache.h"
 #include "common/param.h"
 #include "net/net.h"
+#include "net/net_api.h"
 #include "net/net_fi_abi.h"
 
 /* Access every registration asks for: what the endpoint can do with it. */
@@ -213,8 +213,9 @@ static void zsm_net_mr_link_locked(struct zsm_net_ep *ep,
 				   struct zsm_net_mr *mr)
 {
 	mr->ep = ep;
+	mr->base.ops = &zsm_net_comm_ops;
 	/* relaxed: nobody else knows mr yet. */
-	atomic_init(&mr->refs, 1);
+	atomic_init(&mr->base.refs, 1);
 	mr->ep_next = ep->mrs;
 	if (ep->mrs)
 		ep->mrs->ep_prev = &mr->ep_next;
@@ -241,7 +242,7 @@ static int zsm_net_mr_get(struct zsm_net_ep *ep, void *data, size_t size,
 	ep->dmabuf_fd = -1;
 	ep->dmabuf_base = NULL;
 	if (!ret) {
-		mr->type = type;
+		mr->base.type = type;
 		mr->desc = mr->entry->prov ? fi_mr_desc(mr->entry->prov)
 					   : NULL;
 		zsm_net_mr_link_locked(ep, mr);
@@ -350,69 +351,46 @@ void zsm_net_mr_flush_fini(struct zsm_net_ep *ep)
 	ep->flush_buf = NULL;
 }
 
-int zsm_net_mr_adopt_gpu(struct zsm_net_ep *ep, const struct zsm_ce_gpu_mr *g,
-			 struct zsm_net_mr **out)
-{
-	struct zsm_net_mr *mr = calloc(1, sizeof(*mr));
-
-	if (!mr) {
-		struct zsm_ce_gpu_mr copy = *g;
-
-		zsm_ce_cuda_mr_release(&copy);
-		return -ENOMEM;
-	}
-	mr->type = ZSM_MEM_CUDA;
-	mr->gpu = 1;
-	mr->gpu_mr = *g;
-	zsm_proxy_lock();
-	zsm_net_mr_link_locked(ep, mr);
-	zsm_proxy_unlock();
-	*out = mr;
-	return 0;
-}
-
-void zsm_net_mr_hold(struct zsm_net_mr *mr)
-{
-	/* relaxed: the caller holds a reference already, which keeps mr;
-	 * only the count changes. */
-	atomic_fetch_add_explicit(&mr->refs, 1, memory_order_relaxed);
-}
-
 static void zsm_net_mr_free_locked(struct zsm_net_mr *mr)
 {
 	*mr->ep_prev = mr->ep_next;
 	if (mr->ep_next)
 		mr->ep_next->ep_prev = mr->ep_prev;
-	if (mr->gpu)
-		zsm_ce_cuda_mr_release(&mr->gpu_mr);
-	else
-		zsm_mr_cache_put(mr->ep->mr_cache, mr->entry);
+	zsm_mr_cache_put(mr->ep->mr_cache, mr->entry);
 	free(mr);
 }
 
-/* 1 when this was the last reference. */
-static int zsm_net_mr_drop(struct zsm_net_mr *mr)
+void zsm_net_mr_free_op(struct zsm_mr *mr)
 {
-	/* acq_rel: the last dropper sees every holder's use of mr before
-	 * it frees it (acquire), each holder's use comes before its drop
-	 * (release). */
-	return atomic_fetch_sub_explicit(&mr->refs, 1,
-					 memory_order_acq_rel) == 1;
+	zsm_net_mr_free_locked(zsm_net_mr_of(mr));
 }
 
-void zsm_net_mr_put(struct zsm_net_mr *mr)
+int zsm_net_mr_reg_op(struct zsm_comm *c, void *data, size_t size, int type,
+		      int dmabuf_fd, uint64_t offset, struct zsm_mr **out)
 {
-	if (!zsm_net_mr_drop(mr))
-		return;
-	zsm_proxy_lock();
-	zsm_net_mr_free_locked(mr);
-	zsm_proxy_unlock();
-}
+	struct zsm_net_comm *comm = c->tp;
+	struct zsm_net_ep *ep = comm->ep;
+	struct zsm_net_mr *mr;
+	int ret;
 
-void zsm_net_mr_put_locked(struct zsm_net_mr *mr)
-{
-	if (zsm_net_mr_drop(mr))
-		zsm_net_mr_free_locked(mr);
+	if (type == ZSM_MEM_CUDA && ep->dev->gdr.reg == ZSM_HMEM_REG_NONE) {
+		ZSM_WARN("net: %s: GPU buffers on a comm to another host, "
+			 "and this device takes host memory only (%s)",
+			 ep->dev->name, ep->dev->gdr.why);
+		return -EOPNOTSUPP;
+	}
+	/* Only devices that register dma-bufs take NCCL's fd; the others
+	 * register the memory as CUDA memory. */
+	if (type == ZSM_MEM_CUDA && dmabuf_fd >= 0 &&
+	    ep->dev->gdr.reg == ZSM_HMEM_REG_DMABUF)
+		ret = zsm_net_mr_get(ep, data, size, type, dmabuf_fd, offset,
+				     &mr);
+	else
+		ret = zsm_net_mr_get(ep, data, size, type, -1, 0, &mr);
+	if (ret)
+		return ret;
+	*out = &mr->base;
+	return 0;
 }
 
 /*
@@ -425,8 +403,8 @@ void zsm_net_mr_close_all(struct zsm_net_ep *ep)
 		struct zsm_net_mr *mr = ep->mrs;
 		void *obj;
 
-		if (mr->handle)
-			zsm_handle_close(mr->handle, ZSM_H_MR, &obj);
+		if (mr->base.handle)
+			zsm_handle_close(mr->base.handle, ZSM_H_MR, &obj);
 		zsm_net_mr_free_locked(mr);
 	}
 }

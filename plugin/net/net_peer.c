@@ -155,8 +155,7 @@ static struct zsm_net_comm *zsm_net_peer_busy(struct zsm_net_peer *p)
 	for (struct zsm_net_comm *c = p->ep->comms; c; c = c->ep_next)
 		if (c->peer_obj == p && !c->closing &&
 		    (c->data_ops || c->deferred) && c->peer_id &&
-		    /* relaxed: the engine is the only writer. */
-		    !atomic_load_explicit(&c->error, memory_order_relaxed))
+		    !zsm_net_comm_failed(c))
 			return c;
 	return NULL;
 }

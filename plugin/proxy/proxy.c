@@ -136,7 +136,7 @@ static int zsm_proxy_fifo_drain(struct zsm_proxy_fifo *f)
 			f->tail = NULL;
 			f->held = 0; /* the caller unlinks it */
 		}
-		if (d->ops->post(d) == -EAGAIN) {
+		if (d->post(d) == -EAGAIN) {
 			d->next = f->head;
 			f->head = d;
 			if (!f->tail)
@@ -181,7 +181,7 @@ int zsm_proxy_pass_locked(void)
 	if (zsm_proxy.queue.slots) {
 		while ((d = zsm_ring_pop(&zsm_proxy.queue)) != NULL) {
 			events++;
-			if (d->fifo->held || d->ops->post(d) == -EAGAIN)
+			if (d->fifo->held || d->post(d) == -EAGAIN)
 				zsm_proxy_hold(d);
 		}
 	}

@@ -16,11 +16,9 @@
 
 struct zsm_desc;
 
-/* One transport's hooks, behind which net and ce sit alike. */
+/* One transport's progress hooks, behind which net and ce sit alike. */
 struct zsm_transport_ops {
 	const char *name;
-	/* Post one descriptor: 0 done with it, -EAGAIN keep it and retry. */
-	int (*post)(struct zsm_desc *desc);
 	/* Poll completions; returns how many events it handled. */
 	int (*progress)(void);
 	/* Operations in flight that need polling (0: nothing to wait for). */
@@ -42,7 +40,8 @@ struct zsm_proxy_fifo {
 
 /* Every queued object starts with this. */
 struct zsm_desc {
-	const struct zsm_transport_ops *ops;
+	/* Post it: 0 done with it, -EAGAIN keep it and retry. */
+	int (*post)(struct zsm_desc *desc);
 	struct zsm_proxy_fifo *fifo; /* its owner's */
 	struct zsm_desc *next;	     /* in its fifo, engine only */
 };

@@ -9,17 +9,13 @@
              names ce (an include of ce/, zsm_ce_*, ZSM_CE_*, a field or
              variable called ce, ce_* or *_ce)
 
-Comments and string literals are not code: a message may say "ce".  A
-violation is one (rule, file, name).  Those listed in the baseline file
-(one "rule file name" per line) are known and being removed: the check
-fails on a violation not listed, and on a listed one that is gone (take
-it out of the baseline).  With --selftest the check is run on copies of
-the tree with one deliberate violation of each rule, each of which must
-fail, and on an unchanged copy, which must pass.
+Comments and string literals are not code: a message may say "ce".
+Each violation is printed as one (rule, file, name), and any fails the
+check.  With --selftest the check is run on copies of the tree with one
+deliberate violation of each rule, each of which must fail, and on an
+unchanged copy, which must pass.
 
---prune takes the fixed ones out of the baseline (it never adds one).
-
-usage: check-structure.py PLUGIN_DIR BASELINE [--selftest | --prune]
+usage: check-structure.py PLUGIN_DIR [--selftest]
 """
 import os
 import re
@@ -120,39 +116,14 @@ def violations(root):
     return found
 
 
-def load_baseline(path):
-    known = set()
-    if not os.path.exists(path):
-        return known
-    with open(path, encoding='utf-8') as fh:
-        for line in fh:
-            line = line.split('#', 1)[0].strip()
-            if line:
-                rule, rel, name = line.split()
-                known.add((rule, rel, name))
-    return known
-
-
-def check(root, baseline, quiet=False):
-    found = violations(root)
-    known = load_baseline(baseline)
-    new = sorted(found - known)
-    gone = sorted(known - found)
-    for rule, rel, name in new:
+def check(root, quiet=False):
+    found = sorted(violations(root))
+    for rule, rel, name in found:
         print(f'FAIL {rule}: plugin/{rel} names {name}')
-    for rule, rel, name in gone:
-        print(f'FAIL baseline: "{rule} {rel} {name}" is fixed: take it '
-              f'out of {os.path.basename(baseline)}')
     if not quiet:
-        rules = {}
-        for v in found:
-            rules[v[0]] = rules.get(v[0], 0) + 1
-        print('structure: %d violation(s) known in the baseline (%s), '
-              '%d new, %d fixed but still listed' %
-              (len(found & known),
-               ', '.join(f'{r} {c}' for r, c in sorted(rules.items())) or
-               'none', len(new), len(gone)))
-    return 1 if new or gone else 0
+        print('structure: %d violation(s) of the rules nccl, net-ce, '
+              'ce-name' % len(found))
+    return 1 if found else 0
 
 
 # One deliberate violation per rule: (rule, file to write, its text).
@@ -173,14 +144,12 @@ PLANTS = [
 ]
 
 
-def selftest(root, baseline):
+def selftest(root):
     status = 0
     with tempfile.TemporaryDirectory() as tmp:
         copy = os.path.join(tmp, 'plugin')
         shutil.copytree(root, copy)
-        base = os.path.join(tmp, 'baseline.txt')
-        shutil.copy(baseline, base) if os.path.exists(baseline) else None
-        if check(copy, base, quiet=True):
+        if check(copy, quiet=True):
             print('selftest FAIL: the unchanged tree does not pass')
             return 1
         print('selftest: the unchanged tree passes')
@@ -188,7 +157,7 @@ def selftest(root, baseline):
             path = os.path.join(copy, rel)
             with open(path, 'w', encoding='utf-8') as fh:
                 fh.write(text)
-            out = subprocess.run([sys.executable, __file__, copy, base],
+            out = subprocess.run([sys.executable, __file__, copy],
                                  capture_output=True, text=True)
             os.unlink(path)
             hit = out.returncode == 1 and f'FAIL {rule}: plugin/{rel}' in out.stdout
@@ -202,7 +171,7 @@ def selftest(root, baseline):
         with open(path, 'w', encoding='utf-8') as fh:
             fh.write('/* ce and ncclNet_v8_t */\nconst char *zz = '
                      '"ce: NCCL_PTR_CUDA";\n')
-        out = subprocess.run([sys.executable, __file__, copy, base],
+        out = subprocess.run([sys.executable, __file__, copy],
                              capture_output=True, text=True)
         os.unlink(path)
         ok = out.returncode == 0
@@ -214,22 +183,12 @@ def selftest(root, baseline):
 
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith('--')]
-    if len(args) != 2:
+    if len(args) != 1:
         print(__doc__)
         return 2
-    root, baseline = args
     if '--selftest' in sys.argv:
-        return selftest(root, baseline)
-    if '--prune' in sys.argv:
-        keep = violations(root) & load_baseline(baseline)
-        with open(baseline, encoding='utf-8') as fh:
-            lines = fh.readlines()
-        with open(baseline, 'w', encoding='utf-8') as fh:
-            for line in lines:
-                entry = line.split('#', 1)[0].split()
-                if not entry or tuple(entry) in keep:
-                    fh.write(line)
-    return check(root, baseline)
+        return selftest(args[0])
+    return check(args[0])
 
 
 if __name__ == '__main__':

@@ -190,11 +190,42 @@ struct h_ctrl_v3 {
 };
 _Static_assert(sizeof(struct h_ctrl_v3) == 120, "version 3's layout");
 
-/* Version 5 added the credit at the end of version 4's 136 bytes. */
+/* Versions 4 and 5: 136 bytes, and 5 added the credit at the end. */
+struct h_ctrl_v45 {
+	uint32_t magic;
+	uint16_t version, type;
+	uint32_t src_id, dst_id;
+	uint64_t key;
+	int32_t status;
+	uint32_t pid;
+	uint64_t host_hash, reply_key;
+	uint32_t data_key, flags;
+	uint64_t ce_addr;
+	int32_t ce_fd;
+	uint32_t addr_len;
+	uint8_t addr[64];
+	uint64_t credit;
+};
+_Static_assert(sizeof(struct h_ctrl_v45) == 144 &&
+		       offsetof(struct h_ctrl_v45, addr) == 72,
+	       "version 5's layout");
+#define H_CTRL_CE_WANT 1u /* versions 4, 5: the connector would take ce */
+
 static size_t h_ctrl_len(unsigned version)
 {
-	return version == 4 ? offsetof(struct zsm_ctrl_msg, credit)
-			    : sizeof(struct zsm_ctrl_msg);
+	return version == 4 ? offsetof(struct h_ctrl_v45, credit)
+	       : version == 5 ? sizeof(struct h_ctrl_v45)
+			      : sizeof(struct zsm_ctrl_msg);
+}
+
+/* Version 6: the core's offer asking for ce, {transport 1, 8 bytes: the
+ * word to read}, as core/registry.c frames it. */
+static void h_ctrl_ce_offer(struct zsm_ctrl_msg *m, uint64_t probe)
+{
+	m->offer[0] = 1;
+	m->offer[1] = 8;
+	memcpy(m->offer + 2, &probe, 8);
+	m->offer_len = 10;
 }
 
 size_t h_attacker_conn_req(const struct h_attacker *a, const struct h_victim *v,
@@ -220,7 +251,7 @@ size_t h_attacker_conn_req(const struct h_attacker *a, const struct h_victim *v,
 		return sizeof(m);
 	}
 	if (v->version == 4 || v->version == 5) {
-		struct zsm_ctrl_msg m = {
+		struct h_ctrl_v45 m = {
 			.magic = ZSM_HANDLE_MAGIC,
 			.version = (uint16_t)v->version,
 			.type = ZSM_CTRL_CONN_REQ,
@@ -230,7 +261,7 @@ size_t h_attacker_conn_req(const struct h_attacker *a, const struct h_victim *v,
 			.pid = pid,
 			.host_hash = v->host_hash,
 			.reply_key = key,
-			.flags = ce_fd >= 0 ? ZSM_CTRL_CE_WANT : 0,
+			.flags = ce_fd >= 0 ? H_CTRL_CE_WANT : 0,
 			.ce_addr = ce_addr,
 			.ce_fd = ce_fd,
 			.addr_len = (uint32_t)a->addr_len,
@@ -240,13 +271,34 @@ size_t h_attacker_conn_req(const struct h_attacker *a, const struct h_victim *v,
 		memcpy(buf, &m, sizeof(m));
 		return h_ctrl_len(v->version);
 	}
+	if (v->version == 6) {
+		struct zsm_ctrl_msg m = {
+			.magic = ZSM_HANDLE_MAGIC,
+			.version = 6,
+			.type = ZSM_CTRL_CONN_REQ,
+			.src_id = src,
+			.dst_id = v->listen_id,
+			.key = v->nonce,
+			.pid = pid,
+			.host_hash = v->host_hash,
+			.reply_key = key,
+			.addr_len = (uint32_t)a->addr_len,
+		};
+
+		if (ce_fd >= 0)
+			h_ctrl_ce_offer(&m, ce_addr);
+		memcpy(m.addr, a->addr, a->addr_len);
+		memcpy(buf, &m, sizeof(m));
+		return sizeof(m);
+	}
 	return 0;
 }
 
 size_t h_attacker_req_addr_offset(unsigned version)
 {
-	return version == 3 ? offsetof(struct h_ctrl_v3, addr)
-			    : offsetof(struct zsm_ctrl_msg, addr);
+	return version == 3   ? offsetof(struct h_ctrl_v3, addr)
+	       : version < 6 ? offsetof(struct h_ctrl_v45, addr)
+			     : offsetof(struct zsm_ctrl_msg, addr);
 }
 
 size_t h_attacker_conn_ack(const struct h_victim *v, void *buf, uint32_t dst,
@@ -268,7 +320,7 @@ size_t h_attacker_conn_ack(const struct h_victim *v, void *buf, uint32_t dst,
 		return sizeof(m);
 	}
 	if (v->version == 4 || v->version == 5) {
-		struct zsm_ctrl_msg m = {
+		struct h_ctrl_v45 m = {
 			.magic = ZSM_HANDLE_MAGIC,
 			.version = (uint16_t)v->version,
 			.type = ZSM_CTRL_CONN_ACK,
@@ -283,6 +335,22 @@ size_t h_attacker_conn_ack(const struct h_victim *v, void *buf, uint32_t dst,
 
 		memcpy(buf, &m, sizeof(m));
 		return h_ctrl_len(v->version);
+	}
+	if (v->version == 6) {
+		struct zsm_ctrl_msg m = {
+			.magic = ZSM_HANDLE_MAGIC,
+			.version = 6,
+			.type = ZSM_CTRL_CONN_ACK,
+			.src_id = id,
+			.dst_id = dst,
+			.key = key,
+			.pid = v->pid,
+			.host_hash = v->host_hash,
+			.credit = 16,
+		};
+
+		memcpy(buf, &m, sizeof(m));
+		return sizeof(m);
 	}
 	return 0;
 }

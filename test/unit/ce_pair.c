@@ -37,8 +37,11 @@ int pair_setup(void **state)
 		return 0;
 	}
 	assert_int_equal(ret, 0);
-	p->sc.ce = p->s;
-	p->rc.ce = p->r;
+	p->sc.ops = p->rc.ops = &zsm_ce_comm_ops;
+	p->sc.tp = p->s;
+	p->rc.tp = p->r;
+	p->sc.id = p->rc.id = PAIR_ID;
+	p->sc.dev = p->rc.dev = "pair";
 	zsm_ce_chan_start(p->s, &p->sc, getpid());
 	zsm_ce_chan_start(p->r, &p->rc, getpid());
 	*state = p;
@@ -66,51 +69,49 @@ struct pair *need_pair(void **state)
 	return *state;
 }
 
-void req_init(struct zsm_net_req *req, struct zsm_net_comm *c, int type,
-	      int n)
+void req_init(struct zsm_ce_req *req, struct zsm_comm *c, int type, int n)
 {
 	memset(req, 0, sizeof(*req));
-	req->desc.ops = &zsm_ce_ops;
-	req->desc.fifo = &c->fifo;
-	req->comm = c;
-	req->type = (uint8_t)type;
-	req->n = (uint8_t)n;
-	atomic_store(&req->state, ZSM_REQ_PENDING);
+	req->base.desc.fifo = &c->fifo;
+	req->base.comm = c;
+	req->base.type = (uint8_t)type;
+	req->base.n = (uint8_t)n;
+	atomic_store(&req->base.state, ZSM_REQ_PENDING);
 }
 
-void post_send(struct pair *p, struct zsm_net_req *req, void *buf, size_t len,
-	       int tag, struct zsm_net_mr *mh)
+void post_send(struct pair *p, struct zsm_ce_req *req, void *buf, size_t len,
+	       int tag, struct zsm_ce_mr *mh)
 {
 	req_init(req, &p->sc, ZSM_REQ_SEND, 1);
-	req->data[0] = buf;
-	req->len[0] = len;
-	req->tag[0] = tag;
-	req->mh[0] = mh;
-	zsm_assert_int_eq(zsm_ce_ops.post(&req->desc), 0);
+	req->base.data[0] = buf;
+	req->base.len[0] = len;
+	req->base.tag[0] = tag;
+	req->base.mh[0] = mh ? &mh->base : NULL;
+	zsm_assert_int_eq(zsm_ce_comm_ops.post(&req->base), 0);
 }
 
-void post_recv(struct pair *p, struct zsm_net_req *req, int n, void **bufs,
-	       const size_t *lens, const int *tags, struct zsm_net_mr **mhs)
+void post_recv(struct pair *p, struct zsm_ce_req *req, int n, void **bufs,
+	       const size_t *lens, const int *tags, struct zsm_ce_mr **mhs)
 {
 	req_init(req, &p->rc, ZSM_REQ_RECV, n);
 	for (int i = 0; i < n; i++) {
-		req->data[i] = bufs[i];
-		req->len[i] = lens[i];
-		req->tag[i] = tags[i];
-		req->mh[i] = mhs ? mhs[i] : NULL;
+		req->base.data[i] = bufs[i];
+		req->base.len[i] = lens[i];
+		req->base.tag[i] = tags[i];
+		req->base.mh[i] = mhs && mhs[i] ? &mhs[i]->base : NULL;
 	}
-	zsm_assert_int_eq(zsm_ce_ops.post(&req->desc), 0);
+	zsm_assert_int_eq(zsm_ce_comm_ops.post(&req->base), 0);
 }
 
 void pump(int passes)
 {
 	while (passes--)
-		zsm_ce_ops.progress();
+		zsm_ce_progress_ops.progress();
 }
 
-int state_of(struct zsm_net_req *req)
+int state_of(struct zsm_ce_req *req)
 {
-	return atomic_load(&req->state);
+	return atomic_load(&req->base.state);
 }
 
 int ce_possible(void)

@@ -12,14 +12,14 @@
 
 #include "ce/ce.h"
 #include "ce/ce_int.h"
-#include "net/net.h"
+#include "core/transport.h"
 
 /* The receive comm the pair's window names. */
 #define PAIR_ID 77u
 #define PAIR_KEY 0x1234567887654321ULL
 
 struct pair {
-	struct zsm_net_comm sc, rc;
+	struct zsm_comm sc, rc;
 	struct zsm_ce_chan *s, *r;
 };
 
@@ -31,15 +31,14 @@ struct pair *need_pair(void **state);
 
 /* Post a send (one buffer) or a grouped receive on the pair; mh (or
  * mhs[i]) may be NULL for plain host memory. */
-void post_send(struct pair *p, struct zsm_net_req *req, void *buf, size_t len,
-	       int tag, struct zsm_net_mr *mh);
-void post_recv(struct pair *p, struct zsm_net_req *req, int n, void **bufs,
-	       const size_t *lens, const int *tags, struct zsm_net_mr **mhs);
-void req_init(struct zsm_net_req *req, struct zsm_net_comm *c, int type,
-	      int n);
+void post_send(struct pair *p, struct zsm_ce_req *req, void *buf, size_t len,
+	       int tag, struct zsm_ce_mr *mh);
+void post_recv(struct pair *p, struct zsm_ce_req *req, int n, void **bufs,
+	       const size_t *lens, const int *tags, struct zsm_ce_mr **mhs);
+void req_init(struct zsm_ce_req *req, struct zsm_comm *c, int type, int n);
 /* Engine passes of every ce channel. */
 void pump(int passes);
-int state_of(struct zsm_net_req *req);
+int state_of(struct zsm_ce_req *req);
 /*
  * Whether a channel can be made here.  Where it cannot (valgrind has no
  * pidfd_getfd, some sandboxes forbid it) the plugin keeps such comms on

@@ -19,7 +19,7 @@
 static void test_ce_chan_matches_tags_in_posting_order(void **state)
 {
 	struct pair *p = need_pair(state);
-	struct zsm_net_req s[3], r[2];
+	struct zsm_ce_req s[3], r[2];
 	char a[16] = "first", b[16] = "second", c[16] = "third";
 	char g0[16] = { 0 }, g1[16] = { 0 }, x[16] = { 0 };
 	void *group[2] = { g0, g1 }, *single[1] = { x };
@@ -37,16 +37,16 @@ static void test_ce_chan_matches_tags_in_posting_order(void **state)
 	assert_string_equal(g1, "first");
 	assert_string_equal(x, "second");
 	assert_string_equal(g0, "third");
-	zsm_assert_int_eq(r[0].sizes[0], 6);
-	zsm_assert_int_eq(r[0].sizes[1], 6);
-	zsm_assert_int_eq(r[1].sizes[0], 7);
+	zsm_assert_int_eq(r[0].base.sizes[0], 6);
+	zsm_assert_int_eq(r[0].base.sizes[1], 6);
+	zsm_assert_int_eq(r[1].base.sizes[0], 7);
 }
 
 /* A send waits for its receive, and completes only once copied. */
 static void test_ce_chan_send_waits_for_its_receive(void **state)
 {
 	struct pair *p = need_pair(state);
-	struct zsm_net_req s, r;
+	struct zsm_ce_req s, r;
 	char msg[32] = "late receive", got[32] = { 0 };
 	void *bufs[1] = { got };
 
@@ -67,7 +67,7 @@ static void test_ce_chan_send_waits_for_its_receive(void **state)
 static void test_ce_chan_send_too_large_fails_the_receive(void **state)
 {
 	struct pair *p = need_pair(state);
-	struct zsm_net_req s, r;
+	struct zsm_ce_req s, r;
 	char big[64], small[32];
 	void *bufs[1] = { small };
 
@@ -93,7 +93,7 @@ static void test_ce_chan_size_changed_after_take_is_ignored(void **state)
 	struct pair *p = need_pair(state);
 	size_t size = 24u << 20, page = (size_t)sysconf(_SC_PAGESIZE);
 	char *src = malloc(size), *dst;
-	struct zsm_net_req s, r;
+	struct zsm_ce_req s, r;
 	struct zsm_ce_slot *slot;
 	void *bufs[1];
 
@@ -107,12 +107,12 @@ static void test_ce_chan_size_changed_after_take_is_ignored(void **state)
 	post_recv(p, &r, 1, bufs, (size_t[]){ size }, (int[]){ 4 }, NULL);
 	post_send(p, &s, src, size, 4, NULL);
 	/* One pass takes it; both sides copy up to a chunk each. */
-	zsm_ce_ops.progress();
+	zsm_ce_progress_ops.progress();
 	slot = &p->r->win->slots[0];
 	slot->size = 64u << 20;
 	pump(200);
 	zsm_assert_int_eq(state_of(&r), ZSM_REQ_DONE);
-	zsm_assert_int_eq(r.sizes[0], (int)size);
+	zsm_assert_int_eq(r.base.sizes[0], (int)size);
 	assert_memory_equal(src, dst, size);
 	munmap(dst, size + page);
 	free(src);
@@ -124,7 +124,7 @@ static void test_ce_chan_large_message_in_pieces(void **state)
 	struct pair *p = need_pair(state);
 	size_t len = 3 * ZSM_CE_CHUNK + 12345;
 	unsigned char *src = malloc(len), *dst = calloc(1, len);
-	struct zsm_net_req s, r;
+	struct zsm_ce_req s, r;
 	void *bufs[1] = { dst };
 	int passes = 0;
 
@@ -135,7 +135,7 @@ static void test_ce_chan_large_message_in_pieces(void **state)
 	post_recv(p, &r, 1, bufs, &len, (int[]){ 0 }, NULL);
 	post_send(p, &s, src, len, 0, NULL);
 	while (state_of(&r) == ZSM_REQ_PENDING && passes < 100) {
-		zsm_ce_ops.progress();
+		zsm_ce_progress_ops.progress();
 		passes++;
 	}
 	zsm_assert_int_eq(state_of(&r), ZSM_REQ_DONE);
@@ -143,17 +143,17 @@ static void test_ce_chan_large_message_in_pieces(void **state)
 	zsm_assert_int_eq(state_of(&s), ZSM_REQ_DONE);
 	/* One chunk per side and pass keeps other comms served. */
 	assert_true(passes >= 2);
-	zsm_assert_int_eq(r.sizes[0], (int)len);
+	zsm_assert_int_eq(r.base.sizes[0], (int)len);
 	assert_memory_equal(src, dst, len);
 	/* Both sides took pieces, and every byte was copied once. */
 	{
-		struct zsm_ce_slot *sl = &p->s->win->slots[s.ce_seq %
+		struct zsm_ce_slot *sl = &p->s->win->slots[s.seq %
 							   ZSM_CE_SLOTS];
 
 		assert_true(p->s->shared_bytes > 0);
 		assert_true(p->r->shared_bytes > 0);
 		zsm_assert_int_eq(p->s->shared_bytes + p->r->shared_bytes, len);
-		zsm_assert_int_eq(atomic_load(&sl->helped), s.ce_seq + 1);
+		zsm_assert_int_eq(atomic_load(&sl->helped), s.seq + 1);
 		zsm_assert_int_eq(sl->help_err, 0);
 	}
 	free(src);
@@ -170,7 +170,7 @@ static void test_ce_chan_split_falls_back_when_sender_cannot_write(
 	 * piece too. */
 	size_t len = ZSM_CE_CHUNK + 2 * ZSM_CE_PIECE + 777;
 	unsigned char *src = malloc(len), *dst = calloc(1, len);
-	struct zsm_net_req s, r;
+	struct zsm_ce_req s, r;
 	void *bufs[1] = { dst };
 
 	assert_non_null(src);
@@ -194,17 +194,17 @@ static void test_ce_chan_split_falls_back_when_sender_cannot_write(
 static void test_ce_chan_full_window_refuses(void **state)
 {
 	struct pair *p = need_pair(state);
-	struct zsm_net_req *s = calloc(ZSM_CE_SLOTS + 1, sizeof(*s));
+	struct zsm_ce_req *s = calloc(ZSM_CE_SLOTS + 1, sizeof(*s));
 	char byte = 'x';
 
 	assert_non_null(s);
 	for (int i = 0; i < ZSM_CE_SLOTS; i++)
 		post_send(p, &s[i], &byte, 1, 9, NULL);
 	req_init(&s[ZSM_CE_SLOTS], &p->sc, ZSM_REQ_SEND, 1);
-	s[ZSM_CE_SLOTS].data[0] = &byte;
-	s[ZSM_CE_SLOTS].len[0] = 1;
-	s[ZSM_CE_SLOTS].tag[0] = 9;
-	zsm_assert_int_eq(zsm_ce_ops.post(&s[ZSM_CE_SLOTS].desc), -EAGAIN);
+	s[ZSM_CE_SLOTS].base.data[0] = &byte;
+	s[ZSM_CE_SLOTS].base.len[0] = 1;
+	s[ZSM_CE_SLOTS].base.tag[0] = 9;
+	zsm_assert_int_eq(zsm_ce_comm_ops.post(&s[ZSM_CE_SLOTS].base), -EAGAIN);
 	zsm_assert_int_eq(state_of(&s[ZSM_CE_SLOTS]), ZSM_REQ_PENDING);
 	/* Closing ends them all (teardown would otherwise do it). */
 	zsm_ce_chan_close(p->s, -ECANCELED);
@@ -218,7 +218,7 @@ static void test_ce_chan_full_window_refuses(void **state)
 static void test_ce_chan_sender_close_fails_waiting_receives(void **state)
 {
 	struct pair *p = need_pair(state);
-	struct zsm_net_req r;
+	struct zsm_ce_req r;
 	char got[8];
 	void *bufs[1] = { got };
 
@@ -235,7 +235,7 @@ static void test_ce_chan_sender_close_fails_waiting_receives(void **state)
 static void test_ce_chan_receiver_close_fails_sends(void **state)
 {
 	struct pair *p = need_pair(state);
-	struct zsm_net_req s1, s2;
+	struct zsm_ce_req s1, s2;
 	char byte = 'y';
 
 	post_send(p, &s1, &byte, 1, 5, NULL);

@@ -553,28 +553,29 @@ static int fake_teardown(void **state)
 	return ret;
 }
 
-/* regMr of device memory, as plugin.c does it. */
-static struct zsm_net_mr *gpu_reg(void *data, size_t size)
+/* regMr of device memory, as ce_mr.c does it. */
+static struct zsm_ce_mr *gpu_reg(void *data, size_t size)
 {
-	struct zsm_net_mr *mr = calloc(1, sizeof(*mr));
+	struct zsm_ce_mr *mr = calloc(1, sizeof(*mr));
 
 	assert_non_null(mr);
-	zsm_assert_int_eq(zsm_ce_cuda_mr_prepare(data, size, &mr->gpu_mr), 0);
+	zsm_assert_int_eq(zsm_ce_cuda_mr_prepare(data, size, &mr->g), 0);
 	mr->gpu = 1;
-	mr->type = ZSM_MEM_CUDA;
+	mr->base.type = ZSM_MEM_CUDA;
+	mr->base.ops = &zsm_ce_comm_ops;
 	return mr;
 }
 
-static void gpu_dereg(struct pair *p, struct zsm_net_mr *mr)
+static void gpu_dereg(struct pair *p, struct zsm_ce_mr *mr)
 {
 	if (p && p->s)
-		zsm_ce_chan_forget(p->s, &mr->gpu_mr);
-	zsm_ce_cuda_mr_release(&mr->gpu_mr);
+		zsm_ce_chan_forget(p->s, &mr->g);
+	zsm_ce_cuda_mr_release(&mr->g);
 	free(mr);
 }
 
 /* Pump until req leaves PENDING; how many passes that took. */
-static int pump_until_done(struct zsm_net_req *req)
+static int pump_until_done(struct zsm_ce_req *req)
 {
 	int passes = 0;
 
@@ -587,9 +588,9 @@ static int pump_until_done(struct zsm_net_req *req)
 
 /* Send len bytes of GPU memory at src (registered as smr) into host
  * memory at dst, pumping until the send is over. */
-static void gpu_to_host(struct pair *p, struct zsm_net_req *s,
-			struct zsm_net_req *r, void *src, size_t len,
-			struct zsm_net_mr *smr, void *dst, size_t cap, int tag)
+static void gpu_to_host(struct pair *p, struct zsm_ce_req *s,
+			struct zsm_ce_req *r, void *src, size_t len,
+			struct zsm_ce_mr *smr, void *dst, size_t cap, int tag)
 {
 	void *bufs[1] = { dst };
 
@@ -651,13 +652,13 @@ static void test_ce_cuda_opens_each_allocation_once(void **state)
 	struct pair *p = need_pair(state);
 	unsigned char *src = fake_alloc(1 << 16, 1, 7);
 	unsigned char *dst = fake_alloc(1 << 16, 0, 0);
-	struct zsm_net_mr *smr = gpu_reg(src, 1 << 16);
-	struct zsm_net_mr *rmr = gpu_reg(dst, 1 << 16);
+	struct zsm_ce_mr *smr = gpu_reg(src, 1 << 16);
+	struct zsm_ce_mr *rmr = gpu_reg(dst, 1 << 16);
 	const size_t off[3] = { 0, 5000, 40000 }, len[3] = { 777, 1, 20000 };
 
 	memset(dst, 0, 1 << 16);
 	for (int i = 0; i < 3; i++) {
-		struct zsm_net_req s, r;
+		struct zsm_ce_req s, r;
 		void *bufs[1] = { dst + 2 * off[i] / 3 };
 		size_t cap = len[i] + 10;
 
@@ -671,7 +672,7 @@ static void test_ce_cuda_opens_each_allocation_once(void **state)
 		zsm_assert_int_eq(state_of(&r), ZSM_REQ_DONE);
 		pump_until_done(&s);
 		zsm_assert_int_eq(state_of(&s), ZSM_REQ_DONE);
-		zsm_assert_int_eq(r.sizes[0], (int)len[i]);
+		zsm_assert_int_eq(r.base.sizes[0], (int)len[i]);
 		assert_memory_equal(bufs[0], src + off[i], len[i]);
 	}
 	zsm_assert_int_eq(fk.imports, 1);
@@ -705,8 +706,8 @@ static void test_ce_cuda_dereg_closes_the_peer_mapping(void **state)
 {
 	struct pair *p = need_pair(state);
 	unsigned char *src = fake_alloc(4096, 1, 3), *dst = calloc(1, 4096);
-	struct zsm_net_mr *smr = gpu_reg(src, 4096);
-	struct zsm_net_req s, r;
+	struct zsm_ce_mr *smr = gpu_reg(src, 4096);
+	struct zsm_ce_req s, r;
 	size_t cap = 4096;
 	int releases;
 
@@ -746,8 +747,8 @@ static void test_ce_cuda_unmap_off_keeps_mappings_until_close(void **state)
 {
 	struct pair *p = need_pair(state);
 	unsigned char *src = fake_alloc(2048, 1, 8), dst[2048];
-	struct zsm_net_mr *smr = gpu_reg(src, 2048);
-	struct zsm_net_req s, r;
+	struct zsm_ce_mr *smr = gpu_reg(src, 2048);
+	struct zsm_ce_req s, r;
 	size_t cap = sizeof(dst);
 
 	set_unmap("0");
@@ -770,9 +771,9 @@ static void test_ce_cuda_forget_overflow_closes_everything(void **state)
 {
 	struct pair *p = need_pair(state);
 	unsigned char *src = fake_alloc(1024, 0, 9), dst[1024];
-	struct zsm_net_mr *smr = gpu_reg(src, 1024);
+	struct zsm_ce_mr *smr = gpu_reg(src, 1024);
 	struct zsm_ce_gpu_mr other = { .reg_id = ~0ULL };
-	struct zsm_net_req s, r;
+	struct zsm_ce_req s, r;
 	size_t cap = sizeof(dst);
 
 	set_unmap("1");
@@ -792,9 +793,9 @@ static void test_ce_cuda_close_releases_mappings(void **state)
 {
 	struct pair *p = need_pair(state);
 	unsigned char *a = fake_alloc(2048, 1, 4), *b = fake_alloc(2048, 0, 5);
-	struct zsm_net_mr *ma = gpu_reg(a, 2048), *mb = gpu_reg(b, 2048);
+	struct zsm_ce_mr *ma = gpu_reg(a, 2048), *mb = gpu_reg(b, 2048);
 	unsigned char dst[2048];
-	struct zsm_net_req s, r;
+	struct zsm_ce_req s, r;
 	size_t cap = sizeof(dst);
 
 	gpu_to_host(p, &s, &r, a, 2048, ma, dst, cap, 1);
@@ -817,8 +818,8 @@ static void test_ce_cuda_unmap_stop_finishes_the_queue(void **state)
 {
 	struct pair *p = need_pair(state);
 	unsigned char *a = fake_alloc(2048, 0, 6), dst[2048];
-	struct zsm_net_mr *ma = gpu_reg(a, 2048);
-	struct zsm_net_req s, r;
+	struct zsm_ce_mr *ma = gpu_reg(a, 2048);
+	struct zsm_ce_req s, r;
 	size_t cap = sizeof(dst);
 	void *second = NULL;
 
@@ -846,8 +847,8 @@ static void test_ce_cuda_host_to_gpu_lands_whole(void **state)
 	struct pair *p = need_pair(state);
 	size_t len = 2 * ZSM_CE_CHUNK + 999;
 	unsigned char *src = malloc(len), *dst = fake_alloc(len, 1, 0);
-	struct zsm_net_mr *rmr = gpu_reg(dst, len);
-	struct zsm_net_req s, r;
+	struct zsm_ce_mr *rmr = gpu_reg(dst, len);
+	struct zsm_ce_req s, r;
 	void *bufs[1] = { dst };
 
 	assert_non_null(src);
@@ -860,7 +861,7 @@ static void test_ce_cuda_host_to_gpu_lands_whole(void **state)
 	zsm_assert_int_eq(state_of(&r), ZSM_REQ_DONE);
 	pump_until_done(&s);
 	zsm_assert_int_eq(state_of(&s), ZSM_REQ_DONE);
-	zsm_assert_int_eq(r.sizes[0], (int)len);
+	zsm_assert_int_eq(r.base.sizes[0], (int)len);
 	assert_memory_equal(dst, src, len);
 	zsm_assert_int_eq(fk.copies, 3);
 	/* Up from pinned memory: pageable copies may wait for the kernel
@@ -876,8 +877,8 @@ static void test_ce_cuda_failed_copy_fails_both(void **state)
 {
 	struct pair *p = need_pair(state);
 	unsigned char *src = fake_alloc(512, 0, 6), dst[512];
-	struct zsm_net_mr *smr = gpu_reg(src, 512);
-	struct zsm_net_req s, r;
+	struct zsm_ce_mr *smr = gpu_reg(src, 512);
+	struct zsm_ce_req s, r;
 	void *bufs[1] = { dst };
 	size_t cap = sizeof(dst);
 
@@ -899,9 +900,9 @@ static void pipeline_four(struct pair *p)
 {
 	unsigned char *src = fake_alloc(1 << 14, 1, 21);
 	unsigned char *dst = fake_alloc(1 << 14, 1, 0);
-	struct zsm_net_mr *smr = gpu_reg(src, 1 << 14);
-	struct zsm_net_mr *rmr = gpu_reg(dst, 1 << 14);
-	struct zsm_net_req s[4], r[4];
+	struct zsm_ce_mr *smr = gpu_reg(src, 1 << 14);
+	struct zsm_ce_mr *rmr = gpu_reg(dst, 1 << 14);
+	struct zsm_ce_req s[4], r[4];
 	size_t cap = 4096;
 
 	memset(dst, 0, 1 << 14);
@@ -920,7 +921,7 @@ static void pipeline_four(struct pair *p)
 	for (int i = 0; i < 4; i++) {
 		zsm_assert_int_eq(state_of(&r[i]), ZSM_REQ_DONE);
 		zsm_assert_int_eq(state_of(&s[i]), ZSM_REQ_DONE);
-		zsm_assert_int_eq(r[i].sizes[0], 1000 + i);
+		zsm_assert_int_eq(r[i].base.sizes[0], 1000 + i);
 		assert_memory_equal(dst + i * 4096, src + i * 4096 + i,
 				    1000 + i);
 	}
@@ -975,9 +976,9 @@ static void test_ce_cuda_full_pipe_takes_no_more(void **state)
 	enum { N = ZSM_CE_PIPE + 4 };
 	unsigned char *src = fake_alloc(N * 64, 1, 33);
 	unsigned char *dst = fake_alloc(N * 64, 0, 0);
-	struct zsm_net_mr *smr = gpu_reg(src, N * 64);
-	struct zsm_net_mr *rmr = gpu_reg(dst, N * 64);
-	struct zsm_net_req s[N], r[N];
+	struct zsm_ce_mr *smr = gpu_reg(src, N * 64);
+	struct zsm_ce_mr *rmr = gpu_reg(dst, N * 64);
+	struct zsm_ce_req s[N], r[N];
 	size_t cap = 64;
 
 	memset(dst, 0, N * 64);

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 
 #include "common/param.h"
+#include "core/comm.h"
 #include "net/net.h"
+#include "net/net_api.h"
 #include "zsm_test.h"
 
 #define MS 1000000ULL
@@ -18,6 +20,7 @@ struct fake {
 	struct zsm_net_dev dev;
 	struct zsm_net_ep ep;
 	struct zsm_net_comm *comm;
+	struct zsm_comm *owner; /* the core's comm the link carries */
 	struct zsm_net_peer *peer;
 };
 
@@ -46,19 +49,23 @@ static void fake_open(struct fake *f, uint64_t recv_max)
 	f->comm->recv_ops = 1;
 	f->comm->recv_max = recv_max;
 	f->ep.comms = f->comm;
+	f->owner = zsm_comm_new(ZSM_COMM_RECV);
+	assert_non_null(f->owner);
+	zsm_comm_bind(f->owner, &zsm_net_comm_ops, f->comm, 1, "fake0");
+	f->comm->owner = f->owner;
 	zsm_assert_int_eq(zsm_net_peer_get(&f->ep, 5, 0, 4242, &f->peer), 0);
 	f->comm->peer_obj = f->peer;
 }
 
 static int fake_failed(struct fake *f)
 {
-	/* relaxed: this thread is the engine here. */
-	return atomic_load_explicit(&f->comm->error, memory_order_relaxed);
+	return zsm_comm_error(f->owner);
 }
 
 static void fake_close(struct fake *f)
 {
 	zsm_net_peer_put(f->peer);
+	zsm_comm_release(f->owner);
 	free(f->comm);
 }
 

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Owns ce's registrations.  Host memory needs none (the peer's kernel
+ * copies it by cross-memory attach), but is moved onto huge pages where
+ * the kernel lets it; device memory is recorded with its IPC handle and
+ * context, for the peer to open.  Nothing here reaches the provider.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "ce/ce.h"
+#include "ce/ce_int.h"
+#include "common/handle.h"
+#include "common/log.h"
+
+/* Every registration, for teardown: engine lock. */
+static struct zsm_ce_mr *zsm_ce_mrs;
+
+int zsm_ce_mr_reg(struct zsm_comm *c, void *data, size_t size, int type,
+		  int dmabuf_fd, uint64_t offset, struct zsm_mr **out)
+{
+	struct zsm_ce_mr *mr = calloc(1, sizeof(*mr));
+	int ret;
+
+	(void)c;
+	(void)dmabuf_fd; /* device memory is mapped by IPC, not dma-buf */
+	(void)offset;
+	if (!mr)
+		return -ENOMEM;
+	if (type == ZSM_MEM_CUDA) {
+		ret = zsm_ce_cuda_mr_prepare(data, size, &mr->g);
+		if (ret) {
+			free(mr);
+			return ret;
+		}
+		mr->gpu = 1;
+	} else {
+		/* A refusal is logged there and costs speed only. */
+		(void)zsm_ce_hugepage_prepare(data, size);
+	}
+	mr->base.type = type;
+	mr->base.ops = &zsm_ce_comm_ops;
+	/* relaxed: nobody else knows mr yet. */
+	atomic_init(&mr->base.refs, 1);
+	zsm_proxy_lock();
+	mr->next = zsm_ce_mrs;
+	if (zsm_ce_mrs)
+		zsm_ce_mrs->prev = &mr->next;
+	mr->prev = &zsm_ce_mrs;
+	zsm_ce_mrs = mr;
+	zsm_proxy_unlock();
+	*out = &mr->base;
+	return 0;
+}
+
+void zsm_ce_mr_free(struct zsm_mr *m)
+{
+	struct zsm_ce_mr *mr = zsm_container_of(m, struct zsm_ce_mr, base);
+
+	*mr->prev = mr->next;
+	if (mr->next)
+		mr->next->prev = mr->prev;
+	if (mr->gpu)
+		zsm_ce_cuda_mr_release(&mr->g);
+	free(mr);
+}
+
+void zsm_ce_mr_forget(struct zsm_comm *c, struct zsm_mr *m)
+{
+	struct zsm_ce_mr *mr = zsm_container_of(m, struct zsm_ce_mr, base);
+
+	/* The receiver holds our allocation open (and its memory alive)
+	 * until told: NCCL may free the buffer next. */
+	if (mr->gpu && c->type == ZSM_COMM_SEND && c->tp)
+		zsm_ce_chan_forget(c->tp, &mr->g);
+}
+
+void zsm_ce_mr_close_all(void)
+{
+	while (zsm_ce_mrs) {
+		struct zsm_ce_mr *mr = zsm_ce_mrs;
+		void *obj;
+
+		if (mr->base.handle)
+			zsm_handle_close(mr->base.handle, ZSM_H_MR, &obj);
+		zsm_ce_mr_free(&mr->base);
+	}
+}

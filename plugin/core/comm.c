@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Owns the comm base object: its life from creation to release, the one
+ * failure path every transport reports through, and the two-step close
+ * (NCCL's close queues it behind the comm's earlier work and waits until
+ * the transport writes none of its buffers; the engine frees the comm
+ * once the transport is done with it).
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/handle.h"
+#include "common/log.h"
+#include "core/comm.h"
+#include "core/registry.h"
+
+/* Every comm, for teardown: engine lock. */
+static struct zsm_comm *zsm_comm_all;
+
+struct zsm_close_wait {
+	atomic_int quiet;
+};
+
+/* How long a close waits for the transport to give the buffers back. */
+#define ZSM_COMM_CLOSE_WAIT_NS (5ULL * 1000000000ULL)
+
+static int zsm_comm_post_desc(struct zsm_desc *d);
+
+struct zsm_comm *zsm_comm_new(int type)
+{
+	struct zsm_comm *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->type = (uint8_t)type;
+	/* relaxed, all: nobody else sees c before it is published. */
+	atomic_store_explicit(&c->state, ZSM_COMM_CONNECTING,
+			      memory_order_relaxed);
+	pthread_mutex_init(&c->pool_lock, NULL);
+	c->close_req.desc.post = zsm_comm_post_desc;
+	c->close_req.desc.fifo = &c->fifo;
+	c->close_req.type = ZSM_REQ_CLOSE;
+	c->close_req.comm = c;
+	c->next = zsm_comm_all;
+	if (zsm_comm_all)
+		zsm_comm_all->prev = c;
+	zsm_comm_all = c;
+	return c;
+}
+
+void zsm_comm_bind(struct zsm_comm *c, const struct zsm_comm_ops *ops,
+		   void *tp, uint32_t id, const char *dev)
+{
+	c->ops = ops;
+	c->tp = tp;
+	c->id = id;
+	c->dev = dev;
+}
+
+const char *zsm_comm_kind(const struct zsm_comm *c)
+{
+	return c->type == ZSM_COMM_SEND	  ? "send"
+	       : c->type == ZSM_COMM_RECV ? "receive"
+					  : "listen";
+}
+
+int zsm_comm_error(const struct zsm_comm *c)
+{
+	/* acquire: pairs with the release in zsm_comm_fail. */
+	return atomic_load_explicit(&c->error, memory_order_acquire);
+}
+
+void zsm_comm_fail(struct zsm_comm *c, int err, const char *why)
+{
+	int zero = 0;
+
+	/* release: pairs with the acquires in isend/irecv/connect, which
+	 * then refuse new work on this comm. */
+	if (!atomic_compare_exchange_strong_explicit(&c->error, &zero, err,
+						     memory_order_release,
+						     memory_order_relaxed))
+		return;
+	if (why)
+		ZSM_WARN("%s: %s: %s comm %u (peer pid %u, %s): %s; failing it",
+			 c->ops->name, c->dev, zsm_comm_kind(c), c->id,
+			 c->peer.pid,
+			 c->peer.same_host ? "this host" : "another host", why);
+	/* release: pairs with the acquire in connect. */
+	atomic_store_explicit(&c->state, ZSM_COMM_FAILED, memory_order_release);
+	c->ops->fail(c, err);
+}
+
+void zsm_comm_quiet(struct zsm_comm *c)
+{
+	if (!c->close_wait)
+		return;
+	/* release: pairs with the acquire in zsm_comm_close. */
+	atomic_store_explicit(&c->close_wait->quiet, 1, memory_order_release);
+	c->close_wait = NULL;
+}
+
+void zsm_comm_release(struct zsm_comm *c)
+{
+	uint64_t h;
+
+	zsm_comm_quiet(c);
+	zsm_registry_comm_gone(c);
+	zsm_req_pool_fini(c);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		zsm_comm_all = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	/* Teardown frees comms NCCL never closed: their handles die too. */
+	/* acquire: pairs with the release in zsm_entry_publish_comm. */
+	h = atomic_load_explicit(&c->handle, memory_order_acquire);
+	if (h) {
+		void *obj;
+
+		zsm_handle_close(h,
+				 c->type == ZSM_COMM_SEND   ? ZSM_H_SEND
+				 : c->type == ZSM_COMM_RECV ? ZSM_H_RECV
+							    : ZSM_H_LISTEN,
+				 &obj);
+	}
+	pthread_mutex_destroy(&c->pool_lock);
+	free(c);
+}
+
+void zsm_comm_link_gone(struct zsm_comm *c, void *tp)
+{
+	if (c->tp == tp || !c->ops) {
+		zsm_comm_release(c);
+		return;
+	}
+	/* A comm whose close began dropped the link first: not this one. */
+	if (c->setup == tp)
+		c->setup = NULL;
+	zsm_comm_close_locked(c);
+}
+
+void zsm_comm_close_locked(struct zsm_comm *c)
+{
+	if (c->closing)
+		return;
+	c->closing = 1;
+	/* The setup link of a comm that moved to another transport goes
+	 * first: it calls nothing back from here on. */
+	if (c->setup && c->setup != c->tp)
+		c->setup_ops->drop_link(c->setup);
+	c->setup = NULL;
+	c->ops->close(c);
+}
+
+/* The engine's post of every descriptor the core queues. */
+static int zsm_comm_post_desc(struct zsm_desc *d)
+{
+	struct zsm_req *req = (struct zsm_req *)d;
+
+	if (req->type == ZSM_REQ_CLOSE) {
+		zsm_comm_close_locked(req->comm);
+		return 0;
+	}
+	return req->comm->ops->post(req);
+}
+
+void zsm_comm_submit_init(struct zsm_req *req)
+{
+	req->desc.post = zsm_comm_post_desc;
+	req->desc.fifo = &req->comm->fifo;
+	req->desc.next = NULL;
+}
+
+int zsm_comm_close(struct zsm_comm *c)
+{
+	struct zsm_close_wait w;
+	uint64_t t0 = zsm_now_ns();
+	uint32_t id = c->id;
+	const char *name = c->ops->name;
+
+	atomic_init(&w.quiet, 0);
+	/* release: pairs with the acquire in the transports' posts, which
+	 * may see it before the close itself is queued (held sends go
+	 * first). */
+	atomic_store_explicit(&c->close_asked, 1, memory_order_release);
+	/* Published to the engine by the queue with the close itself; the
+	 * comm may be freed as soon as it is queued. */
+	c->close_wait = &w;
+	zsm_proxy_submit_wait(&c->close_req.desc);
+	/* acquire: pairs with the release in zsm_comm_quiet. */
+	while (!atomic_load_explicit(&w.quiet, memory_order_acquire)) {
+		if (zsm_now_ns() - t0 > ZSM_COMM_CLOSE_WAIT_NS) {
+			ZSM_WARN("%s: close of comm %u: the transport still "
+				 "holds some of its transfers after %llu s; "
+				 "their buffers must stay allocated",
+				 name, id,
+				 ZSM_COMM_CLOSE_WAIT_NS / 1000000000ULL);
+			/* The engine must not tell a frame that is gone; a
+			 * comm not quiet yet is not freed yet either. */
+			zsm_proxy_lock();
+			/* relaxed: under the engine lock, its only writer. */
+			if (!atomic_load_explicit(&w.quiet,
+						  memory_order_relaxed))
+				c->close_wait = NULL;
+			zsm_proxy_unlock();
+			break;
+		}
+		if (!zsm_proxy_pass())
+			sched_yield();
+	}
+	return 0;
+}
+
+void zsm_comm_close_all(void)
+{
+	struct zsm_comm *c;
+
+	/* A close may free other comms (a listener's unaccepted ones): look
+	 * again from the start after each. */
+	for (;;) {
+		for (c = zsm_comm_all; c && (c->closing || !c->ops);
+		     c = c->next)
+			;
+		if (!c)
+			return;
+		zsm_comm_close_locked(c);
+	}
+}
+
+void zsm_comm_free_all(void)
+{
+	while (zsm_comm_all) {
+		struct zsm_comm *c = zsm_comm_all;
+
+		ZSM_INFO("%s: comm %u was still held at teardown",
+			 c->ops ? c->ops->name : "core", c->id);
+		zsm_comm_release(c);
+	}
+}
