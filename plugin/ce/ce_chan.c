@@ -302,19 +302,6 @@ void zsm_ce_chan_close(struct zsm_ce_chan *ch, int err)
 	zsm_ce_chan_free(ch);
 }
 
-/* What the handshake carries for ce (core/registry.c frames it). */
-struct zsm_ce_offer_msg {
-	uint64_t probe_addr; /* a word of the connector's to read */
-};
-struct zsm_ce_answer_msg {
-	int32_t fd;	/* the window's fd in the listener */
-	uint32_t id;	/* the receive comm its header names */
-	uint64_t addr;	/* the window's address in the listener */
-	uint64_t key;	/* and the key its header holds */
-};
-_Static_assert(sizeof(struct zsm_ce_answer_msg) == 24,
-	       "ce's answer is wire format");
-
 size_t zsm_ce_offer(void *buf, size_t cap)
 {
 	struct zsm_ce_offer_msg m = {.probe_addr = zsm_ce_probe_addr()};

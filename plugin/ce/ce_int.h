@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "ce/ce.h"
+#include "ce/ce_wire.h"
 #include "common/cuda_drv.h"
 #include "core/transport.h"
 
@@ -47,14 +48,6 @@ static inline const struct zsm_ce_gpu_mr *zsm_ce_gpu(const struct zsm_ce_req *r,
 	return cm->gpu ? &cm->g : NULL;
 }
 
-/*
- * Slots in a window: at least as many as requests a comm can have, so a
- * sender never waits for a slot while its own requests are outstanding.
- */
-#define ZSM_CE_SLOTS ZSM_MAX_REQUESTS
-#define ZSM_CE_MAGIC 0x45434d5aU /* "ZMCE" */
-/* 4: the receiver makes the window; its header names the comm. */
-#define ZSM_CE_VERSION 4
 /* One process_vm_readv moves at most this much, so that a 1 GiB receive
  * does not hold the engine from every other comm for 100 ms. */
 #define ZSM_CE_CHUNK ((size_t)8 << 20)
@@ -66,56 +59,11 @@ static inline const struct zsm_ce_gpu_mr *zsm_ce_gpu(const struct zsm_ce_req *r,
  * runs slower, or later, simply claims fewer pieces.
  */
 #define ZSM_CE_SPLIT_MIN ((size_t)1 << 20)
-#define ZSM_CE_PIECE ((size_t)512 << 10)
-/* deregMr notices a window holds (struct zsm_ce_window). */
-#define ZSM_CE_FORGET 64
 /* A channel with work outstanding and no progress for this long says what
  * it waits for, at INFO (once per wait): a hang then leaves a trail. */
 #define ZSM_CE_STALL_NS (10ULL * 1000000000ULL)
 /* How often a comm with work outstanding checks that its peer lives. */
 #define ZSM_CE_PEER_CHECK_NS (100ULL * 1000000ULL)
-
-/*
- * One send, in shared memory.  The sender writes the fields, then seq
- * (release); the receiver reads seq (acquire), copies, writes the
- * result, then done (release); the sender reads done (acquire).  For a
- * shared copy the receiver also writes dst and zeroes claim, then
- * matched (release); both sides take pieces with fetch-adds on claim
- * (relaxed: the counter is all they share through it), and the sender,
- * once a claim comes back past the end or a write failed, writes
- * help_err and the failed range, then helped (release): every byte it
- * wrote is in place by then.  The counters hold the send's number + 1,
- * so a reused slot is never mistaken for its previous use.
- */
-struct zsm_ce_slot {
-	_Atomic uint64_t seq;
-	uint64_t addr;
-	uint64_t size;
-	int32_t tag;
-	int32_t err;	 /* receiver: 0 or -errno */
-	uint64_t len;	 /* receiver: bytes it took */
-	_Atomic uint64_t done;
-	uint64_t pad[2];
-	/* Second line: the split copy. */
-	uint64_t dst;	 /* receiver: its buffer */
-	_Atomic uint64_t claim; /* the next piece either side may copy */
-	_Atomic uint64_t matched;
-	_Atomic uint64_t helped;
-	int32_t help_err; /* sender: 0, or -errno and the receiver does it */
-	/* GPU sends: the sender's allocation, for cuIpcOpenMemHandle. */
-	uint32_t gpu;	  /* 1: addr is device memory; ipc/ipc_off name it */
-	uint64_t ipc_off; /* addr - the allocation's base */
-	int32_t vmm_fd;	  /* cuMem memory: the exported fd in the sender */
-	uint32_t pad2;
-	zsm_cu_ipc_handle ipc;
-	uint64_t reg_id;  /* the registration's number in the sender */
-	uint64_t alloc_size;
-	/* Sender: what it claimed but could not write (help_err set). */
-	uint64_t help_fail_off;
-	uint64_t help_fail_len;
-	uint64_t pad3[5];
-};
-_Static_assert(sizeof(struct zsm_ce_slot) == 256, "four cache lines a slot");
 
 enum { ZSM_CE_SENDER = 0, ZSM_CE_RECEIVER = 1 };
 
@@ -134,40 +82,6 @@ struct zsm_ce_gpu_op {
 	int last;		  /* ends a group: pipe_ev[its index] follows it */
 	uint64_t size;
 	zsm_cu_deviceptr dst, src;
-};
-
-struct zsm_ce_window {
-	uint32_t magic;
-	uint32_t version;
-	/* The receive comm the window belongs to, and its key: a sender
-	 * that took another window of the same process finds out. */
-	uint32_t comm_id;
-	uint32_t pad0;
-	uint64_t key;
-	/* Set once by each side when it closes (seq_cst, see busy). */
-	_Atomic uint32_t closed[2];
-	/*
-	 * busy[side]: that side is inside a copy on the other's memory
-	 * (process_vm_readv by the receiver, process_vm_writev by the
-	 * sender).  A copier sets busy[me], then reads closed[other]; a
-	 * closing side sets closed[me], then waits for busy[other] to clear
-	 * (all seq_cst), so no copy touches a side's buffers after its close
-	 * returns.
-	 */
-	_Atomic uint32_t busy[2];
-	uint32_t pad[6];
-	/*
-	 * GPU registrations the sender dropped (deregMr), by number: the
-	 * receiver closes what it opened for them.  The sender writes
-	 * forget[n % ZSM_CE_FORGET], then forget_head = n + 1 (release);
-	 * the receiver reads forget_head (acquire).  A receiver that fell
-	 * more than ZSM_CE_FORGET behind closes every mapping it holds
-	 * (live registrations are opened again on their next use).
-	 */
-	_Atomic uint64_t forget_head;
-	uint64_t forget[ZSM_CE_FORGET];
-	uint64_t pad2[7];
-	struct zsm_ce_slot slots[ZSM_CE_SLOTS];
 };
 
 struct zsm_ce_chan {

@@ -4,47 +4,7 @@
  * endpoint per device shared by every comm of the process, comms, requests
  * and memory registrations.
  *
- * Wire protocol (ZSM_HANDLE_VERSION).  Every message is a tagged message
- * on the shared endpoint.  A 48-bit tag (cxi offers 48, others 64) reads,
- * from the top:
- *   1 bit   control flag
- *   23 bits comm id at the receiving endpoint (random, see idmap.h)
- *   24 bits NCCL tag (data) or message type (control)
- * Data receives are posted for the peer's address (FI_DIRECTED_RECV) and
- * a receive comm's id makes its tags unique on the endpoint; libfabric
- * matches each tag's messages in posting order, which is NCCL's matching
- * rule, and NCCL's tag picks the buffer inside a grouped receive.  Where
- * the provider carries remote CQ data, each data message carries its
- * receive comm's 31-bit data key (and a checksum with ZSM_CHECKSUM):
- * a message without it is dropped.
- *
- * Control messages arrive on receives the endpoint posts for any comm id
- * (net_ctrl.c), each as large as the provider's largest eager message so
- * that nothing a peer sends can truncate one.  Every control message names
- * the comm it is for and carries that comm's 64-bit key (a CONN_REQ: the
- * listener's nonce from the handle); anything else is dropped and counted.
- *
- *   listener                                   connector
- *   listen(): id L, nonce N
- *     handle {magic, version, L, N, pid, host, address} --(NCCL)-->
- *                                              connect(): comm S, key Ks
- *           <------ CONN_REQ {N, S, Ks, pid, host, address, offer}
- *   comm R (key Kr, data key Dr), the core's answer to the offer
- *     CONN_ACK {Ks, R, Kr, Dr, pid, host, answer, credit} -->
- *                                              the core takes what the
- *                                              answer offers, or not;
- *                                              connect() returns S
- *           <------ CONN_DONE {Kr, what was taken}
- *   accept() returns R
- *
- * The offer, answer and word of what was taken are opaque to net: the
- * core's registry fills and reads them (another transport for the data
- * of a same-host comm, see core/transport.h).
- *
- * A CONN_REQ that names no listener, or the wrong nonce, is answered at
- * once with a refusing CONN_ACK.  PING and PONG probe a silent peer
- * (net_peer.c).  CONN_ACK and GRANT tell a sender how many data
- * messages it may have sent in all (net_credit.h).
+ * The wire format is in net/net_wire.h.
  */
 #ifndef ZSM_NET_H
 #define ZSM_NET_H
@@ -62,138 +22,16 @@
 #include "net/net_credit.h"
 #include "net/net_fi_lib.h"
 #include "net/net_hmem.h"
+#include "net/net_wire.h"
 #include "proxy/proxy.h"
 
 #define ZSM_NET_MAX_DEVS 32
-#define ZSM_NET_ADDR_MAX 64
-
-#define ZSM_TAG_BITS_USER 24
-#define ZSM_TAG_BITS_ID 23
-#define ZSM_TAG_CTRL (1ULL << 47)
-#define ZSM_TAG_USER_MAX ((1U << ZSM_TAG_BITS_USER) - 1)
-#define ZSM_TAG_ID_MAX ((1U << ZSM_TAG_BITS_ID) - 1)
-_Static_assert(ZSM_TAG_USER_MAX >= ZSM_TAG_MAX,
-	       "every tag the core takes fits the wire's");
-/* A control receive's ignore mask: any comm id, any type. */
-#define ZSM_TAG_CTRL_IGNORE (ZSM_TAG_CTRL - 1)
-
-enum zsm_ctrl_type {
-	ZSM_CTRL_CONN_REQ = 1,
-	ZSM_CTRL_CONN_ACK = 2,
-	ZSM_CTRL_CONN_DONE = 3,
-	ZSM_CTRL_PING = 4,
-	ZSM_CTRL_PONG = 5,
-	ZSM_CTRL_GRANT = 6, /* receiver to sender: how far it may send */
-	ZSM_CTRL_NTYPES,
-};
-
-#define ZSM_HANDLE_MAGIC 0x314d535aU /* "ZSM1" */
-/*
- * Version of the wire: the handle and the control messages together, so a
- * connector refuses a handle from another version before any message of a
- * layout it does not know is sent.  4: keys in every message, CONN_DONE,
- * the ce window made by the listener.  5: flow control (the credit of
- * CONN_ACK, GRANT).  6: the other transports' fields become one opaque
- * offer of ZSM_OFFER_BYTES.  magic and version keep their offsets in
- * every version, so either side can name the other's.
- */
-#define ZSM_HANDLE_VERSION 6
-
-/* The 128-byte connection handle NCCL ships from listener to connector. */
-struct zsm_net_handle {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t addr_len;
-	uint32_t listen_id;
-	uint32_t nonce;
-	uint32_t pid;
-	/* Connector-side state, kept here because NCCL retries connect()
-	 * with the same buffer: 0 = not started, else our pending comm id,
-	 * and when that connect started. */
-	uint32_t conn_id;
-	uint64_t host_hash;
-	uint8_t addr[ZSM_NET_ADDR_MAX];
-	uint64_t conn_start_ns;
-	uint8_t reserved[24];
-};
-_Static_assert(sizeof(struct zsm_net_handle) == ZSM_HANDLE_BYTES,
-	       "handle must fill exactly NCCL's 128 bytes");
-_Static_assert(offsetof(struct zsm_net_handle, version) == 4 &&
-		       offsetof(struct zsm_net_handle, listen_id) == 8 &&
-		       offsetof(struct zsm_net_handle, nonce) == 12 &&
-		       offsetof(struct zsm_net_handle, pid) == 16 &&
-		       offsetof(struct zsm_net_handle, conn_id) == 20 &&
-		       offsetof(struct zsm_net_handle, host_hash) == 24 &&
-		       offsetof(struct zsm_net_handle, addr) == 32 &&
-		       offsetof(struct zsm_net_handle, conn_start_ns) == 96,
-	       "handle layout is wire format: change ZSM_HANDLE_VERSION");
 
 /* Encode/decode, unit tested.  Decode refuses foreign or damaged handles. */
 void zsm_net_handle_encode(struct zsm_net_handle *h, uint32_t listen_id,
 			   uint32_t nonce, const void *addr, size_t addr_len,
 			   uint64_t host_hash);
 int zsm_net_handle_check(const struct zsm_net_handle *h);
-
-/* Every control message, whatever its type (unused fields are 0). */
-struct zsm_ctrl_msg {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t type;
-	uint32_t src_id;    /* the sending comm: where answers go */
-	uint32_t dst_id;    /* the receiving comm (its tag says it too) */
-	uint64_t key;	    /* the receiving comm's key (CONN_REQ: nonce) */
-	int32_t status;	    /* CONN_ACK: 0, or -errno: refused */
-	uint32_t pid;	    /* the sender's process id */
-	uint64_t host_hash; /* the sender's zsm_host_hash() */
-	uint64_t reply_key; /* REQ, ACK: what messages back must carry */
-	uint32_t data_key;  /* ACK: what data messages to R must carry */
-	uint32_t offer_len; /* REQ, ACK, DONE: bytes of offer used */
-	uint64_t credit;    /* ACK, GRANT: data messages the sender may
-			       have sent in all */
-	uint32_t addr_len;  /* REQ: the connector's address */
-	uint32_t pad;
-	uint8_t addr[ZSM_NET_ADDR_MAX];
-	/* REQ: the offer; ACK: the answer; DONE: what was taken. */
-	uint8_t offer[ZSM_OFFER_BYTES];
-};
-_Static_assert(offsetof(struct zsm_ctrl_msg, version) == 4 &&
-		       offsetof(struct zsm_ctrl_msg, type) == 6 &&
-		       offsetof(struct zsm_ctrl_msg, src_id) == 8 &&
-		       offsetof(struct zsm_ctrl_msg, dst_id) == 12 &&
-		       offsetof(struct zsm_ctrl_msg, key) == 16 &&
-		       offsetof(struct zsm_ctrl_msg, status) == 24 &&
-		       offsetof(struct zsm_ctrl_msg, pid) == 28 &&
-		       offsetof(struct zsm_ctrl_msg, host_hash) == 32 &&
-		       offsetof(struct zsm_ctrl_msg, reply_key) == 40 &&
-		       offsetof(struct zsm_ctrl_msg, data_key) == 48 &&
-		       offsetof(struct zsm_ctrl_msg, offer_len) == 52 &&
-		       offsetof(struct zsm_ctrl_msg, credit) == 56 &&
-		       offsetof(struct zsm_ctrl_msg, addr_len) == 64 &&
-		       offsetof(struct zsm_ctrl_msg, addr) == 72 &&
-		       offsetof(struct zsm_ctrl_msg, offer) == 136 &&
-		       sizeof(struct zsm_ctrl_msg) == 168,
-	       "control message layout is wire format: change "
-	       "ZSM_HANDLE_VERSION");
-
-/* Remote CQ data of a data message: the receive comm's 31-bit key, a
- * flag saying whether the top 32 bits hold the payload's CRC32C. */
-#define ZSM_CQ_KEY_MASK 0x7fffffffULL
-#define ZSM_CQ_HAS_CRC (1ULL << 31)
-
-static inline uint64_t zsm_tag_data(uint32_t id, int tag)
-{
-	return ((uint64_t)id << ZSM_TAG_BITS_USER) | (uint32_t)tag;
-}
-
-static inline uint64_t zsm_tag_ctrl(uint32_t id, enum zsm_ctrl_type t)
-{
-	return ZSM_TAG_CTRL | ((uint64_t)id << ZSM_TAG_BITS_USER) | t;
-}
-
-static inline uint32_t zsm_tag_id(uint64_t tag)
-{
-	return (uint32_t)(tag >> ZSM_TAG_BITS_USER) & ZSM_TAG_ID_MAX;
-}
 
 struct zsm_net_dev {
 	struct fi_info *info; /* the chosen provider offer, dup'ed */
