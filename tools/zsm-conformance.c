@@ -55,9 +55,15 @@ struct lb_opts {
 	int abi;
 	int dev;
 	int gpu[2]; /* CUDA device of each rank for gpu_buffers */
+	/*
+	 * --zsm-rules: where NCCL leaves a choice, require the one zsm
+	 * makes on every transport (docs/conformance.md, "zsm's rules"):
+	 * the outcome, and one WARN line of the plugin per failure.
+	 */
+	int zsm_rules;
 };
 
-static struct lb_opts lb_opts = { NULL, 0, 0, { 0, 0 } };
+static struct lb_opts lb_opts = { NULL, 0, 0, { 0, 0 }, 0 };
 static int lb_scale = 1;
 /* The check running, for WARN lines; set before each check forks. */
 static const char *lb_check_name = "init";
@@ -1297,6 +1303,7 @@ static int check_recv_larger(int rank, void *arg)
 static int check_send_too_large(int rank, void *arg)
 {
 	size_t posted = 4096, sent = 8192;
+	unsigned warns;
 	int sizes[64], r;
 	struct lb_ctx x;
 	struct lb_buf b;
@@ -1309,6 +1316,7 @@ static int check_send_too_large(int rank, void *arg)
 	if (rank == 0) {
 		zsm_pattern_fill(b.p, sent, 9);
 		LB_OOB(oob_barrier());
+		warns = zsm_client_warns();
 		LB_TRY(lb_post_send(&x, x.send, b.p, sent, 1, b.mh, &req));
 		r = zsm_client_wait(x.c, req, sizes, LB_WAIT_MS);
 		LB_EXPECT(r != ZSM_CLIENT_TIMEOUT,
@@ -1317,11 +1325,20 @@ static int check_send_too_large(int rank, void *arg)
 			  LB_WAIT_MS);
 		printf("# abi %d rank 0: oversized send finished with %s\n",
 		       lb_opts.abi, zsm_client_result_str(r));
+		/* zsm: the send was handed over; the receive is wrong. */
+		LB_EXPECT(!lb_opts.zsm_rules || r == ncclSuccess,
+			  "zsm's rule: the oversized send succeeds (it was "
+			  "handed over), got %s",
+			  zsm_client_result_str(r));
+		LB_EXPECT(!lb_opts.zsm_rules || zsm_client_warns() == warns,
+			  "zsm's rule: the sender says nothing (%u WARN lines)",
+			  zsm_client_warns() - warns);
 	} else {
 		LB_TRY(lb_post_recv(&x, x.recv, 1, &b.vp, &posted, (int[]){ 1 },
 				    &b.mh, &req));
 		LB_OOB(oob_barrier());
 		sizes[0] = LB_SENTINEL;
+		warns = zsm_client_warns();
 		r = zsm_client_wait(x.c, req, sizes, LB_WAIT_MS);
 		LB_EXPECT(r != ZSM_CLIENT_TIMEOUT,
 			  "receive of an oversized message never finished "
@@ -1336,6 +1353,15 @@ static int check_send_too_large(int rank, void *arg)
 			  sent, posted, sizes[0]);
 		printf("# abi %d rank 1: oversized receive failed with %s\n",
 		       lb_opts.abi, zsm_client_result_str(r));
+		LB_EXPECT(!lb_opts.zsm_rules ||
+				  (r == ncclInvalidUsage && sizes[0] == 0),
+			  "zsm's rule: the receive fails with "
+			  "ncclInvalidUsage and size 0, got %s and size %d",
+			  zsm_client_result_str(r), sizes[0]);
+		LB_EXPECT(!lb_opts.zsm_rules ||
+				  zsm_client_warns() - warns == 1,
+			  "zsm's rule: one WARN line for the failure, got %u",
+			  zsm_client_warns() - warns);
 	}
 	LB_OOB(oob_barrier());
 	LB_TRY(lb_buf_free(&x, &b));
@@ -2340,7 +2366,8 @@ static int check_peer_dies_recv(int rank, void *arg)
 	int tags[LB_RECVS_MAX], sizes[64], pending, done, r, i;
 	double first_ms = -1, last_ms = 0;
 	size_t ss[LB_RECVS_MAX], size = PD_SLOT;
-	int first = ncclSuccess;
+	int first = ncclSuccess, other = ncclSuccess;
+	unsigned warns;
 	struct lb_ctx x;
 	struct lb_buf b;
 	uint64_t t0;
@@ -2385,6 +2412,7 @@ static int check_peer_dies_recv(int rank, void *arg)
 	/* Rank 1 dies once this returns; no out-of-band traffic after. */
 	LB_OOB(oob_barrier());
 	t0 = zsm_client_now_ns();
+	warns = zsm_client_warns();
 	oob_set_timeout(PD_ALARM_S);
 	oob_doing("testing receives whose sender died");
 	/* NCCL tests each request until done or an error; so do we. */
@@ -2404,6 +2432,8 @@ static int check_peer_dies_recv(int rank, void *arg)
 				first_ms = last_ms;
 				first = r;
 			}
+			if (r != ncclRemoteError)
+				other = r;
 			req[i] = NULL;
 			pending--;
 		}
@@ -2425,6 +2455,14 @@ static int check_peer_dies_recv(int rank, void *arg)
 	printf("# abi %d rank 0: receives from the dead sender failed with "
 	       "%s after %.0f ms, the last after %.0f ms\n",
 	       lb_opts.abi, zsm_client_result_str(first), first_ms, last_ms);
+	/* zsm: one failure, the peer's: said once, every request told. */
+	LB_EXPECT(!lb_opts.zsm_rules || other == ncclSuccess,
+		  "zsm's rule: every receive from a dead peer fails with "
+		  "ncclRemoteError, one got %s",
+		  zsm_client_result_str(other));
+	LB_EXPECT(!lb_opts.zsm_rules || zsm_client_warns() - warns == 1,
+		  "zsm's rule: one WARN line for the dead peer, got %u",
+		  zsm_client_warns() - warns);
 	oob_set_timeout(PD_AFTER_S);
 	oob_doing("closing the receive comm whose sender died");
 	/* NCCL's order after an error: deregister, then close. */
@@ -2442,6 +2480,7 @@ static int check_peer_dies_send(int rank, void *arg)
 	const char *from = NULL;
 	struct lb_ctx x;
 	struct lb_buf b;
+	unsigned warns;
 	uint64_t t0;
 	double ms;
 
@@ -2471,6 +2510,7 @@ static int check_peer_dies_send(int rank, void *arg)
 	/* Rank 1 dies once this returns; no out-of-band traffic after. */
 	LB_OOB(oob_barrier());
 	t0 = zsm_client_now_ns();
+	warns = zsm_client_warns();
 	oob_set_timeout(PD_ALARM_S);
 	oob_doing("sending to a receiver that died");
 	/*
@@ -2512,6 +2552,13 @@ static int check_peer_dies_send(int rank, void *arg)
 	printf("# abi %d rank 0: sending to the dead receiver: %s returned "
 	       "%s after %.0f ms (%d sends posted, %d succeeded)\n",
 	       lb_opts.abi, from, zsm_client_result_str(r), ms, posted, ok);
+	LB_EXPECT(!lb_opts.zsm_rules || r == ncclRemoteError,
+		  "zsm's rule: sending to a dead peer fails with "
+		  "ncclRemoteError, got %s",
+		  zsm_client_result_str(r));
+	LB_EXPECT(!lb_opts.zsm_rules || zsm_client_warns() - warns == 1,
+		  "zsm's rule: one WARN line for the dead peer, got %u",
+		  zsm_client_warns() - warns);
 	oob_set_timeout(PD_AFTER_S);
 	oob_doing("closing the send comm whose receiver died");
 	/* NCCL stops testing at the first error: close with sends left. */
@@ -3288,7 +3335,7 @@ static void lb_usage(FILE *out)
 		"[--timeout SECONDS]\n"
 		"                       [--only NAME[,NAME...]] [--list] "
 		"PLUGIN.so\n"
-		"                       [--gpu G0[,G1]]\n"
+		"                       [--gpu G0[,G1]] [--zsm-rules]\n"
 		"       zsm-conformance --rendezvous HOST:PORT [--rank R "
 		"--nranks N]\n"
 		"                       [--join-timeout SECONDS] [options] "
@@ -3494,6 +3541,8 @@ int main(int argc, char **argv)
 						"1..86400 seconds\n");
 				return LB_USAGE;
 			}
+		} else if (!strcmp(a, "--zsm-rules")) {
+			lb_opts.zsm_rules = 1;
 		} else if (!strcmp(a, "--list")) {
 			list = 1;
 

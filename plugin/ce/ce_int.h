@@ -62,8 +62,6 @@ static inline const struct zsm_ce_gpu_mr *zsm_ce_gpu(const struct zsm_ce_req *r,
 /* A channel with work outstanding and no progress for this long says what
  * it waits for, at INFO (once per wait): a hang then leaves a trail. */
 #define ZSM_CE_STALL_NS (10ULL * 1000000000ULL)
-/* How often a comm with work outstanding checks that its peer lives. */
-#define ZSM_CE_PEER_CHECK_NS (100ULL * 1000000ULL)
 
 enum { ZSM_CE_SENDER = 0, ZSM_CE_RECEIVER = 1 };
 

@@ -814,7 +814,7 @@ static int zsm_ce_progress(void)
 		}
 		if (now < ch->next_check_ns)
 			continue;
-		ch->next_check_ns = now + ZSM_CE_PEER_CHECK_NS;
+		ch->next_check_ns = now + zsm_comm_check_ns();
 		if (zsm_ce_peer_gone(ch))
 			zsm_ce_fail(ch, -ECONNRESET,
 				    "the peer process has exited");

@@ -13,6 +13,7 @@
 
 #include "common/handle.h"
 #include "common/log.h"
+#include "common/param.h"
 #include "core/comm.h"
 #include "core/registry.h"
 
@@ -64,6 +65,20 @@ const char *zsm_comm_kind(const struct zsm_comm *c)
 	return c->type == ZSM_COMM_SEND	  ? "send"
 	       : c->type == ZSM_COMM_RECV ? "receive"
 					  : "listen";
+}
+
+uint64_t zsm_comm_check_ns(void)
+{
+	uint64_t every = (uint64_t)zsm_param_int(ZSM_P_PEER_CHECK_MS) *
+			 1000000ULL / 4;
+
+	/* Often enough for the check's resolution, never more than a few
+	 * times a second. */
+	if (every < 10000000ULL)
+		every = 10000000ULL;
+	if (every > 250000000ULL)
+		every = 250000000ULL;
+	return every;
 }
 
 int zsm_comm_error(const struct zsm_comm *c)
@@ -182,6 +197,14 @@ int zsm_comm_close(struct zsm_comm *c)
 	const char *name = c->ops->name;
 
 	atomic_init(&w.quiet, 0);
+	/* Its requests end with it, on every transport alike: a test() of
+	 * one from here on is refused as closed, even where the transport
+	 * still holds it for a while (their memory stays until then). */
+	pthread_mutex_lock(&c->pool_lock);
+	for (struct zsm_req *r = zsm_req_next(c, NULL); r;
+	     r = zsm_req_next(c, r))
+		zsm_handle_disarm(r->handle_index);
+	pthread_mutex_unlock(&c->pool_lock);
 	/* release: pairs with the acquire in the transports' posts, which
 	 * may see it before the close itself is queued (held sends go
 	 * first). */

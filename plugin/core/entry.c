@@ -672,8 +672,13 @@ int zsm_test(void *request, int *done, int *sizes)
 		else
 			sizes[0] = req->sizes[0];
 	}
-	if (state < 0 && state != -ECANCELED)
-		ZSM_WARN("%s failed: %s", zsm_req_what(req),
+	/* A comm's failure was said where it was found, once for all its
+	 * requests; a request's own (a message larger than its receive) is
+	 * said here. */
+	if (state < 0 && state != -ECANCELED &&
+	    state != zsm_comm_error(req->comm))
+		ZSM_WARN("%s: %s failed: %s", req->comm->ops->name,
+			 zsm_req_what(req),
 			 state == -EMSGSIZE
 				 ? "the message is larger than the posted "
 				   "receive buffer"

@@ -195,6 +195,12 @@ void zsm_comm_bind(struct zsm_comm *c, const struct zsm_comm_ops *ops,
  * asks the transport to end c's requests.
  */
 void zsm_comm_fail(struct zsm_comm *c, int err, const char *why);
+/*
+ * How often a transport looks whether a comm's peer lives: a quarter of
+ * ZSM_PEER_CHECK_MS (the one setting for every transport), at least
+ * 10 ms and at most 250 ms.
+ */
+uint64_t zsm_comm_check_ns(void);
 /* acquire-load of c's error (0 while it works). */
 int zsm_comm_error(const struct zsm_comm *c);
 /* Engine: the transport writes none of c's buffers any more: a waiting

@@ -581,18 +581,9 @@ fail_rest:
 
 void zsm_net_ep_tick(struct zsm_net_ep *ep, uint64_t now)
 {
-	uint64_t every = (uint64_t)zsm_param_int(ZSM_P_PEER_CHECK_MS) *
-			 1000000ULL / 4;
-
 	if (now < ep->next_tick_ns)
 		return;
-	/* Often enough for the peer check's resolution, never more than
-	 * a few times a second. */
-	if (every < 10000000ULL)
-		every = 10000000ULL;
-	if (every > 250000000ULL)
-		every = 250000000ULL;
-	ep->next_tick_ns = now + every;
+	ep->next_tick_ns = now + zsm_comm_check_ns();
 	zsm_net_comm_expire(ep, now);
 	zsm_net_peer_check(ep, now);
 	zsm_net_drain_tick(ep, now);

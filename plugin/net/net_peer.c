@@ -134,13 +134,16 @@ static void zsm_net_peer_fail(struct zsm_net_peer *p, const char *why)
 		if (c->peer_obj != p)
 			continue;
 		c->peer_gone = 1;
-		if (c->closing)
+		/* A comm whose data moved to another transport has that
+		 * transport's own detector, which says it. */
+		if (c->closing || (c->owner && c->owner->tp != c))
 			continue;
 		zsm_net_comm_fail(c, -ECONNRESET, NULL);
 		n++;
 	}
-	ZSM_WARN("net: %s: %s; failing its %d comm(s)", p->ep->dev->name, why,
-		 n);
+	if (n)
+		ZSM_WARN("net: %s: %s; failing its %d comm(s)",
+			 p->ep->dev->name, why, n);
 	/* Closers waiting for those comms' receives need not any more: a
 	 * gone process moves nothing, and a silent one's transfers end when
 	 * its endpoint closes (zsm_net_ep_retire). */

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,16 @@ static int zsm_client_log_threshold(void)
 	return level;
 }
 
+/* The plugin's WARN lines so far, for checks that count them. */
+static atomic_uint zsm_client_warn_lines;
+
+unsigned zsm_client_warns(void)
+{
+	/* relaxed: a count; the caller orders it by its own calls. */
+	return atomic_load_explicit(&zsm_client_warn_lines,
+				    memory_order_relaxed);
+}
+
 void zsm_client_logger(int level, unsigned long flags, const char *file,
 		       int line, const char *fmt, ...)
 {
@@ -103,6 +114,10 @@ void zsm_client_logger(int level, unsigned long flags, const char *file,
 	(void)flags;
 	if (level == NCCL_LOG_NONE)
 		return;
+	if (level == NCCL_LOG_WARN)
+		/* relaxed: as in zsm_client_warns. */
+		atomic_fetch_add_explicit(&zsm_client_warn_lines, 1,
+					  memory_order_relaxed);
 	if (level != NCCL_LOG_ABORT && level > zsm_client_log_threshold())
 		return;
 	va_start(ap, fmt);

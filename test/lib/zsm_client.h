@@ -167,6 +167,8 @@ const void *zsm_client_table(const struct zsm_client *c);
 
 /* "ncclSystemError" etc., "timeout" for ZSM_CLIENT_TIMEOUT. */
 const char *zsm_client_result_str(int result);
+/* How many WARN lines the plugin has logged in this process. */
+unsigned zsm_client_warns(void);
 
 /*
  * ncclDebugLogger_t writing to stderr: WARN always, INFO and TRACE when
