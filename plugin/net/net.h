@@ -156,6 +156,12 @@ struct zsm_net_ep {
 	uint64_t pass_ns;            /* when the current engine pass began */
 	uint64_t next_tick_ns;	     /* the next round of timed checks */
 	int needs_mr; /* FI_MR_LOCAL: every buffer needs a descriptor */
+	/* The completion queue's fd (FI_WAIT_FD), or -1; set when the
+	 * proxy's sleep saw it readable; control sends in flight. */
+	int wait_fd;
+	int kicked;
+	int ctrl_tx;
+	uint64_t active_ns; /* the last pass that found something */
 	uint64_t mr_mode;
 	/* Engine lock, all below. */
 	struct zsm_idmap ids;	    /* comm id -> comm */
@@ -200,6 +206,9 @@ struct zsm_net_ep {
 int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out);
 void zsm_net_ep_close(struct zsm_net_ep *ep);
 int zsm_net_ep_progress(struct zsm_net_ep *ep);
+/* Whether ep has work in flight, or comms whose handshake or hand-over
+ * is not done: then it is polled every pass (engine). */
+int zsm_net_ep_busy(const struct zsm_net_ep *ep);
 /* Post operation i of a data request: 0, -EAGAIN (the provider refused,
  * or the receiver has not made room: retry), -ECANCELED (a send that
  * waits for room on a comm being closed), or -errno (logged). */
@@ -386,6 +395,8 @@ void zsm_net_peer_check(struct zsm_net_ep *ep, uint64_t now);
 /* net_drain.c: strays: messages for no live comm, discarded. */
 void zsm_net_drain_tick(struct zsm_net_ep *ep, uint64_t now);
 void zsm_net_drain_complete(struct zsm_net_ep *ep, int err, uint64_t tag);
+/* A look or a discard is in flight. */
+int zsm_net_drain_busy(const struct zsm_net_ep *ep);
 
 /* An operation completed: err, the length the provider reports, and the
  * message's remote CQ data (receives). */

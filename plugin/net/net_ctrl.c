@@ -256,6 +256,7 @@ static int zsm_net_ctrl_send_next(struct zsm_net_comm *comm)
 	}
 	op->posted = 1;
 	comm->ops_posted++;
+	comm->ep->ctrl_tx++;
 	return 0;
 }
 
@@ -310,10 +311,13 @@ void zsm_net_ctrl_nack(struct zsm_net_ep *ep, const struct zsm_ctrl_msg *m,
 	n->msg.host_hash = zsm_host_hash();
 	n->to = to;
 	n->op.kind = ZSM_OP_NACK;
+	n->op.owner = ep;
 	if (fi_tsend(ep->ep, &n->msg, sizeof(n->msg), NULL, to,
 		     zsm_tag_ctrl(m->src_id, ZSM_CTRL_CONN_ACK),
-		     &n->op.fi_ctx) == 0)
+		     &n->op.fi_ctx) == 0) {
 		n->op.posted = 1;
+		ep->ctrl_tx++;
+	}
 }
 
 /*
@@ -476,11 +480,13 @@ void zsm_net_ctrl_complete(struct zsm_net_op *op, int err, size_t len,
 	}
 	if (op->kind == ZSM_OP_NACK) {
 		op->posted = 2;
+		((struct zsm_net_ep *)op->owner)->ctrl_tx--;
 		return;
 	}
 	comm = op->owner;
 	op->posted = 2;
 	comm->ops_posted--;
+	comm->ep->ctrl_tx--;
 	/* A send that completed was taken by our own provider, not by the
 	 * peer: it is no word from the peer (net_peer.c). */
 	if (err && err != -ECANCELED && !comm->closing)

@@ -67,6 +67,12 @@ static void zsm_net_drain_peek(struct zsm_net_ep *ep)
 		ep->drain_state = ZSM_DRAIN_PEEK;
 }
 
+int zsm_net_drain_busy(const struct zsm_net_ep *ep)
+{
+	return ep->drain_state == ZSM_DRAIN_PEEK ||
+	       ep->drain_state == ZSM_DRAIN_DISCARD;
+}
+
 void zsm_net_drain_tick(struct zsm_net_ep *ep, uint64_t now)
 {
 	if (ep->drain_state != ZSM_DRAIN_IDLE || now < ep->next_drain_ns)
@@ -92,9 +98,13 @@ void zsm_net_drain_complete(struct zsm_net_ep *ep, int err, uint64_t tag)
 {
 	ep->drain_op.posted = 2;
 	if (ep->drain_state == ZSM_DRAIN_DISCARD) {
-		if (!err)
+		if (!err) {
 			zsm_net_ctrl_drop(ep, ZSM_DROP_DATA,
 					  "discarded from the provider");
+			/* More may be behind it: the proxy keeps looking in
+			 * (net_ep.c, the idle sleep). */
+			ep->active_ns = ep->pass_ns;
+		}
 		if (--ep->drain_budget > 0) {
 			zsm_net_drain_peek(ep);
 			return;

@@ -5,6 +5,7 @@
  * reading of completions.  Every call here runs under the engine lock.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,8 +69,19 @@ int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 	ret = fi_av_open(ep->domain, &av_attr, &ep->av, NULL);
 	if (ret)
 		goto err;
+	/* A file descriptor to block on while nothing is in flight (the
+	 * proxy's idle sleep, fi_trywait first); a provider without one
+	 * gets looked at now and then instead. */
 	step = "fi_cq_open";
+	ep->wait_fd = -1;
+	cq_attr.wait_obj = FI_WAIT_FD;
 	ret = fi_cq_open(ep->domain, &cq_attr, &ep->cq, NULL);
+	if (ret) {
+		cq_attr.wait_obj = FI_WAIT_NONE;
+		ret = fi_cq_open(ep->domain, &cq_attr, &ep->cq, NULL);
+	} else if (fi_control(&ep->cq->fid, FI_GETWAIT, &ep->wait_fd)) {
+		ep->wait_fd = -1;
+	}
 	if (ret)
 		goto err;
 	step = "fi_endpoint";
@@ -590,12 +602,39 @@ void zsm_net_ep_tick(struct zsm_net_ep *ep, uint64_t now)
 	zsm_net_ctrl_drop_summary(ep, now, 0);
 }
 
+int zsm_net_ep_busy(const struct zsm_net_ep *ep)
+{
+	if (ep->tx_inflight || ep->rx_inflight || ep->ctrl_head ||
+	    ep->ctrl_tx || zsm_net_drain_busy(ep))
+		return 1;
+	/* Comms NCCL does not hold yet: handshakes, with their clocks, and
+	 * ones the engine frees if nobody comes back for them. */
+	for (const struct zsm_net_comm *c = ep->comms; c; c = c->ep_next)
+		if (c->type != ZSM_COMM_LISTEN &&
+		    (c->closing || c->deferred ||
+		     /* acquire: pairs with the release in
+		      * zsm_entry_publish_comm. */
+		     (c->owner && !atomic_load_explicit(&c->owner->handle,
+							memory_order_acquire))))
+			return 1;
+	return 0;
+}
+
 static int zsm_net_ep_pass(struct zsm_net_ep *ep, uint64_t now)
 {
 	int events;
 
+	/* An endpoint with nothing in flight is not polled: only when its
+	 * fd said something came, or its timed work is due. */
+	if (!ep->kicked && now < ep->next_tick_ns && !zsm_net_ep_busy(ep))
+		return 0;
 	ep->pass_ns = now;
 	events = zsm_net_ep_progress(ep);
+	/* Its fd said something came (the scan's own looks are not news;
+	 * a stray it discards is, net_drain.c). */
+	if (ep->kicked)
+		ep->active_ns = now;
+	ep->kicked = 0;
 	zsm_net_ctrl_progress(ep);
 	zsm_net_ep_tick(ep, now);
 	return events;
@@ -624,16 +663,54 @@ static int zsm_net_busy(void)
 {
 	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
 		const struct zsm_net_dev *dev = &zsm_net_topo.devs[i];
-		const struct zsm_net_ep *ep = dev->ep;
 
-		if (dev->retired || (ep && (ep->comms || ep->ctrl_head)))
+		if (dev->retired || (dev->ep && zsm_net_ep_busy(dev->ep)))
 			return 1;
 	}
 	return 0;
+}
+
+/* Each endpoint's wait fd, once fi_trywait says nothing is pending. */
+static int zsm_net_wait_fds(struct pollfd *fds, int max)
+{
+	struct fid *fid;
+	int n = 0;
+
+	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
+		struct zsm_net_ep *ep = zsm_net_topo.devs[i].ep;
+
+		if (!ep)
+			continue;
+		/* No fd: look in now and then.  Nor for a while after
+		 * something came: what arrives without a completion (a
+		 * stray, which the provider keeps) is found by the timed
+		 * scan, and the fd says nothing more about it. */
+		if (ep->wait_fd < 0 || n == max ||
+		    zsm_now_ns() - ep->active_ns < 4 * zsm_comm_check_ns())
+			return 0;
+		fid = &ep->cq->fid;
+		if (fi_trywait(ep->fabric, &fid, 1))
+			return -EAGAIN; /* something is there: pass first */
+		fds[n].fd = ep->wait_fd;
+		fds[n].events = POLLIN;
+		fds[n].revents = 0;
+		n++;
+	}
+	return n;
+}
+
+/* An fd said something arrived: every endpoint is looked at next. */
+static void zsm_net_kick(void)
+{
+	for (int i = 0; i < zsm_net_topo.ndevs; i++)
+		if (zsm_net_topo.devs[i].ep)
+			zsm_net_topo.devs[i].ep->kicked = 1;
 }
 
 const struct zsm_transport_ops zsm_net_progress_ops = {
 	.name = "net",
 	.progress = zsm_net_progress_all,
 	.busy = zsm_net_busy,
+	.wait_fds = zsm_net_wait_fds,
+	.kick = zsm_net_kick,
 };

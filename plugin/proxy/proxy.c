@@ -23,14 +23,17 @@
 #define ZSM_PROXY_NAP_MIN_NS 16000ULL
 #define ZSM_PROXY_NAP_MAX_NS 1000000ULL
 /*
- * With nothing in flight the thread still looks in now and then: an
- * endpoint with no comms receives what it must answer (a connection
+ * With nothing in flight the thread blocks on the transports' fds and its
+ * eventfd.  A transport without fds is looked at this often instead: an
+ * endpoint with no comms still receives what it must answer (a connection
  * request for a listener just closed is refused at once, not left to the
  * connector's timeout), strays to drain, and the provider's own
- * connection traffic, none of which wakes us.  10 passes a second cost
- * an idle process nothing it would notice.
+ * connection traffic.  4 passes a second cost an idle process nothing it
+ * would notice.
  */
-#define ZSM_PROXY_IDLE_NAP_NS 100000000ULL
+#define ZSM_PROXY_IDLE_NAP_NS 250000000ULL
+/* The fds an idle sleep watches besides the eventfd. */
+#define ZSM_PROXY_WAIT_FDS 32
 
 struct zsm_proxy {
 	pthread_mutex_t lock; /* the engine lock */
@@ -309,17 +312,51 @@ void zsm_proxy_assist(const void *waiting)
 }
 
 /*
- * Sleep until a submission wakes us (wakeable), or for at most nap_ns.
- * A nap that is not wakeable costs submitters nothing: test() callers
- * are driving the engine then, and the thread only checks back later.
+ * The transports' fds for an idle sleep, after each said nothing is
+ * pending (engine lock held): how many went into fds[1..], and in owner[]
+ * whose they are; -1 when a transport has something already (pass
+ * again), and *forever 0 when one has no fds (look in now and then).
  */
-static void zsm_proxy_sleep(uint64_t nap_ns, int wakeable)
+static int zsm_proxy_wait_fds(struct pollfd *fds, int *owner, int *forever)
 {
-	struct pollfd pfd = {.fd = zsm_proxy.efd, .events = POLLIN};
+	int n = 0;
+
+	*forever = 1;
+	for (int i = 0; i < zsm_proxy.ntransports; i++) {
+		const struct zsm_transport_ops *t = zsm_proxy.transports[i];
+		int got;
+
+		if (!t->wait_fds)
+			continue; /* nothing arrives for it unasked */
+		got = t->wait_fds(fds + n, ZSM_PROXY_WAIT_FDS - n);
+		if (got < 0)
+			return -1;
+		if (got == 0)
+			*forever = 0;
+		for (int k = 0; k < got; k++)
+			owner[n + k] = i;
+		n += got;
+	}
+	return n;
+}
+
+/*
+ * Sleep until a submission wakes us (wakeable), one of fds[1..n] turns
+ * readable, or for at most nap_ns (0: no limit).  A nap that is not
+ * wakeable costs submitters nothing: test() callers are driving the
+ * engine then, and the thread only checks back later.  Kicks the
+ * transports whose fds turned readable.
+ */
+static void zsm_proxy_sleep_fds(struct pollfd *fds, const int *owner, int n,
+				uint64_t nap_ns, int wakeable)
+{
 	struct timespec ts = {.tv_sec = (time_t)(nap_ns / 1000000000ULL),
 			      .tv_nsec = (long)(nap_ns % 1000000000ULL)};
 	uint64_t v;
 
+	fds[0].fd = zsm_proxy.efd;
+	fds[0].events = POLLIN;
+	fds[0].revents = 0;
 	if (wakeable) {
 		/* relaxed store, then the seq_cst fence pairing with the
 		 * one in zsm_proxy_wake: after it we re-check the queue, so
@@ -330,12 +367,22 @@ static void zsm_proxy_sleep(uint64_t nap_ns, int wakeable)
 		if (!zsm_ring_empty(&zsm_proxy.queue))
 			goto out;
 	}
-	(void)!ppoll(&pfd, 1, nap_ns ? &ts : NULL, NULL);
+	(void)!ppoll(fds, (nfds_t)(n + 1), nap_ns ? &ts : NULL, NULL);
 out:
 	/* relaxed: only the wake-up decision reads it. */
 	atomic_store_explicit(&zsm_proxy.sleeping, 0, memory_order_relaxed);
-	if (pfd.revents & POLLIN)
+	if (fds[0].revents & POLLIN)
 		(void)!read(zsm_proxy.efd, &v, sizeof(v));
+	for (int k = 1; k <= n; k++)
+		if (fds[k].revents)
+			zsm_proxy.transports[owner[k - 1]]->kick();
+}
+
+static void zsm_proxy_sleep(uint64_t nap_ns, int wakeable)
+{
+	struct pollfd fd;
+
+	zsm_proxy_sleep_fds(&fd, NULL, 0, nap_ns, wakeable);
 }
 
 static void *zsm_proxy_main(void *arg)
@@ -346,12 +393,22 @@ static void *zsm_proxy_main(void *arg)
 	(void)arg;
 	/* relaxed: stop is a request; the join is the synchronisation. */
 	while (!atomic_load_explicit(&zsm_proxy.stop, memory_order_relaxed)) {
+		struct pollfd fds[ZSM_PROXY_WAIT_FDS + 1];
+		int owner[ZSM_PROXY_WAIT_FDS], nfds = -1, forever = 0;
 		uint64_t now, last;
 		int ev, busy;
 
-		zsm_proxy_lock();
+		/* A test() caller holds the engine: it is driving, and a
+		 * blocking lock would hand the lock back and forth (a futex
+		 * call each way) for every message. */
+		if (pthread_mutex_trylock(&zsm_proxy.lock)) {
+			zsm_proxy_sleep(ZSM_PROXY_ASSIST_WINDOW_NS, 0);
+			continue;
+		}
 		ev = zsm_proxy_pass_locked();
 		busy = zsm_proxy_busy_locked();
+		if (!busy && !ev)
+			nfds = zsm_proxy_wait_fds(fds + 1, owner, &forever);
 		zsm_proxy_unlock();
 		now = zsm_now_ns();
 		/* relaxed: see zsm_proxy_assist. */
@@ -372,7 +429,14 @@ static void *zsm_proxy_main(void *arg)
 			continue;
 		}
 		if (!busy) {
-			zsm_proxy_sleep(ZSM_PROXY_IDLE_NAP_NS, 1);
+			/* Nothing in flight: block until a submission, an
+			 * arrival on a transport's fd or, for a transport
+			 * without one, the idle nap. */
+			if (nfds < 0)
+				continue; /* something arrived: pass again */
+			zsm_proxy_sleep_fds(fds, owner, nfds,
+					    forever ? 0 : ZSM_PROXY_IDLE_NAP_NS,
+					    1);
 			continue;
 		}
 		zsm_proxy_sleep(nap, 1);

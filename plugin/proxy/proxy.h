@@ -12,6 +12,7 @@
 #ifndef ZSM_PROXY_H
 #define ZSM_PROXY_H
 
+#include <poll.h>
 #include <stdint.h>
 
 struct zsm_desc;
@@ -23,6 +24,15 @@ struct zsm_transport_ops {
 	int (*progress)(void);
 	/* Operations in flight that need polling (0: nothing to wait for). */
 	int (*busy)(void);
+	/*
+	 * While not busy: fds that turn readable when something arrives,
+	 * up to max (their count), 0 when it has none (it must be looked
+	 * at now and then), -EAGAIN when something is already there (pass
+	 * first).  NULL: none.  Engine lock held.
+	 */
+	int (*wait_fds)(struct pollfd *fds, int max);
+	/* One of its fds turned readable: look at everything next pass. */
+	void (*kick)(void);
 };
 
 /*

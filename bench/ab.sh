@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# ab.sh: two builds of the plugin, A (the baseline, say the previous
+# main) and B, alternated round by round in the same run: 8-byte
+# ping-pong latency and stream bandwidth at 4 and 64 MiB, over ce
+# (ZSM_CE=1) and over tcp;ofi_rxm on 127.0.0.1 (ZSM_CE=0).  Each round
+# runs every case once per build, A first on odd rounds and B first on
+# even ones, each zsm-bench run taking its own median of --reps; the
+# table gives the median of the rounds for each build and B against A.
+#
+#     bench/ab.sh [-r ROUNDS] [-c CHECK] A.so B.so
+#
+#   -r ROUNDS  rounds (default 5)
+#   -c CHECK   also judge issue 13's limits: ce ping-pong B <= 0.9 x A,
+#              tcp ping-pong B <= A + 0.3 us, every stream B >= 0.97 x A
+#              (exit 1 when one is missed)
+# One zsm-bench (tools/zsm-bench, from build/ unless ZSM_BENCH says) runs
+# both builds, so only the plugin differs.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+bench=${ZSM_BENCH:-$top/build/tools/zsm-bench}
+rounds=5 check=0
+while [ $# -gt 2 ]; do
+	case $1 in
+	-r) rounds=$2; shift 2 ;;
+	-c) check=1; shift ;;
+	*) break ;;
+	esac
+done
+[ $# -eq 2 ] || { echo "usage: $0 [-r ROUNDS] [-c] A.so B.so" >&2; exit 2; }
+a=$1 b=$2
+for f in "$bench" "$a" "$b"; do
+	[ -e "$f" ] || { echo "no $f" >&2; exit 2; }
+done
+export ZSM_PROVIDER=${ZSM_PROVIDER:-tcp} ZSM_DOMAIN=${ZSM_DOMAIN:-lo}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+
+# one PLUGIN CE TEST SIZE: the value zsm-bench reports (usec for a
+# ping-pong, GB/s for a stream).
+one() {
+	local col out
+	col=$([ "$3" = pingpong ] && echo 4 || echo 3)
+	out=$(ZSM_CE=$2 "$bench" --plugin "$1" --test "$3" --sizes "$4" \
+		--iters "$([ "$3" = pingpong ] && echo 20000 || echo 200)" \
+		--reps 3 2>&1) || { echo "zsm-bench failed: $out" >&2; return 1; }
+	echo "$out" | awk -v t="$3" -v c="$col" '$1 == t { print $c }'
+}
+
+cases="1:pingpong:8 0:pingpong:8 1:stream:4M 0:stream:4M 1:stream:64M 0:stream:64M"
+for r in $(seq 1 "$rounds"); do
+	order="a b"
+	[ $((r % 2)) = 0 ] && order="b a"
+	for k in $cases; do
+		IFS=: read -r ce t s <<<"$k"
+		for w in $order; do
+			so=$([ $w = a ] && echo "$a" || echo "$b")
+			v=$(one "$so" "$ce" "$t" "$s") || exit 2
+			echo "$v" >>"$dir/$w-$ce-$t-$s"
+		done
+	done
+	echo "round $r of $rounds done" >&2
+done
+
+median() { sort -g "$1" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+status=0
+printf '%-5s %-9s %5s %12s %12s %8s\n' path test size A B B/A
+for k in $cases; do
+	IFS=: read -r ce t s <<<"$k"
+	ma=$(median "$dir/a-$ce-$t-$s") mb=$(median "$dir/b-$ce-$t-$s")
+	unit=$([ "$t" = pingpong ] && echo us || echo GB/s)
+	ratio=$(awk -v x="$ma" -v y="$mb" 'BEGIN { printf "%.3f", y / x }')
+	path=$([ "$ce" = 1 ] && echo ce || echo tcp)
+	printf '%-5s %-9s %5s %9s %s %9s %s %8s\n' "$path" "$t" "$s" "$ma" "$unit" "$mb" "$unit" "$ratio"
+	[ $check = 1 ] || continue
+	bad=""
+	if [ "$t" = pingpong ] && [ "$ce" = 1 ]; then
+		awk -v r="$ratio" 'BEGIN { exit !(r > 0.9) }' && bad="ce ping-pong B/A $ratio > 0.9"
+	elif [ "$t" = pingpong ]; then
+		awk -v x="$ma" -v y="$mb" 'BEGIN { exit !(y - x > 0.3) }' && bad="tcp ping-pong B - A = $(awk -v x="$ma" -v y="$mb" 'BEGIN { print y - x }') us > 0.3"
+	else
+		awk -v r="$ratio" 'BEGIN { exit !(r < 0.97) }' && bad="$path stream $s B/A $ratio < 0.97"
+	fi
+	[ -n "$bad" ] && { echo "FAIL: $bad"; status=1; }
+done
+[ $check = 1 ] && { [ $status = 0 ] && echo "ab: PASS" || echo "ab: FAIL"; }
+exit $status
