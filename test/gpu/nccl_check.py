@@ -105,8 +105,9 @@ class Worker:
         if self.gloo:
             self.dev = torch.device("cpu")
         else:
-            torch.cuda.set_device(rank)
-            self.dev = torch.device("cuda", rank)
+            gpu = 0 if args.one_gpu else rank
+            torch.cuda.set_device(gpu)
+            self.dev = torch.device("cuda", gpu)
         self.dtypes = {"float32": torch.float32, "bfloat16": torch.bfloat16,
                        "int8": torch.int8}
         self.esize = {"float32": 4, "bfloat16": 2, "int8": 1}
@@ -404,6 +405,11 @@ def worker_main(rank, world, args, q, t_start):
     # SIGUSR1 prints where every Python thread is (nccl-gdr.sh sends it to
     # a run about to time out): the C stacks need gdb, which may be absent.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    if args.one_gpu:
+        # Every rank on GPU 0, each a host of its own to NCCL (which
+        # refuses two ranks on one GPU of one host); zsm follows
+        # NCCL_HOSTID unless ZSM_HOSTID says one host (its ce path).
+        os.environ["NCCL_HOSTID"] = "nccl-check-host-%d" % rank
     w = None
     try:
         w = Worker(rank, world, args, q, t_start)
@@ -451,6 +457,9 @@ def main():
                     help="comma list of bandwidth sizes in bytes; empty: none")
     ap.add_argument("--cpu-gloo", action="store_true",
                     help="testing only: gloo on the CPU instead of nccl on GPUs")
+    ap.add_argument("--one-gpu", action="store_true",
+                    help="every rank on GPU 0, each its own NCCL_HOSTID "
+                         "(../shared/gpu-machine.md, 'One GPU, two hosts')")
     args = ap.parse_args()
     args.dtypes = [d for d in args.dtypes.split(",") if d]
     args.ops = [o for o in args.ops.split(",") if o]
@@ -520,7 +529,7 @@ def main():
         # (the parent never touches CUDA otherwise; device_count does not
         # create a context)
         ngpu = torch.cuda.device_count()
-        if ngpu < args.world:
+        if ngpu < (1 if args.one_gpu else args.world):
             msg = "need %d GPUs, found %d" % (args.world, ngpu)
             result["errors"].append(msg)
             write_json()
