@@ -35,7 +35,8 @@ plugin=$BUILD/plugin/libnccl-net-zsm.so
 say "build: PASS"
 export ZSM_PROVIDER=tcp ZSM_DOMAIN=lo CUDA_MODULE_LOADING=EAGER
 
-for ce in 1 0; do
+# ZSM_ONE_GPU_KIT=0 leaves the kit out (a second look at NCCL only).
+for ce in $([ "${ZSM_ONE_GPU_KIT:-1}" = 1 ] && echo 1 0); do
 	name=$([ $ce = 1 ] && echo ce || echo net)
 	ZSM_CE=$ce timeout 200 "$BUILD/tools/zsm-conformance" --gpu 0,0 \
 		--zsm-rules "$plugin" >"$OUT/kit-$name.log" 2>&1
@@ -46,7 +47,10 @@ for ce in 1 0; do
 done
 
 for path in net ce; do
-	envs=(NCCL_NET_PLUGIN="$plugin" NCCL_NET=zsm NCCL_NET_PLUGIN_REF_COUNT=1)
+	# INFO lines say which transport NCCL used ('via NET/zsm') and
+	# which comms took ce (zsm's own INFO line).
+	envs=(NCCL_NET_PLUGIN="$plugin" NCCL_NET=zsm NCCL_NET_PLUGIN_REF_COUNT=1
+		NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET)
 	[ $path = ce ] && envs+=(ZSM_HOSTID=one-gpu-host)
 	env "${envs[@]}" timeout 220 "$PY" "$here/nccl_check.py" --label "$path" \
 		--out "$OUT" --timeout 180 --one-gpu "${quick[@]}" \
