@@ -9,7 +9,10 @@
 # and one connected idle pair (test/bench/idle-pair) is then watched for
 # 5 s (strace -c -p on each of its threads): its wake-ups a second.
 #
-#     bench/syscalls.sh [-b BUILD] [-n ITERS]
+#     bench/syscalls.sh [-b BUILD] [-p PLUGIN] [-n ITERS]
+#
+# PLUGIN (default BUILD's) may be another build's .so, to count a
+# baseline with the same tools.
 #
 # Limits (exit 1 when one is missed): over ce, poll <= 0.1 and futex
 # <= 0.5 per message; idle, <= 10 wake-ups a second (calls that block or
@@ -18,16 +21,17 @@
 # strace slows every call, so a thread that spins makes more of them.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
-build=$top/build iters=10000
+build=$top/build iters=10000 plugin=
 while [ $# -gt 0 ]; do
 	case $1 in
 	-b) build=$2; shift 2 ;;
+	-p) plugin=$2; shift 2 ;;
 	-n) iters=$2; shift 2 ;;
-	*) echo "usage: $0 [-b BUILD] [-n ITERS]" >&2; exit 2 ;;
+	*) echo "usage: $0 [-b BUILD] [-p PLUGIN] [-n ITERS]" >&2; exit 2 ;;
 	esac
 done
 bench=$build/tools/zsm-bench idle=$build/test/bench/idle-pair
-plugin=$build/plugin/libnccl-net-zsm.so
+plugin=${plugin:-$build/plugin/libnccl-net-zsm.so}
 for f in "$bench" "$idle" "$plugin"; do
 	[ -e "$f" ] || { echo "no $f: build first" >&2; exit 2; }
 done
