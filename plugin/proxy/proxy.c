@@ -344,12 +344,14 @@ static int zsm_proxy_wait_fds(struct pollfd *fds, int *owner, int *forever)
  * Sleep until a submission wakes us (wakeable), one of fds[1..n] turns
  * readable, or for at most nap_ns (0: no limit).  A nap that is not
  * wakeable costs submitters nothing: test() callers are driving the
- * engine then, and the thread only checks back later.  Kicks the
- * transports whose fds turned readable.
+ * engine then, and the thread only checks back later.  Returns the
+ * transports whose fds turned readable, as bits of their index: they
+ * are kicked under the engine lock, before the next pass.
  */
-static void zsm_proxy_sleep_fds(struct pollfd *fds, const int *owner, int n,
-				uint64_t nap_ns, int wakeable)
+static unsigned zsm_proxy_sleep_fds(struct pollfd *fds, const int *owner,
+				    int n, uint64_t nap_ns, int wakeable)
 {
+	unsigned readable = 0;
 	struct timespec ts = {.tv_sec = (time_t)(nap_ns / 1000000000ULL),
 			      .tv_nsec = (long)(nap_ns % 1000000000ULL)};
 	uint64_t v;
@@ -375,20 +377,23 @@ out:
 		(void)!read(zsm_proxy.efd, &v, sizeof(v));
 	for (int k = 1; k <= n; k++)
 		if (fds[k].revents)
-			zsm_proxy.transports[owner[k - 1]]->kick();
+			readable |= 1u << owner[k - 1];
+	return readable;
 }
 
 static void zsm_proxy_sleep(uint64_t nap_ns, int wakeable)
 {
 	struct pollfd fd;
 
-	zsm_proxy_sleep_fds(&fd, NULL, 0, nap_ns, wakeable);
+	(void)zsm_proxy_sleep_fds(&fd, NULL, 0, nap_ns, wakeable);
 }
 
 static void *zsm_proxy_main(void *arg)
 {
 	uint64_t idle_since = zsm_now_ns();
 	uint64_t nap = ZSM_PROXY_NAP_MIN_NS;
+
+	unsigned kicks = 0; /* transports whose fds turned readable */
 
 	(void)arg;
 	/* relaxed: stop is a request; the join is the synchronisation. */
@@ -405,6 +410,10 @@ static void *zsm_proxy_main(void *arg)
 			zsm_proxy_sleep(ZSM_PROXY_ASSIST_WINDOW_NS, 0);
 			continue;
 		}
+		for (int i = 0; kicks && i < zsm_proxy.ntransports; i++)
+			if (kicks & (1u << i))
+				zsm_proxy.transports[i]->kick();
+		kicks = 0;
 		ev = zsm_proxy_pass_locked();
 		busy = zsm_proxy_busy_locked();
 		if (!busy && !ev)
@@ -434,9 +443,9 @@ static void *zsm_proxy_main(void *arg)
 			 * without one, the idle nap. */
 			if (nfds < 0)
 				continue; /* something arrived: pass again */
-			zsm_proxy_sleep_fds(fds, owner, nfds,
-					    forever ? 0 : ZSM_PROXY_IDLE_NAP_NS,
-					    1);
+			kicks = zsm_proxy_sleep_fds(
+				fds, owner, nfds,
+				forever ? 0 : ZSM_PROXY_IDLE_NAP_NS, 1);
 			continue;
 		}
 		zsm_proxy_sleep(nap, 1);
