@@ -409,6 +409,7 @@ static int zsm_ce_needs_mr(const struct zsm_comm *c)
 const struct zsm_comm_ops zsm_ce_comm_ops = {
 	.name = "ce",
 	.req_size = sizeof(struct zsm_ce_req),
+	.req_clear = sizeof(struct zsm_ce_req) - sizeof(struct zsm_req),
 	.post = zsm_ce_xfer_post,
 	.close = zsm_ce_close_op,
 	.fail = zsm_ce_fail_op,

@@ -34,8 +34,9 @@ struct zsm_req_slab {
 	_Alignas(64) unsigned char reqs[];
 };
 
-/* A request of c's pool (its transport part zeroed), or NULL when c has
- * ZSM_MAX_REQUESTS in use or memory runs out (NCCL retries). */
+/* A request of c's pool (req_clear bytes of its transport part zeroed),
+ * or NULL when c has ZSM_MAX_REQUESTS in use or memory runs out (NCCL
+ * retries). */
 struct zsm_req *zsm_req_alloc(struct zsm_comm *c);
 /* test() is done with req: back to the pool, its registrations dropped
  * (an orphan stays out until the comm goes). */

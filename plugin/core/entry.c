@@ -447,11 +447,6 @@ static int zsm_entry_mr_take(const char *call, struct zsm_comm *c, void *mh,
 	return 0;
 }
 
-static int zsm_entry_comm_error(struct zsm_comm *c)
-{
-	return zsm_comm_error(c);
-}
-
 static int zsm_entry_tag_check(const char *call, int tag)
 {
 	if (tag < 0 || (unsigned)tag > ZSM_TAG_MAX) {
@@ -511,7 +506,7 @@ int zsm_isend(void *send_comm, void *data, size_t size, int tag, void *mh,
 	}
 	ret = zsm_entry_tag_check("isend", tag);
 	if (!ret)
-		ret = zsm_entry_comm_error(c);
+		ret = zsm_comm_error(c);
 	if (ret)
 		return ret;
 	ret = zsm_entry_mr_take("isend", c, mh, &mr);
@@ -560,7 +555,7 @@ int zsm_irecv(void *recv_comm, int n, void **data, const size_t *sizes,
 			ret = zsm_entry_null("irecv", "a buffer");
 	}
 	if (!ret)
-		ret = zsm_entry_comm_error(c);
+		ret = zsm_comm_error(c);
 	for (i = 0; i < n && !ret; i++)
 		ret = zsm_entry_mr_take("irecv", c, mhs ? mhs[i] : NULL,
 					&mr[i]);
@@ -622,7 +617,7 @@ int zsm_iflush(void *recv_comm, int n, void **data, const int *sizes,
 		}
 		break;
 	}
-	ret = zsm_entry_comm_error(c);
+	ret = zsm_comm_error(c);
 	if (ret)
 		return ret;
 	req = zsm_req_alloc(c);

@@ -59,7 +59,6 @@ static void zsm_req_grow(struct zsm_comm *c)
 struct zsm_req *zsm_req_alloc(struct zsm_comm *c)
 {
 	struct zsm_req *req;
-	uint32_t index;
 
 	pthread_mutex_lock(&c->pool_lock);
 	if (!c->free_reqs && c->nreqs < ZSM_MAX_REQUESTS)
@@ -70,10 +69,15 @@ struct zsm_req *zsm_req_alloc(struct zsm_comm *c)
 	pthread_mutex_unlock(&c->pool_lock);
 	if (!req)
 		return NULL; /* NCCL retries on a NULL request */
-	index = req->handle_index;
-	/* The transport's part starts from zero each time. */
-	memset(req, 0, c->ops->req_size);
-	req->handle_index = index;
+	/* Only what a use may read before it writes starts again from
+	 * zero: the caller fills the buffers, the registrations were
+	 * dropped (NULL) when the request was last freed, and most of the
+	 * transport's part is set by its first post (this runs for every
+	 * isend and irecv). */
+	req->error = 0;
+	/* relaxed: as state below. */
+	atomic_store_explicit(&req->orphan, 0, memory_order_relaxed);
+	memset(req + 1, 0, c->ops->req_clear);
 	req->comm = c;
 	zsm_comm_submit_init(req);
 	/* relaxed: published to the engine by the queue's release. */

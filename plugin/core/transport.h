@@ -89,8 +89,11 @@ struct zsm_req {
 /* One transport's comm-level operations, chosen once per comm. */
 struct zsm_comm_ops {
 	const char *name; /* "net", "ce": said in every message */
-	/* Size of the transport's request, which starts with zsm_req. */
+	/* Size of the transport's request, which starts with zsm_req, and
+	 * how many bytes after the zsm_req are zeroed for each use (the
+	 * rest the transport sets before it reads). */
 	size_t req_size;
+	size_t req_clear;
 	/*
 	 * Engine: post a send, receive or flush: 0 when the transport took
 	 * it (finished or in flight), -EAGAIN to keep it and retry later.

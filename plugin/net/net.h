@@ -240,6 +240,8 @@ struct zsm_net_comm *zsm_net_dev_find_comm(struct zsm_net_dev *dev,
 /* net's request: the core's, and what libfabric needs of it. */
 struct zsm_net_req {
 	struct zsm_req base; /* first */
+	/* Zeroed for each use (zsm_comm_ops.req_clear); the rest is set by
+	 * the first post. */
 	uint8_t ready;	     /* ops and descriptors set (first post) */
 	uint8_t deferred;    /* refused by the provider once */
 	void *mr_desc[ZSM_MAX_RECVS];

@@ -681,6 +681,8 @@ static int zsm_net_comm_needs_mr(const struct zsm_comm *c)
 const struct zsm_comm_ops zsm_net_comm_ops = {
 	.name = "net",
 	.req_size = sizeof(struct zsm_net_req),
+	.req_clear = offsetof(struct zsm_net_req, mr_desc) -
+		     sizeof(struct zsm_req),
 	.post = zsm_net_ep_post_req,
 	.close = zsm_net_comm_close_op,
 	.fail = zsm_net_comm_fail_op,

@@ -529,6 +529,7 @@ static void zsm_net_req_ready(struct zsm_net_req *req)
 		req->ops[i].kind = b->type == ZSM_REQ_SEND ? ZSM_OP_SEND
 							   : ZSM_OP_RECV;
 		req->ops[i].index = (uint8_t)i;
+		req->ops[i].posted = 0;
 		req->mr_desc[i] =
 			b->mh[i] ? zsm_net_mr_of(b->mh[i])->desc : NULL;
 	}

@@ -241,6 +241,8 @@ int zsm_net_flush_op(struct zsm_comm *c, int n, void **data, const int *sizes,
 	req->ready = 1;
 	req->ops[0].req = req;
 	req->ops[0].kind = ZSM_OP_FLUSH;
+	req->ops[0].index = 0;
+	req->ops[0].posted = 0;
 	*flush = 1;
 	return 0;
 }

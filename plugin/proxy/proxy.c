@@ -314,7 +314,7 @@ void zsm_proxy_assist(const void *waiting)
 /*
  * The transports' fds for an idle sleep, after each said nothing is
  * pending (engine lock held): how many went into fds[1..], and in owner[]
- * whose they are; -1 when a transport has something already (pass
+ * whose they are; -2 when a transport has something already (pass
  * again), and *forever 0 when one has no fds (look in now and then).
  */
 static int zsm_proxy_wait_fds(struct pollfd *fds, int *owner, int *forever)
@@ -330,7 +330,7 @@ static int zsm_proxy_wait_fds(struct pollfd *fds, int *owner, int *forever)
 			continue; /* nothing arrives for it unasked */
 		got = t->wait_fds(fds + n, ZSM_PROXY_WAIT_FDS - n);
 		if (got < 0)
-			return -1;
+			return -2;
 		if (got == 0)
 			*forever = 0;
 		for (int k = 0; k < got; k++)
@@ -399,6 +399,8 @@ static void *zsm_proxy_main(void *arg)
 	/* relaxed: stop is a request; the join is the synchronisation. */
 	while (!atomic_load_explicit(&zsm_proxy.stop, memory_order_relaxed)) {
 		struct pollfd fds[ZSM_PROXY_WAIT_FDS + 1];
+		/* nfds: -1 not asked (nap as while busy), -2 a transport
+		 * has something (pass again), else the fds to block on. */
 		int owner[ZSM_PROXY_WAIT_FDS], nfds = -1, forever = 0;
 		uint64_t now, last;
 		int ev, busy;
@@ -416,7 +418,12 @@ static void *zsm_proxy_main(void *arg)
 		kicks = 0;
 		ev = zsm_proxy_pass_locked();
 		busy = zsm_proxy_busy_locked();
-		if (!busy && !ev)
+		/* Blocking only once nothing happened for the longest nap: a
+		 * message every few microseconds (a ping-pong between two
+		 * sends) would otherwise pay fi_trywait, the sleep and an
+		 * eventfd wake-up each. */
+		if (!busy && !ev &&
+		    zsm_now_ns() - idle_since >= ZSM_PROXY_NAP_MAX_NS)
 			nfds = zsm_proxy_wait_fds(fds + 1, owner, &forever);
 		zsm_proxy_unlock();
 		now = zsm_now_ns();
@@ -437,10 +444,10 @@ static void *zsm_proxy_main(void *arg)
 			sched_yield();
 			continue;
 		}
-		if (!busy) {
-			/* Nothing in flight: block until a submission, an
-			 * arrival on a transport's fd or, for a transport
-			 * without one, the idle nap. */
+		if (!busy && nfds != -1) {
+			/* Nothing in flight for a while: block until a
+			 * submission, an arrival on a transport's fd or, for
+			 * a transport without one, the idle nap. */
 			if (nfds < 0)
 				continue; /* something arrived: pass again */
 			kicks = zsm_proxy_sleep_fds(
