@@ -135,6 +135,7 @@ struct zsm_net_ep {
 	struct zsm_net_dev *dev;
 	int retired;
 	struct zsm_net_ep *retired_next;
+	uint64_t reap_ns; /* retired, and all its comms closing, since */
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
 	struct fid_av *av;
@@ -204,6 +205,8 @@ struct zsm_net_ep {
 };
 
 int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out);
+/* Waits up to a second for the provider to give back what ep's comms
+ * still have with it (zsm_net_ep_drain), then closes everything. */
 void zsm_net_ep_close(struct zsm_net_ep *ep);
 int zsm_net_ep_progress(struct zsm_net_ep *ep);
 /* Whether ep has work in flight, or comms whose handshake or hand-over

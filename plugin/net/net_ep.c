@@ -24,6 +24,8 @@
 #define ZSM_NET_CQ_BATCH 32
 /* Provider queue entries kept for control messages (net_ctrl.c). */
 #define ZSM_NET_CTRL_RESERVE 64
+/* How long a close waits for the provider to give back its operations. */
+#define ZSM_NET_CLOSE_DRAIN_NS (1000ULL * 1000000ULL)
 
 static const char *zsm_net_ep_name(const struct zsm_net_ep *ep)
 {
@@ -186,12 +188,44 @@ err:
 	return -EIO;
 }
 
-void zsm_net_ep_close(struct zsm_net_ep *ep)
+/* Operations of ep's comms that the provider still holds. */
+static unsigned long zsm_net_ep_held(const struct zsm_net_ep *ep)
+{
+	unsigned long n = 0;
+
+	for (const struct zsm_net_comm *c = ep->comms; c; c = c->ep_next)
+		n += (unsigned long)c->ops_posted;
+	return n;
+}
+
+/*
+ * tcp;ofi_rxm (libfabric 1.17) has been seen to crash inside fi_close of
+ * an endpoint closed with transfers still in it (a peer killed with
+ * rendezvous sends both ways): its close reads completions that refer to
+ * connections it has already freed.  So a close first lets the provider
+ * finish, or fail (a dead peer's), what it holds, for a bounded time.  It
+ * closes after that all the same: an endpoint left open could still move
+ * data into buffers NCCL frees next.
+ */
+static void zsm_net_ep_drain(struct zsm_net_ep *ep)
+{
+	uint64_t t0 = zsm_now_ns();
+
+	while (zsm_net_ep_held(ep) &&
+	       zsm_now_ns() - t0 < ZSM_NET_CLOSE_DRAIN_NS)
+		if (!zsm_net_ep_progress(ep))
+			poll(NULL, 0, 1);
+}
+
+static void zsm_net_ep_destroy(struct zsm_net_ep *ep)
 {
 	struct zsm_net_comm *c, *next;
 
-	if (!ep)
-		return;
+	if (zsm_net_ep_held(ep))
+		ZSM_INFO("net: %s: closing the endpoint with %lu operations "
+			 "the provider did not give back in %llu ms",
+			 zsm_net_ep_name(ep), zsm_net_ep_held(ep),
+			 ZSM_NET_CLOSE_DRAIN_NS / 1000000ULL);
 	/* Closing the endpoint ends every operation; then nothing refers to
 	 * the comms and they can go, whether NCCL closed them or not. */
 	if (ep->ep)
@@ -224,6 +258,15 @@ void zsm_net_ep_close(struct zsm_net_ep *ep)
 	free(ep);
 }
 
+void zsm_net_ep_close(struct zsm_net_ep *ep)
+{
+	if (!ep)
+		return;
+	if (ep->ep)
+		zsm_net_ep_drain(ep);
+	zsm_net_ep_destroy(ep);
+}
+
 void zsm_net_ep_retire(struct zsm_net_ep *ep)
 {
 	struct zsm_net_dev *dev = ep->dev;
@@ -241,7 +284,7 @@ void zsm_net_ep_retire(struct zsm_net_ep *ep)
 }
 
 /* Close retired endpoints all of whose comms are closing. */
-static void zsm_net_ep_reap(struct zsm_net_dev *dev)
+static void zsm_net_ep_reap(struct zsm_net_dev *dev, uint64_t now)
 {
 	struct zsm_net_ep **pp = &dev->retired;
 
@@ -251,13 +294,19 @@ static void zsm_net_ep_reap(struct zsm_net_dev *dev)
 
 		for (c = ep->comms; c && c->closing; c = c->ep_next)
 			;
-		if (c) {
+		/* The engine must not wait in zsm_net_ep_drain: the passes
+		 * give the provider the same time to give its operations
+		 * back. */
+		if (!c && !ep->reap_ns)
+			ep->reap_ns = now;
+		if (c || (zsm_net_ep_held(ep) &&
+			  now - ep->reap_ns < ZSM_NET_CLOSE_DRAIN_NS)) {
 			pp = &ep->retired_next;
 			continue;
 		}
 		*pp = ep->retired_next;
 		ZSM_INFO("net: %s: the retired endpoint closes", dev->name);
-		zsm_net_ep_close(ep);
+		zsm_net_ep_destroy(ep);
 	}
 }
 
@@ -655,7 +704,7 @@ static int zsm_net_progress_all(void)
 		     ep = ep->retired_next)
 			events += zsm_net_ep_pass(ep, now);
 		if (dev->retired)
-			zsm_net_ep_reap(dev);
+			zsm_net_ep_reap(dev, now);
 	}
 	return events;
 }
