@@ -220,11 +220,12 @@ static void zsm_net_ep_drain(struct zsm_net_ep *ep)
 static void zsm_net_ep_destroy(struct zsm_net_ep *ep)
 {
 	struct zsm_net_comm *c, *next;
+	unsigned long held = zsm_net_ep_held(ep);
 
-	if (zsm_net_ep_held(ep))
+	if (held)
 		ZSM_INFO("net: %s: closing the endpoint with %lu operations "
 			 "the provider did not give back in %llu ms",
-			 zsm_net_ep_name(ep), zsm_net_ep_held(ep),
+			 zsm_net_ep_name(ep), held,
 			 ZSM_NET_CLOSE_DRAIN_NS / 1000000ULL);
 	/* Closing the endpoint ends every operation; then nothing refers to
 	 * the comms and they can go, whether NCCL closed them or not. */
