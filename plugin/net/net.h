@@ -135,7 +135,6 @@ struct zsm_net_ep {
 	struct zsm_net_dev *dev;
 	int retired;
 	struct zsm_net_ep *retired_next;
-	uint64_t reap_ns; /* retired, and all its comms closing, since */
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
 	struct fid_av *av;
