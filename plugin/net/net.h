@@ -366,6 +366,8 @@ void zsm_net_comm_on_grant(struct zsm_net_comm *sc,
 /* Engine: a receive comm posted or took a message; queue a GRANT when
  * its sender should hear how far it may go now (net_credit.h). */
 void zsm_net_comm_grant_check(struct zsm_net_comm *rc);
+/* Engine, timed: the GRANTs quiet receive comms owe (net_credit.h). */
+void zsm_net_comm_grant_late(struct zsm_net_ep *ep);
 
 /* net_ctrl.c: the control plane. */
 int zsm_net_ctrl_init(struct zsm_net_ep *ep);

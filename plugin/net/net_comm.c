@@ -416,6 +416,18 @@ void zsm_net_comm_grant_check(struct zsm_net_comm *rc)
 	zsm_net_ctrl_want(rc, ZSM_CTRL_GRANT);
 }
 
+/* The endpoint's timed work: a quiet comm's GRANT that the small-receive
+ * rule held back goes now (net_credit.h says when one is held). */
+void zsm_net_comm_grant_late(struct zsm_net_ep *ep)
+{
+	for (struct zsm_net_comm *c = ep->comms; c; c = c->ep_next)
+		if (c->type == ZSM_COMM_RECV &&
+		    zsm_net_credit_want_late_grant(&c->credit) &&
+		    zsm_net_comm_is_data(c) && !c->closing &&
+		    !zsm_net_comm_failed(c))
+			zsm_net_ctrl_want(c, ZSM_CTRL_GRANT);
+}
+
 /* Sender: the receiver posted more; held sends go on the next pass. */
 void zsm_net_comm_on_grant(struct zsm_net_comm *sc,
 			   const struct zsm_ctrl_msg *m)

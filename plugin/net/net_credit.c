@@ -35,9 +35,12 @@ int zsm_net_credit_on_grant(struct zsm_net_credit *cr, uint64_t limit)
 	return 1;
 }
 
-void zsm_net_credit_on_post(struct zsm_net_credit *cr, unsigned n)
+void zsm_net_credit_on_post(struct zsm_net_credit *cr, unsigned n,
+			    int large)
 {
 	cr->posted += n;
+	if (large)
+		cr->large_posted = cr->posted;
 }
 
 void zsm_net_credit_on_arrival(struct zsm_net_credit *cr)
@@ -48,17 +51,30 @@ void zsm_net_credit_on_arrival(struct zsm_net_credit *cr)
 int zsm_net_credit_want_grant(const struct zsm_net_credit *cr)
 {
 	uint64_t given = cr->granted - cr->early; /* receives told of */
+	/* Small receives only: the sender still has the allowance past
+	 * given, so the arrivals may come within one of its end. */
+	uint64_t wait = cr->large_posted > given || !cr->early ? 0
+							    : cr->early - 1;
 
 	/*
 	 * Something new to give, and the arrivals have come within slack of
-	 * the receives the sender was told of.  A sender that is stuck has
-	 * sent every message up to one it may not send (a large one past
-	 * the receives it knows of, or one past the allowance), so the
-	 * arrivals reach the receives it knows of, and the next post (or
-	 * arrival) grants.  Granting on every post would double the
+	 * the point where the sender may need it.  A sender that is stuck
+	 * has sent every message up to one it may not send: a large one
+	 * past the receives it knows of (its receive is large, so wait is
+	 * 0 and the arrivals reach given), or one past the allowance (the
+	 * arrivals reach given + early).  Either way the next post or
+	 * arrival grants.  Granting on every post would double the
 	 * messages of a busy comm.
 	 */
-	return cr->posted > given && cr->arrived + cr->slack >= given;
+	return cr->posted > given && cr->arrived + cr->slack >= given + wait;
+}
+
+int zsm_net_credit_want_late_grant(struct zsm_net_credit *cr)
+{
+	int quiet = cr->arrived == cr->tick_arrived;
+
+	cr->tick_arrived = cr->arrived;
+	return quiet && cr->posted > cr->granted - cr->early;
 }
 
 uint64_t zsm_net_credit_grant(struct zsm_net_credit *cr)

@@ -20,9 +20,18 @@
  * has and what came.  The receiver grants once the messages that arrived
  * reach half of the receives it had posted ahead at its last grant, so a
  * comm whose receives are posted well ahead hears a GRANT now and then,
- * not once per receive (test_net_credit shows that no schedule of sizes,
- * posts and delays deadlocks).  Pure bookkeeping, engine only; net_ep.c,
- * net_req.c and net_ctrl.c call it.
+ * not once per receive.  Only a receive that a large message may take
+ * needs its GRANT at once (its sender waits for it); while every receive
+ * the sender has not been told of is small, the allowance carries the
+ * sender and the GRANT waits until the arrivals have used all but one of
+ * it: a ping-pong of small messages sends one GRANT per allowance less
+ * one, not one per message (each costs both ranks a control message).  A
+ * large message into a small receive (an error the receiver reports) or
+ * a peer whose eager size differs from ours would wait for a GRANT that
+ * never comes: the endpoint's timed work grants what a quiet comm owes
+ * (zsm_net_credit_want_late_grant).  test_net_credit shows that no
+ * schedule of sizes, posts and delays deadlocks.  Pure bookkeeping,
+ * engine only; net_ep.c, net_req.c, net_comm.c and net_ctrl.c call it.
  */
 #ifndef ZSM_NET_CREDIT_H
 #define ZSM_NET_CREDIT_H
@@ -41,6 +50,10 @@ struct zsm_net_credit {
 	uint64_t arrived;
 	uint64_t granted;
 	uint64_t slack;
+	/* posted when the last receive a large message may take was posted,
+	 * and arrived at the last timed look. */
+	uint64_t large_posted;
+	uint64_t tick_arrived;
 	/* Both: the allowance. */
 	uint32_t early;
 };
@@ -55,11 +68,16 @@ int zsm_net_credit_may_send(const struct zsm_net_credit *cr, int large);
 void zsm_net_credit_on_send(struct zsm_net_credit *cr);
 /* A GRANT came; 1 when it let the sender go further. */
 int zsm_net_credit_on_grant(struct zsm_net_credit *cr, uint64_t limit);
-/* A receive comm posted n receives, or one completed with a message. */
-void zsm_net_credit_on_post(struct zsm_net_credit *cr, unsigned n);
+/* A receive comm posted n receives (large: one of them may take a message
+ * the provider sends by rendezvous), or one completed with a message. */
+void zsm_net_credit_on_post(struct zsm_net_credit *cr, unsigned n,
+			    int large);
 void zsm_net_credit_on_arrival(struct zsm_net_credit *cr);
 /* 1 when the sender should be told a new limit now. */
 int zsm_net_credit_want_grant(const struct zsm_net_credit *cr);
+/* The endpoint's timed look: 1 when receives the sender was not told of
+ * are posted and nothing arrived since the previous look. */
+int zsm_net_credit_want_late_grant(struct zsm_net_credit *cr);
 /* The limit to send in a GRANT (taken as given). */
 uint64_t zsm_net_credit_grant(struct zsm_net_credit *cr);
 

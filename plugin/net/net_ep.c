@@ -571,7 +571,8 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 		ep->rx_inflight++;
 		if (len > comm->recv_max)
 			comm->recv_max = len;
-		zsm_net_credit_on_post(&comm->credit, 1);
+		zsm_net_credit_on_post(&comm->credit, 1,
+				       len > ep->eager_max);
 	} else if (b->type == ZSM_REQ_SEND) {
 		ep->tx_inflight++;
 		zsm_net_credit_on_send(&comm->credit);
@@ -661,6 +662,7 @@ void zsm_net_ep_tick(struct zsm_net_ep *ep, uint64_t now)
 		return;
 	ep->next_tick_ns = now + zsm_comm_check_ns();
 	zsm_net_comm_expire(ep, now);
+	zsm_net_comm_grant_late(ep);
 	zsm_net_peer_check(ep, now);
 	zsm_net_drain_tick(ep, now);
 	zsm_net_ctrl_drop_summary(ep, now, 0);

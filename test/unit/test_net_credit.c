@@ -6,7 +6,10 @@
  * GRANTs in any order).  Under every schedule all messages arrive, no
  * more than the allowance of them ever waits unmatched (and never a large
  * one), and a receiver that posts nothing stops the sender after the
- * allowance.
+ * allowance.  The endpoint's timed look (late GRANTs) comes only when
+ * nothing else can move: it is never needed while the receiver knows
+ * which receives a large message may take, and it gets a large message
+ * into a receive the receiver took for small going.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +32,8 @@ struct model {
 	int grant_wanted, grant_busy; /* the comm's one control send */
 	uint64_t grants_sent;
 	unsigned ahead; /* receives the receiver keeps posted past arrivals */
+	int blind;	/* the receiver takes every receive for small */
+	uint64_t late_grants; /* GRANTs the timed look asked for */
 	unsigned seed;
 };
 
@@ -101,7 +106,12 @@ static int step(struct model *m)
 				if (n > m->total - m->rcv.posted)
 					n = (unsigned)(m->total -
 						       m->rcv.posted);
-				zsm_net_credit_on_post(&m->rcv, n);
+				int large = 0;
+
+				for (unsigned k = 0; k < n && !m->blind; k++)
+					large |= msg_large(m,
+							   m->rcv.posted + k);
+				zsm_net_credit_on_post(&m->rcv, n, large);
 				check_grant(m);
 				take_early(m);
 				moved = 1;
@@ -135,18 +145,31 @@ static int step(struct model *m)
 	if (moved)
 		return 1;
 	/* Nothing chosen moved: is there anything at all that could? */
-	return (m->snd.sent < m->total &&
-		zsm_net_credit_may_send(&m->snd, msg_large(m, m->snd.sent))) ||
-	       m->data_wire || m->ngrants || m->grant_busy ||
-	       (m->grant_wanted && !m->grant_busy) ||
-	       (m->rcv.posted < m->total &&
-		m->rcv.posted < m->rcv.arrived + m->ahead);
+	if ((m->snd.sent < m->total &&
+	     zsm_net_credit_may_send(&m->snd, msg_large(m, m->snd.sent))) ||
+	    m->data_wire || m->ngrants || m->grant_busy ||
+	    (m->grant_wanted && !m->grant_busy) ||
+	    (m->rcv.posted < m->total &&
+	     m->rcv.posted < m->rcv.arrived + m->ahead))
+		return 1;
+	/* Stuck but for the endpoint's timed looks: the first notes the
+	 * arrivals so far, the next finds the comm quiet. */
+	for (int look = 0; look < 2; look++)
+		if (zsm_net_credit_want_late_grant(&m->rcv)) {
+			m->grant_wanted = 1;
+			m->late_grants++;
+			return 1;
+		}
+	return 0;
 }
 
 static void model_run(struct model *m, unsigned early, unsigned ahead,
 		      unsigned large_pct, uint64_t total, unsigned seed)
 {
+	int blind = m->blind;
+
 	memset(m, 0, sizeof(*m));
+	m->blind = blind;
 	m->large_pct = large_pct;
 	m->total = total;
 	m->ahead = ahead;
@@ -179,6 +202,7 @@ static void test_net_credit_no_schedule_sticks(void **state)
 		for (unsigned a = 0; a < sizeof(aheads) / sizeof(aheads[0]);
 		     a++)
 			for (unsigned seed = 1; seed <= 20; seed++) {
+				m.blind = 0;
 				model_run(&m, earlies[e], aheads[a],
 					  (seed % 3) * 40, 3000, seed);
 				zsm_assert_int_eq(m.rcv.arrived, 3000);
@@ -190,7 +214,33 @@ static void test_net_credit_no_schedule_sticks(void **state)
 							 m.early_max,
 						 earlies[e]);
 				zsm_assert_int_eq(m.large_early, 0);
+				/* Every GRANT came from a post or an
+				 * arrival: none waited for a timed look. */
+				zsm_assert_int_eq(m.late_grants, 0);
 			}
+}
+
+/*
+ * A receiver that takes every receive for small (the sender's eager size
+ * is not ours, or a large message comes for a small receive, which the
+ * receiver reports as its error): the large messages still go, by the
+ * timed look's GRANTs, and none waits unmatched.
+ */
+static void test_net_credit_blind_receiver_gets_there(void **state)
+{
+	struct model m;
+	uint64_t late = 0;
+
+	(void)state;
+	for (unsigned seed = 1; seed <= 20; seed++) {
+		m.blind = 1;
+		model_run(&m, 4, 1 + seed % 8, 40, 1000, seed);
+		zsm_assert_int_eq(m.rcv.arrived, 1000);
+		zsm_assert_int_eq(m.large_early, 0);
+		late += m.late_grants;
+	}
+	/* The look was what let them go. */
+	assert_true(late > 0);
 }
 
 /* Nothing posted: the sender goes as far as the allowance, no further. */
@@ -214,7 +264,7 @@ static void test_net_credit_sender_stops_at_allowance(void **state)
 		zsm_net_credit_on_arrival(&rcv);
 	assert_false(zsm_net_credit_want_grant(&rcv));
 	/* One receive posted: one more message may go. */
-	zsm_net_credit_on_post(&rcv, 1);
+	zsm_net_credit_on_post(&rcv, 1, 0);
 	assert_true(zsm_net_credit_want_grant(&rcv));
 	assert_true(zsm_net_credit_on_grant(&snd, zsm_net_credit_grant(&rcv)));
 	assert_true(zsm_net_credit_may_send(&snd, 0));
@@ -233,13 +283,79 @@ static void test_net_credit_large_waits_for_its_receive(void **state)
 	zsm_net_credit_send_init(&snd, rcv.granted);
 	assert_false(zsm_net_credit_may_send(&snd, 1));
 	assert_false(zsm_net_credit_want_grant(&rcv));
-	zsm_net_credit_on_post(&rcv, 1);
+	zsm_net_credit_on_post(&rcv, 1, 1);
 	assert_true(zsm_net_credit_want_grant(&rcv));
 	zsm_net_credit_on_grant(&snd, zsm_net_credit_grant(&rcv));
 	assert_true(zsm_net_credit_may_send(&snd, 1));
 	zsm_net_credit_on_send(&snd);
 	assert_false(zsm_net_credit_may_send(&snd, 1));
 	assert_true(zsm_net_credit_may_send(&snd, 0));
+}
+
+/*
+ * A small receive's GRANT waits while the allowance carries the sender:
+ * it goes once the arrivals come within one of the allowance's end, or
+ * at the second timed look that finds the comm quiet.
+ */
+static void test_net_credit_small_receive_grant_waits(void **state)
+{
+	struct zsm_net_credit rcv;
+
+	(void)state;
+	zsm_net_credit_recv_init(&rcv, 4);
+	zsm_net_credit_on_post(&rcv, 1, 0);
+	assert_false(zsm_net_credit_want_grant(&rcv));
+	/* Quiet since the comm began: the first look already finds it. */
+	assert_true(zsm_net_credit_want_late_grant(&rcv));
+	zsm_net_credit_on_arrival(&rcv);
+	/* An arrival since the last look: not quiet yet. */
+	assert_false(zsm_net_credit_want_late_grant(&rcv));
+	assert_true(zsm_net_credit_want_late_grant(&rcv));
+	/* Arrivals at 3 of the allowance of 4: granted on the arrival. */
+	zsm_net_credit_on_post(&rcv, 2, 0);
+	zsm_net_credit_on_arrival(&rcv);
+	assert_false(zsm_net_credit_want_grant(&rcv));
+	zsm_net_credit_on_arrival(&rcv);
+	assert_true(zsm_net_credit_want_grant(&rcv));
+	zsm_assert_int_eq(zsm_net_credit_grant(&rcv), 3 + 4);
+	/* Told of everything posted: nothing owed, quiet or not. */
+	assert_false(zsm_net_credit_want_late_grant(&rcv));
+	assert_false(zsm_net_credit_want_late_grant(&rcv));
+}
+
+/* A GRANT the receiver wants, delivered at once: 1 when there was one. */
+static unsigned grant_now(struct zsm_net_credit *snd,
+			  struct zsm_net_credit *rcv)
+{
+	if (!zsm_net_credit_want_grant(rcv))
+		return 0;
+	zsm_net_credit_on_grant(snd, zsm_net_credit_grant(rcv));
+	return 1;
+}
+
+/*
+ * A ping-pong of small messages (one receive posted at a time, the next
+ * message after it) sends a GRANT per allowance less one, not one per
+ * message, and its sender never waits for one.
+ */
+static void test_net_credit_pingpong_grants_rarely(void **state)
+{
+	struct zsm_net_credit snd, rcv;
+	unsigned grants = 0;
+
+	(void)state;
+	zsm_net_credit_recv_init(&rcv, 4);
+	zsm_net_credit_send_init(&snd, rcv.granted);
+	for (int i = 0; i < 3000; i++) {
+		zsm_net_credit_on_post(&rcv, 1, 0);
+		grants += grant_now(&snd, &rcv);
+		assert_true(zsm_net_credit_may_send(&snd, 0));
+		zsm_net_credit_on_send(&snd);
+		zsm_net_credit_on_arrival(&rcv);
+		grants += grant_now(&snd, &rcv);
+	}
+	if (grants > 3000 / 3 + 1)
+		fail_msg("%u GRANTs for 3000 messages", grants);
 }
 
 /* A late GRANT with an older, smaller limit takes nothing back. */
@@ -265,6 +381,7 @@ static void test_net_credit_grants_are_batched(void **state)
 
 	(void)state;
 	for (unsigned seed = 1; seed <= 10; seed++) {
+		m.blind = 0;
 		model_run(&m, 16, 1000, 0, 4000, seed);
 		if (m.grants_sent > 4000 / 8 + 2)
 			fail_msg("%llu GRANTs for 4000 messages",
@@ -280,6 +397,9 @@ int main(void)
 		cmocka_unit_test(test_net_credit_old_grant_ignored),
 		cmocka_unit_test(test_net_credit_large_waits_for_its_receive),
 		cmocka_unit_test(test_net_credit_grants_are_batched),
+		cmocka_unit_test(test_net_credit_blind_receiver_gets_there),
+		cmocka_unit_test(test_net_credit_small_receive_grant_waits),
+		cmocka_unit_test(test_net_credit_pingpong_grants_rarely),
 	};
 
 	return cmocka_run_group_tests_name("net_credit", tests, NULL, NULL);
