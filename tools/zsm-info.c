@@ -200,6 +200,8 @@ int main(int argc, char **argv)
 				     zsm_cuda_dmabuf_ok());
 		printf("      GPU buffers to other hosts: %s\n",
 		       topo.devs[i].gdr.why);
+		printf("      one-sided (put, signal, get): %s\n",
+		       topo.devs[i].rma.why);
 	}
 	zsm_net_topo_free(&topo);
 	return 0;

@@ -123,6 +123,18 @@ enum zsm_param_type {
 	  "fails its receive (ncclRemoteError) instead of being delivered. "  \
 	  "Needs 8 bytes of remote CQ data (tcp, cxi; not efa). Costs a "     \
 	  "CPU pass over each message on both sides.")                        \
+	X(RMA_SIGNAL, ZSM_PARAM_ENUM, "auto", 0, 0,                           \
+	  "auto|atomic|saw|writedata|fence",                                  \
+	  "How one-sided puts with signals are ordered over the network. "    \
+	  "auto: the best the provider grants, asked of libfabric per "       \
+	  "device (zsm-info says which). atomic: writes, then an atomic add " \
+	  "ordered after them (hardware AMOs, cxi). saw: writes, then a "     \
+	  "signal message ordered after them (tcp and verbs under rxm). "     \
+	  "writedata: writes numbered in remote CQ data, signals applied in " \
+	  "order at the target (efa). fence: each signal waits until the "   \
+	  "earlier writes were delivered. A mechanism the provider cannot "   \
+	  "build turns one-sided operations off on that device, with a "      \
+	  "WARN.")                                                             \
 	X(HOSTID, ZSM_PARAM_STR, "", 0, 0, NULL,                              \
 	  "Overrides the host identity, which tells each comm whether its "   \
 	  "peer is on the same host (otherwise NCCL_HOSTID, else the "        \

@@ -22,6 +22,7 @@
 #include "net/net_credit.h"
 #include "net/net_fi_lib.h"
 #include "net/net_hmem.h"
+#include "net/net_rma_plan.h"
 #include "net/net_wire.h"
 #include "proxy/proxy.h"
 
@@ -51,6 +52,10 @@ struct zsm_net_dev {
 	 */
 	size_t trunc_unsafe;
 	struct zsm_net_hmem_plan gdr; /* GPU buffers over this device */
+	/* One-sided operations: how signals are built, and the offer the
+	 * RMA endpoints open (NULL: none). */
+	struct zsm_net_rma_plan rma;
+	struct fi_info *rma_info;
 	struct zsm_net_ep *ep; /* where new comms go */
 	/* Endpoints retired after a peer went silent (see zsm_net_ep_retire):
 	 * they serve their comms and close when the last one does. */
@@ -76,6 +81,8 @@ void zsm_net_dev_props(const struct zsm_net_dev *dev, int index,
  * cuda_dmabuf: every GPU exports dma-bufs. */
 void zsm_net_dev_plan_gdr(struct zsm_net_dev *dev, int cuda, int min_cc,
 			  int cuda_dmabuf);
+/* Decide dev->rma from what the provider grants (net_rma_dev.c). */
+void zsm_net_dev_plan_rma(struct zsm_net_dev *dev);
 
 /* Kind of a libfabric operation, from its context. */
 enum zsm_net_op_kind {

@@ -556,6 +556,7 @@ int zsm_net_topo_discover(struct zsm_net_topo *topo)
 			 dev->hmem ? ", FI_HMEM" : "",
 			 dev->read ? ", RMA reads" : "",
 			 dev->info->tx_attr->size, dev->info->rx_attr->size);
+		zsm_net_dev_plan_rma(dev);
 		topo->ndevs++;
 	}
 	zsm_net_rich_free(&rich);
@@ -600,6 +601,8 @@ void zsm_net_topo_free(struct zsm_net_topo *topo)
 {
 	for (int i = 0; i < topo->ndevs; i++) {
 		zsm_fi_freeinfo(topo->devs[i].info);
+		if (topo->devs[i].rma_info)
+			zsm_fi_freeinfo(topo->devs[i].rma_info);
 		free(topo->devs[i].pci_path);
 	}
 	if (topo->all)

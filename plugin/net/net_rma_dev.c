@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Owns a device's one-sided plan: asks libfabric which of the orderings
+ * and operations the signal mechanisms need it grants on the device's
+ * provider and domain, probes fi_writedata where the choice hangs on it,
+ * and keeps the offer the RMA endpoints will open (net_rma_plan.h says
+ * what each mechanism needs and why).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include "common/log.h"
+#include "common/param.h"
+#include "net/net.h"
+#include "proxy/proxy.h"
+
+#define ZSM_NET_RMA_CAPS                                                      \
+	(FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+/* How long the writedata probe waits for its loopback write. */
+#define ZSM_NET_RMA_PROBE_NS (1000ULL * 1000000ULL)
+
+/*
+ * dev's provider and domain asked for caps and message order on top of
+ * what its endpoint has; the offer when one grants them for writes of any
+ * size, else NULL.
+ */
+static struct fi_info *zsm_net_rma_offer(const struct zsm_net_dev *dev,
+					 uint64_t caps, uint64_t order)
+{
+	struct fi_info *hints = zsm_fi_dupinfo(dev->info), *list = NULL;
+	struct fi_info *pick = NULL;
+
+	if (!hints)
+		return NULL;
+	hints->caps |= caps;
+	hints->tx_attr->msg_order |= order;
+	hints->rx_attr->msg_order |= order;
+	if (zsm_fi_getinfo(dev->info->fabric_attr->api_version, NULL, NULL, 0,
+			   hints, &list))
+		list = NULL;
+	zsm_fi_freeinfo(hints);
+	for (struct fi_info *o = list; o && !pick; o = o->next) {
+		size_t max = o->ep_attr->max_msg_size;
+
+		if ((o->caps & caps) != caps ||
+		    (o->tx_attr->msg_order & order) != order ||
+		    (o->rx_attr->msg_order & order) != order)
+			continue;
+		/* Ordered writes only up to a size would need puts cut to
+		 * it: taken as not ordered. */
+		if ((order & FI_ORDER_WAW) &&
+		    o->ep_attr->max_order_waw_size < max)
+			continue;
+		pick = zsm_fi_dupinfo(o);
+	}
+	if (list)
+		zsm_fi_freeinfo(list);
+	return pick;
+}
+
+static void zsm_net_rma_offer_free(struct fi_info *fi)
+{
+	if (fi)
+		zsm_fi_freeinfo(fi);
+}
+
+/*
+ * A write of 8 bytes with remote CQ data from an endpoint of fi to
+ * itself: 1 when it lands, 0 when the provider refuses or fails it (a
+ * stub), -errno when the probe itself could not be set up.
+ */
+static int zsm_net_rma_probe_writedata(const struct fi_info *fi)
+{
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA,
+				     .size = 16};
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+	struct fid_fabric *fabric = NULL;
+	struct fid_domain *domain = NULL;
+	struct fid_av *av = NULL;
+	struct fid_cq *cq = NULL;
+	struct fid_ep *ep = NULL;
+	struct fid_mr *mr = NULL, *src_mr = NULL;
+	struct fi_context2 ctx;
+	uint64_t src = 0x5a5a5a5a5a5a5a5aULL, dst = 0;
+	uint8_t addr[ZSM_NET_ADDR_MAX];
+	size_t addr_len = sizeof(addr);
+	fi_addr_t self;
+	uint64_t t0, remote;
+	int ret = -EIO, done = 0;
+
+	if (zsm_fi_fabric(fi->fabric_attr, &fabric, NULL) ||
+	    fi_domain(fabric, (struct fi_info *)fi, &domain, NULL) ||
+	    fi_av_open(domain, &av_attr, &av, NULL) ||
+	    fi_cq_open(domain, &cq_attr, &cq, NULL) ||
+	    fi_endpoint(domain, (struct fi_info *)fi, &ep, NULL) ||
+	    fi_ep_bind(ep, &av->fid, 0) ||
+	    fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV) ||
+	    fi_enable(ep) || fi_getname(&ep->fid, addr, &addr_len) ||
+	    fi_av_insert(av, addr, 1, &self, 0, NULL) != 1 ||
+	    fi_mr_reg(domain, &dst, sizeof(dst), FI_REMOTE_WRITE, 0, 0x2a, 0,
+		      &mr, NULL))
+		goto out;
+	if ((fi->domain_attr->mr_mode & FI_MR_ENDPOINT) &&
+	    (fi_mr_bind(mr, &ep->fid, 0) || fi_mr_enable(mr)))
+		goto out;
+	if ((fi->domain_attr->mr_mode & FI_MR_LOCAL) &&
+	    fi_mr_reg(domain, &src, sizeof(src), FI_WRITE, 0, 0x2b, 0,
+		      &src_mr, NULL))
+		goto out;
+	remote = (fi->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
+			 ? (uint64_t)(uintptr_t)&dst
+			 : 0;
+	t0 = zsm_now_ns();
+	for (;;) {
+		ret = (int)fi_writedata(ep, &src, sizeof(src),
+					src_mr ? fi_mr_desc(src_mr) : NULL, 7,
+					self, remote, fi_mr_key(mr), &ctx);
+		if (ret != -FI_EAGAIN ||
+		    zsm_now_ns() - t0 >= ZSM_NET_RMA_PROBE_NS)
+			break;
+		(void)fi_cq_read(cq, NULL, 0); /* progress */
+	}
+	if (ret) {
+		ZSM_INFO("net: fi_writedata on %s refused a loopback write: %s",
+			 fi->fabric_attr->prov_name, zsm_fi_strerror(-ret));
+		ret = 0;
+		goto out;
+	}
+	/* The write's own completion, and its bytes at the target. */
+	while (zsm_now_ns() - t0 < ZSM_NET_RMA_PROBE_NS) {
+		struct fi_cq_data_entry e;
+		ssize_t n = fi_cq_read(cq, &e, 1);
+
+		if (n == -FI_EAVAIL) {
+			struct fi_cq_err_entry err = {0};
+
+			fi_cq_readerr(cq, &err, 0);
+			if (err.op_context == &ctx)
+				break;
+			continue;
+		}
+		if (n == 1 && e.op_context == &ctx)
+			done = 1;
+		if (done && dst == src)
+			break;
+	}
+	ret = done && dst == src;
+	if (ret)
+		ZSM_INFO("net: fi_writedata on %s passed a loopback write",
+			 fi->fabric_attr->prov_name);
+	else
+		ZSM_INFO("net: fi_writedata on %s did not land a loopback "
+			 "write within %llu ms",
+			 fi->fabric_attr->prov_name,
+			 ZSM_NET_RMA_PROBE_NS / 1000000ULL);
+out:
+	if (ret < 0)
+		ZSM_INFO("net: the fi_writedata probe on %s could not be set "
+			 "up",
+			 fi->fabric_attr->prov_name);
+	if (ep)
+		fi_close(&ep->fid);
+	if (mr)
+		fi_close(&mr->fid);
+	if (src_mr)
+		fi_close(&src_mr->fid);
+	if (cq)
+		fi_close(&cq->fid);
+	if (av)
+		fi_close(&av->fid);
+	if (domain)
+		fi_close(&domain->fid);
+	if (fabric)
+		fi_close(&fabric->fid);
+	return ret;
+}
+
+void zsm_net_dev_plan_rma(struct zsm_net_dev *dev)
+{
+	struct fi_info *atomic, *saw, *plain;
+	struct zsm_net_rma_in in = {
+		.prov = dev->info->fabric_attr->prov_name,
+		.writedata = -1,
+		.want = (int)zsm_param_int(ZSM_P_RMA_SIGNAL),
+	};
+
+	/* FI_ATOMIC asked with WAW: a provider that emulates atomics by
+	 * messages (rxm) gives up the ordering then, and offers nothing. */
+	atomic = zsm_net_rma_offer(dev, ZSM_NET_RMA_CAPS | FI_ATOMIC,
+				   FI_ORDER_WAW);
+	saw = zsm_net_rma_offer(dev, ZSM_NET_RMA_CAPS,
+				FI_ORDER_WAW | FI_ORDER_SAW);
+	plain = zsm_net_rma_offer(dev, ZSM_NET_RMA_CAPS, 0);
+	in.rma = plain || saw || atomic;
+	in.atomic_ordered = atomic != NULL;
+	in.saw_ordered = saw != NULL;
+	in.cq_data_size = plain ? plain->domain_attr->cq_data_size : 0;
+	zsm_net_rma_decide(&in, &dev->rma);
+	if (dev->rma.needs_probe && plain) {
+		in.writedata = zsm_net_rma_probe_writedata(plain) == 1;
+		zsm_net_rma_decide(&in, &dev->rma);
+	}
+	switch (dev->rma.mech) {
+	case ZSM_RMA_MECH_ATOMIC:
+		dev->rma_info = atomic;
+		atomic = NULL;
+		break;
+	case ZSM_RMA_MECH_SAW:
+		dev->rma_info = saw;
+		saw = NULL;
+		break;
+	case ZSM_RMA_MECH_WRITEDATA:
+	case ZSM_RMA_MECH_FENCE:
+		dev->rma_info = plain;
+		plain = NULL;
+		break;
+	default:
+		break;
+	}
+	zsm_net_rma_offer_free(atomic);
+	zsm_net_rma_offer_free(saw);
+	zsm_net_rma_offer_free(plain);
+	if (dev->rma.refused)
+		ZSM_WARN("net: %s: %s", dev->name, dev->rma.why);
+	else
+		ZSM_INFO("net: %s: %s", dev->name, dev->rma.why);
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How a network device builds one-sided puts with strong signals: once a
+ * signal is visible at the target, its put and every earlier put and
+ * signal of that context are visible too.  No provider gives that for
+ * free, and each grants a different part of it, so the mechanism is
+ * chosen per device from what libfabric granted when asked (never from
+ * the provider's name), best first:
+ *
+ *   atomic     writes, then fi_atomic(FI_SUM) on the same endpoint, which
+ *              orders RMA and atomic writes (FI_ORDER_WAW, any size):
+ *              no target CPU, no extra round trip (cxi's hardware AMOs).
+ *   saw        writes, then a signal message the provider orders after
+ *              them (FI_ORDER_SAW and WAW, any size, without FI_ATOMIC,
+ *              whose emulation takes that ordering away on rxm); the
+ *              target's engine applies it (tcp and verbs under rxm).
+ *   writedata  every write carries a sequence number in remote CQ data,
+ *              the signal follows as a message, and the target's engine
+ *              applies signals strictly in sequence (efa: no ordering,
+ *              emulated atomics).  Needs fi_writedata to work, which a
+ *              loopback write probes (cxi's is a stub before 2.5).
+ *   fence      the signal waits until the earlier writes completed with
+ *              FI_DELIVERY_COMPLETE: a round trip per signal, any RMA.
+ *
+ * Pure, so unit tests walk every provider's case on a machine that has
+ * only tcp.
+ */
+#ifndef ZSM_NET_RMA_PLAN_H
+#define ZSM_NET_RMA_PLAN_H
+
+#include <stddef.h>
+
+enum zsm_net_rma_mech {
+	ZSM_RMA_MECH_NONE = 0,
+	ZSM_RMA_MECH_ATOMIC,
+	ZSM_RMA_MECH_SAW,
+	ZSM_RMA_MECH_WRITEDATA,
+	ZSM_RMA_MECH_FENCE,
+};
+
+/* ZSM_RMA_SIGNAL, in its table's order: auto, then the mechanisms. */
+#define ZSM_RMA_SIGNAL_AUTO 0
+
+struct zsm_net_rma_in {
+	const char *prov;     /* provider name, for the reason */
+	int rma;	      /* an offer with writes and reads both ways */
+	int atomic_ordered;   /* one with FI_ATOMIC and WAW of any size */
+	int saw_ordered;      /* one without FI_ATOMIC, WAW and SAW, any size */
+	size_t cq_data_size;  /* remote CQ data of the RMA offer */
+	int writedata;	      /* loopback fi_writedata: 1 works, 0 not,
+			       * -1 not tried */
+	int want;	      /* ZSM_RMA_SIGNAL: 0 auto, else a mech */
+};
+
+struct zsm_net_rma_plan {
+	enum zsm_net_rma_mech mech;
+	/* The choice depends on a writedata probe not made yet
+	 * (in->writedata -1): probe, then decide again. */
+	int needs_probe;
+	/* ZSM_RMA_SIGNAL asked for a mechanism the provider does not grant:
+	 * one-sided operations are refused on this device, said in why. */
+	int refused;
+	char why[320];
+};
+
+void zsm_net_rma_decide(const struct zsm_net_rma_in *in,
+			struct zsm_net_rma_plan *out);
+/* "none", "atomic", "saw", "writedata", "fence". */
+const char *zsm_net_rma_mech_name(enum zsm_net_rma_mech mech);
+
+#endif
