@@ -82,6 +82,39 @@ int zsm_irecv(void *recv_comm, int n, void **data, const size_t *sizes,
 	      const int *tags, void **mhs, void **request);
 int zsm_iflush(void *recv_comm, int n, void **data, const int *sizes,
 	       void **mhs, void **request);
+
+/*
+ * One-sided operations.  A window is memory its owner registered for
+ * peers to put into and get from (zsm_reg_window); the owner ships the
+ * descriptor to its peers by means of its own.  Puts and gets go on a
+ * connected send comm, to or from its peer's windows.
+ */
+struct zsm_rma_window {
+	uint64_t addr; /* the provider's address of the window's byte 0 */
+	uint64_t key;  /* its remote key */
+	uint64_t size;
+	uint64_t id;   /* its name at the owner, for signals (never 0) */
+};
+/* regMr of a window on comm's transport; *win describes it to peers. */
+int zsm_reg_window(void *comm, void *data, size_t size, int type, void **mh,
+		   struct zsm_rma_window *win);
+/*
+ * Put size bytes from src (registration mh) at dst_off of the peer's
+ * window dst; then, when sig is not NULL, add sig_add to the 64-bit word
+ * at sig_off of the peer's window sig.  The signal is strong: once the
+ * peer sees it, this put and every earlier put and signal of the comm are
+ * visible.  size 0 with NULL src and mh: the signal alone.  The request
+ * completes when src may be reused.  Like isend, a NULL request with 0
+ * says none is free now: call again.
+ */
+int zsm_iput(void *send_comm, void *src, size_t size, void *mh,
+	     const struct zsm_rma_window *dst, uint64_t dst_off,
+	     const struct zsm_rma_window *sig, uint64_t sig_off,
+	     uint64_t sig_add, void **request);
+/* Get size bytes at src_off of the peer's window src into dst. */
+int zsm_iget(void *send_comm, void *dst, size_t size, void *mh,
+	     const struct zsm_rma_window *src, uint64_t src_off,
+	     void **request);
 /* sizes: NULL, or room for the request's n ints (sends write one). */
 int zsm_test(void *request, int *done, int *sizes);
 

@@ -456,6 +456,18 @@ static int zsm_entry_tag_check(const char *call, int tag)
 	return 0;
 }
 
+/* A request of c for a transfer that holds mr, or NULL when none is free
+ * (mr dropped then). */
+static struct zsm_req *zsm_entry_req_get(struct zsm_comm *c,
+					 struct zsm_mr *mr)
+{
+	struct zsm_req *req = zsm_req_alloc(c);
+
+	if (!req && mr)
+		zsm_mr_put(mr);
+	return req;
+}
+
 /* Buffer i of a request. */
 static void zsm_entry_req_buf(struct zsm_req *req, int i, void *data,
 			      size_t len, int tag, struct zsm_mr *mh)
@@ -512,12 +524,9 @@ int zsm_isend(void *send_comm, void *data, size_t size, int tag, void *mh,
 	ret = zsm_entry_mr_take("isend", c, mh, &mr);
 	if (ret)
 		return ret;
-	req = zsm_req_alloc(c);
-	if (!req) {
-		if (mr)
-			zsm_mr_put(mr);
+	req = zsm_entry_req_get(c, mr);
+	if (!req)
 		return 0; /* NCCL retries a NULL request */
-	}
 	req->type = ZSM_REQ_SEND;
 	req->n = 1;
 	req->remaining = 1;
@@ -634,6 +643,166 @@ int zsm_iflush(void *recv_comm, int n, void **data, const int *sizes,
 	}
 	zsm_entry_submit(req, 1, request);
 	return 0;
+}
+
+int zsm_reg_window(void *comm, void *data, size_t size, int type, void **mh,
+		   struct zsm_rma_window *win)
+{
+	struct zsm_comm *c;
+	struct zsm_mr *mr;
+	int ret;
+
+	if (!win)
+		return zsm_entry_null("regWindow", "window");
+	memset(win, 0, sizeof(*win));
+	ret = zsm_entry_reg_check("regWindow", data, size, type, mh);
+	if (!ret)
+		ret = zsm_plugin_enter("regWindow");
+	if (!ret)
+		ret = zsm_entry_any_comm("regWindow", comm, &c);
+	if (ret)
+		return ret;
+	if (!size || type != ZSM_MEM_HOST) {
+		ZSM_WARN("regWindow: %s", size ? "only host memory is a window "
+						 "yet"
+					       : "a window of 0 bytes");
+		return -EINVAL;
+	}
+	if (!c->ops->reg_window) {
+		ZSM_WARN("regWindow: the comm moves its data by %s, which has "
+			 "no one-sided operations yet",
+			 c->ops->name);
+		return -EOPNOTSUPP;
+	}
+	ret = c->ops->reg_window(c, data, size, ZSM_MEM_HOST, &mr, win);
+	if (ret)
+		return ret;
+	ret = zsm_entry_mr_publish(mr, mh);
+	if (!ret)
+		win->id = mr->handle;
+	return ret;
+}
+
+/* [off, off + len) lies inside window w: said once here when not. */
+static int zsm_entry_win_check(const char *call, const char *what,
+			       const struct zsm_rma_window *w, uint64_t off,
+			       uint64_t len)
+{
+	if (!w)
+		return zsm_entry_null(call, what);
+	if (!w->id || off > w->size || len > w->size - off) {
+		ZSM_WARN("%s: %llu bytes at %llu of the peer's %s window of "
+			 "%llu bytes%s",
+			 call, (unsigned long long)len, (unsigned long long)off,
+			 what, (unsigned long long)w->size,
+			 w->id ? "" : " (not a window: id 0)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The common part of iput and iget: a request on send_comm for size
+ * bytes at buf (registration mh) and the window side addr/key. */
+static int zsm_entry_rma(const char *call, int type, void *send_comm,
+			 void *buf, size_t size, void *mh,
+			 const struct zsm_rma_window *win, uint64_t off,
+			 const struct zsm_req_rma *sig, void **request)
+{
+	struct zsm_comm *c;
+	struct zsm_req *req;
+	struct zsm_mr *mr = NULL;
+	int ret;
+
+	if (!request)
+		return zsm_entry_null(call, "request");
+	*request = NULL;
+	ret = zsm_plugin_enter(call);
+	if (!ret)
+		ret = zsm_entry_lookup(call, send_comm, ZSM_H_SEND,
+				       (void **)&c);
+	if (ret)
+		return ret;
+	if (size > ZSM_MAX_P2P_BYTES || (size && !buf)) {
+		ZSM_WARN("%s of %zu bytes at %p: %s", call, size, buf,
+			 size > ZSM_MAX_P2P_BYTES ? "above maxP2pBytes"
+						  : "NULL buffer");
+		return -EINVAL;
+	}
+	if (size || type == ZSM_REQ_GET)
+		ret = zsm_entry_win_check(call, "target", win, off, size);
+	if (!ret && !c->ops->reg_window) {
+		ZSM_WARN("%s: the comm moves its data by %s, which has no "
+			 "one-sided operations yet",
+			 call, c->ops->name);
+		ret = -EOPNOTSUPP;
+	}
+	if (!ret && sig->sig_id)
+		ret = c->ops->can_signal ? c->ops->can_signal(c) : -EOPNOTSUPP;
+	if (!ret)
+		ret = zsm_comm_error(c);
+	if (!ret && size)
+		ret = zsm_entry_mr_take(call, c, mh, &mr);
+	if (ret)
+		return ret;
+	req = zsm_entry_req_get(c, mr);
+	if (!req)
+		return 0; /* none free: the caller asks again */
+	req->type = (uint8_t)type;
+	req->n = 1;
+	req->remaining = 1;
+	zsm_entry_req_buf(req, 0, buf, size, 0, mr);
+	req->rma = *sig;
+	if (size) {
+		req->rma.addr = win->addr + off;
+		req->rma.key = win->key;
+	}
+	zsm_entry_submit(req, 0, request);
+	return 0;
+}
+
+int zsm_iput(void *send_comm, void *src, size_t size, void *mh,
+	     const struct zsm_rma_window *dst, uint64_t dst_off,
+	     const struct zsm_rma_window *sig, uint64_t sig_off,
+	     uint64_t sig_add, void **request)
+{
+	struct zsm_req_rma s = {0};
+
+	if (sig) {
+		/* A signal word is 64 bits, aligned in its window. */
+		if (sig_off % 8) {
+			if (request)
+				*request = NULL;
+			ZSM_WARN("iput: signal offset %llu is not 8-byte "
+				 "aligned",
+				 (unsigned long long)sig_off);
+			return -EINVAL;
+		}
+		if (zsm_entry_win_check("iput", "signal", sig, sig_off, 8)) {
+			if (request)
+				*request = NULL;
+			return -EINVAL;
+		}
+		s.sig_id = sig->id;
+		s.sig_off = sig_off;
+		s.sig_add = sig_add;
+	} else if (!size) {
+		if (request)
+			*request = NULL;
+		ZSM_WARN("iput of 0 bytes without a signal: nothing to do");
+		return -EINVAL;
+	}
+	return zsm_entry_rma("iput", ZSM_REQ_PUT, send_comm, src, size, mh,
+			     dst, dst_off, &s, request);
+}
+
+int zsm_iget(void *send_comm, void *dst, size_t size, void *mh,
+	     const struct zsm_rma_window *src, uint64_t src_off,
+	     void **request)
+{
+	const struct zsm_req_rma none = {0};
+
+	return zsm_entry_rma("iget", ZSM_REQ_GET, send_comm, dst, size, mh,
+			     src, src_off, &none, request);
 }
 
 int zsm_test(void *request, int *done, int *sizes)

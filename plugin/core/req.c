@@ -177,7 +177,18 @@ void zsm_req_orphan(struct zsm_req *req, int err)
 
 const char *zsm_req_what(const struct zsm_req *req)
 {
-	return req->type == ZSM_REQ_SEND    ? "send"
-	       : req->type == ZSM_REQ_FLUSH ? "flush"
-					    : "receive";
+	switch (req->type) {
+	case ZSM_REQ_SEND:
+		return "send";
+	case ZSM_REQ_FLUSH:
+		return "flush";
+	case ZSM_REQ_PUT:
+		return req->rma.sig_id ? (req->len[0] ? "put with signal"
+						      : "signal")
+				       : "put";
+	case ZSM_REQ_GET:
+		return "get";
+	default:
+		return "receive";
+	}
 }

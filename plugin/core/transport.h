@@ -44,6 +44,16 @@ enum zsm_req_type {
 	ZSM_REQ_RECV = 2,
 	ZSM_REQ_CLOSE = 3,
 	ZSM_REQ_FLUSH = 4, /* a read of our own memory: iflush */
+	ZSM_REQ_PUT = 5,   /* one-sided, maybe with a signal after it */
+	ZSM_REQ_GET = 6,
+};
+
+/* A one-sided request's other end, at the comm's peer. */
+struct zsm_req_rma {
+	uint64_t addr, key; /* the remote bytes (data[0], len[0] here) */
+	uint64_t sig_id;    /* the window of the signal, 0: none */
+	uint64_t sig_off;
+	uint64_t sig_add;
 };
 
 /* Request states published to test(); negative values are -errno. */
@@ -83,6 +93,7 @@ struct zsm_req {
 	int tag[ZSM_MAX_RECVS];
 	/* Each buffer's registration, held until the request is freed. */
 	struct zsm_mr *mh[ZSM_MAX_RECVS];
+	struct zsm_req_rma rma; /* PUT and GET */
 	struct zsm_req *next_free;
 };
 
@@ -95,8 +106,9 @@ struct zsm_comm_ops {
 	size_t req_size;
 	size_t req_clear;
 	/*
-	 * Engine: post a send, receive or flush: 0 when the transport took
-	 * it (finished or in flight), -EAGAIN to keep it and retry later.
+	 * Engine: post a send, receive, flush, put or get: 0 when the
+	 * transport took it (finished or in flight), -EAGAIN to keep it and
+	 * retry later.
 	 */
 	int (*post)(struct zsm_req *req);
 	/*
@@ -135,9 +147,16 @@ struct zsm_comm_ops {
 	 * the transport frees it once nothing refers to it.  Engine.
 	 */
 	void (*drop_link)(void *tp);
-	/* One-sided operations (put, put with signal, signal, get) come
-	 * with the next issue; NULL until then. */
-	void *put, *put_signal, *signal, *get;
+	/*
+	 * regMr of a window c's peer puts into and gets from: like reg_mr,
+	 * with *win filled for the peer.  NULL, or -EOPNOTSUPP (said), where
+	 * the transport has no one-sided operations.
+	 */
+	int (*reg_window)(struct zsm_comm *c, void *data, size_t size,
+			  int type, struct zsm_mr **out,
+			  struct zsm_rma_window *win);
+	/* Whether c's puts may carry signals: 0, or -EOPNOTSUPP (said). */
+	int (*can_signal)(struct zsm_comm *c);
 };
 
 /* What the core knows of the process at the other end of a comm. */
@@ -227,7 +246,7 @@ void zsm_req_publish(struct zsm_req *req);
 void zsm_req_orphan(struct zsm_req *req, int err);
 /* Engine: every request of c's pool in turn (live or free). */
 struct zsm_req *zsm_req_next(struct zsm_comm *c, struct zsm_req *prev);
-/* "send", "receive" or "flush", for messages. */
+/* "send", "receive", "flush", "put", "get"..., for messages. */
 const char *zsm_req_what(const struct zsm_req *req);
 
 /*

@@ -208,6 +208,12 @@ struct zsm_net_ep {
 	void *flush_buf;
 	struct fid_mr *flush_mr;
 	void *flush_desc;
+	/* One-sided operations: how signals are ordered (NONE: the endpoint
+	 * has no RMA), and the windows registered on it (engine lock): a
+	 * provider that places peers' writes in software (tcp) does so only
+	 * while the endpoint is polled, so one with windows counts as busy. */
+	enum zsm_net_rma_mech rma;
+	int windows;
 };
 
 int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out);
@@ -260,6 +266,8 @@ struct zsm_net_req {
 	uint64_t rma_key;
 	/* Send: the remote CQ data it carries (key, checksum). */
 	uint64_t cq_data;
+	/* Put with a signal: the message that follows its write. */
+	struct zsm_sig_msg sig;
 };
 
 static inline struct zsm_net_req *zsm_net_req_of(struct zsm_req *r)
@@ -376,6 +384,22 @@ void zsm_net_comm_grant_check(struct zsm_net_comm *rc);
 /* Engine, timed: the GRANTs quiet receive comms owe (net_credit.h). */
 void zsm_net_comm_grant_late(struct zsm_net_ep *ep);
 
+/* net_rma.c: one-sided operations.  The comm ops' reg_window and
+ * can_signal; the operations a PUT or GET request posts, and posting op
+ * i of them (engine); a SIGNAL message that passed every control check,
+ * for its receive comm c (engine). */
+int zsm_net_rma_reg_window_op(struct zsm_comm *c, void *data, size_t size,
+			      int type, struct zsm_mr **out,
+			      struct zsm_rma_window *win);
+int zsm_net_rma_can_signal(struct zsm_comm *c);
+int zsm_net_rma_nops(const struct zsm_req *b);
+ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i);
+void zsm_net_rma_on_signal(struct zsm_net_comm *c,
+			   const struct zsm_sig_msg *m);
+/* net_mr.c: a window's registration with remote access. */
+int zsm_net_mr_reg_window(struct zsm_net_ep *ep, void *data, size_t size,
+			  struct zsm_net_mr **out);
+
 /* net_ctrl.c: the control plane. */
 int zsm_net_ctrl_init(struct zsm_net_ep *ep);
 void zsm_net_ctrl_fini(struct zsm_net_ep *ep);
@@ -431,6 +455,11 @@ struct zsm_net_mr {
 	struct zsm_net_ep *ep;
 	struct zsm_mr_entry *entry;
 	void *desc;
+	/* A window (zsm_reg_window): its own provider registration, with
+	 * remote access, instead of a cache entry; and its bytes. */
+	struct fid_mr *window;
+	char *start;
+	size_t size;
 };
 
 static inline struct zsm_net_mr *zsm_net_mr_of(struct zsm_mr *m)

@@ -704,4 +704,6 @@ const struct zsm_comm_ops zsm_net_comm_ops = {
 	.flush = zsm_net_flush_op,
 	.needs_mr = zsm_net_comm_needs_mr,
 	.drop_link = zsm_net_comm_drop_link,
+	.reg_window = zsm_net_rma_reg_window_op,
+	.can_signal = zsm_net_rma_can_signal,
 };

@@ -371,6 +371,33 @@ static struct zsm_net_comm *zsm_net_ctrl_for(struct zsm_net_ep *ep,
 	return c;
 }
 
+/* A put's signal: a control message of its own length (net_wire.h),
+ * checked alike, for a connected receive comm. */
+static void zsm_net_ctrl_on_signal(struct zsm_net_ep *ep,
+				   const struct zsm_sig_msg *m, size_t len,
+				   uint64_t tag)
+{
+	struct zsm_net_comm *c;
+
+	if (len != sizeof(*m)) {
+		zsm_net_ctrl_drop(ep, ZSM_DROP_SHORT, "wrong length");
+		return;
+	}
+	if (m->type != ZSM_CTRL_SIGNAL || m->dst_id != zsm_tag_id(tag) ||
+	    m->src_id == 0 || m->src_id > ZSM_TAG_ID_MAX) {
+		zsm_net_ctrl_drop(ep, ZSM_DROP_MALFORMED, "bad type, id or "
+							  "length");
+		return;
+	}
+	/* The receive buffer holds a whole control message's room, and
+	 * the fields the check reads sit where a control message has
+	 * them. */
+	c = zsm_net_ctrl_for(ep, (const struct zsm_ctrl_msg *)(const void *)m,
+			     ZSM_COMM_RECV, ZSM_COMM_CONNECTED);
+	if (c)
+		zsm_net_rma_on_signal(c, m);
+}
+
 /* Every check a control message passes before a comm sees it. */
 static void zsm_net_ctrl_on_message(struct zsm_net_ep *ep,
 				    const struct zsm_ctrl_msg *m, size_t len,
@@ -386,6 +413,10 @@ static void zsm_net_ctrl_on_message(struct zsm_net_ep *ep,
 	}
 	if (len < 4 || m->magic != ZSM_HANDLE_MAGIC) {
 		zsm_net_ctrl_drop(ep, ZSM_DROP_FOREIGN, "wrong magic");
+		return;
+	}
+	if (type == ZSM_CTRL_SIGNAL) {
+		zsm_net_ctrl_on_signal(ep, (const void *)m, len, tag);
 		return;
 	}
 	if (len != sizeof(*m)) {

@@ -34,7 +34,9 @@ static const char *zsm_net_ep_name(const struct zsm_net_ep *ep)
 
 int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 {
-	struct fi_info *fi = dev->info;
+	/* The offer with RMA and the ordering its signals need, where the
+	 * device has one (net_rma_dev.c): one endpoint serves both. */
+	struct fi_info *fi = dev->rma_info ? dev->rma_info : dev->info;
 	struct fi_cq_attr cq_attr = {
 		.format = FI_CQ_FORMAT_TAGGED,
 		.wait_obj = FI_WAIT_NONE,
@@ -58,6 +60,7 @@ int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 	ep->self = FI_ADDR_NOTAVAIL;
 	ep->mr_mode = fi->domain_attr->mr_mode;
 	ep->needs_mr = (fi->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
+	ep->rma = dev->rma_info ? dev->rma.mech : ZSM_RMA_MECH_NONE;
 
 	step = "fi_fabric";
 	ret = zsm_fi_fabric(fi->fabric_attr, &ep->fabric, NULL);
@@ -549,6 +552,8 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 			ret = fi_tsend(ep->ep, buf, len, desc, comm->peer,
 				       zsm_tag_data(comm->peer_id, b->tag[i]),
 				       &op->fi_ctx);
+	} else if (b->type == ZSM_REQ_PUT || b->type == ZSM_REQ_GET) {
+		ret = zsm_net_rma_post_op(req, i);
 	} else if (b->type == ZSM_REQ_FLUSH) {
 		ret = fi_read(ep->ep, buf, len, desc, ep->self, req->rma_addr,
 			      req->rma_key, &op->fi_ctx);
@@ -582,20 +587,35 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 	return 0;
 }
 
-/* First post of req: each buffer's operation and descriptor. */
+/* The provider operations req posts: one per buffer, or a put's or
+ * get's (its bytes, and a put's signal after them). */
+static int zsm_net_req_nops(const struct zsm_req *b)
+{
+	return b->type == ZSM_REQ_PUT || b->type == ZSM_REQ_GET
+		       ? zsm_net_rma_nops(b)
+		       : b->n;
+}
+
+/* First post of req: each operation and its descriptor. */
 static void zsm_net_req_ready(struct zsm_net_req *req)
 {
 	struct zsm_req *b = &req->base;
+	int nops = zsm_net_req_nops(b);
 
 	req->ready = 1;
-	for (int i = 0; i < b->n; i++) {
+	if (b->type == ZSM_REQ_PUT || b->type == ZSM_REQ_GET)
+		/* Each op completes on its own; the last one publishes. */
+		b->remaining = (uint8_t)nops;
+	for (int i = 0; i < nops; i++) {
+		/* A put's or get's ops all use its one buffer's. */
+		struct zsm_mr *mr = b->mh[i < b->n ? i : 0];
+
 		req->ops[i].req = req;
-		req->ops[i].kind = b->type == ZSM_REQ_SEND ? ZSM_OP_SEND
-							   : ZSM_OP_RECV;
+		req->ops[i].kind = b->type == ZSM_REQ_RECV ? ZSM_OP_RECV
+							   : ZSM_OP_SEND;
 		req->ops[i].index = (uint8_t)i;
 		req->ops[i].posted = 0;
-		req->mr_desc[i] =
-			b->mh[i] ? zsm_net_mr_of(b->mh[i])->desc : NULL;
+		req->mr_desc[i] = mr ? zsm_net_mr_of(mr)->desc : NULL;
 	}
 }
 
@@ -604,10 +624,15 @@ int zsm_net_ep_post_req(struct zsm_req *b)
 {
 	struct zsm_net_req *req = zsm_net_req_of(b);
 	struct zsm_net_comm *comm = b->comm->tp;
-	int err;
+	int nops = zsm_net_req_nops(b), err;
 
 	if (!req->ready)
 		zsm_net_req_ready(req);
+	if (!nops) {
+		/* A get of 0 bytes: nothing to move. */
+		zsm_req_publish(b);
+		return 0;
+	}
 	if (comm->closing) {
 		err = -ECANCELED;
 		goto fail_rest;
@@ -617,7 +642,7 @@ int zsm_net_ep_post_req(struct zsm_req *b)
 		goto fail_rest;
 	if (b->type == ZSM_REQ_SEND)
 		req->cq_data = zsm_net_req_cq_data(req);
-	for (int i = 0; i < b->n; i++) {
+	for (int i = 0; i < nops; i++) {
 		if (req->ops[i].posted)
 			continue;
 		err = zsm_net_ep_post_op(req, i);
@@ -643,7 +668,7 @@ fail_rest:
 		 * can free and reuse it: pick the operations out first. */
 		int idx[ZSM_MAX_RECVS], k = 0;
 
-		for (int i = 0; i < b->n; i++)
+		for (int i = 0; i < nops; i++)
 			if (!req->ops[i].posted)
 				idx[k++] = i;
 		zsm_net_req_undefer(req);
@@ -671,7 +696,7 @@ void zsm_net_ep_tick(struct zsm_net_ep *ep, uint64_t now)
 int zsm_net_ep_busy(const struct zsm_net_ep *ep)
 {
 	if (ep->tx_inflight || ep->rx_inflight || ep->ctrl_head ||
-	    ep->ctrl_tx || zsm_net_drain_busy(ep))
+	    ep->ctrl_tx || ep->windows || zsm_net_drain_busy(ep))
 		return 1;
 	/* Comms NCCL does not hold yet: handshakes, with their clocks, and
 	 * ones the engine frees if nobody comes back for them. */

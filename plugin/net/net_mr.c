@@ -26,8 +26,10 @@
 /* Access every registration asks for: what the endpoint can do with it. */
 static uint64_t zsm_net_mr_access(const struct zsm_net_ep *ep)
 {
-	/* Flushes read registered buffers back through the endpoint. */
-	return FI_SEND | FI_RECV | (ep->dev->read ? FI_REMOTE_READ : 0);
+	/* Flushes read registered buffers back through the endpoint; puts
+	 * write from them and gets read into them. */
+	return FI_SEND | FI_RECV | (ep->dev->read ? FI_REMOTE_READ : 0) |
+	       (ep->rma ? FI_WRITE | FI_READ : 0);
 }
 
 /*
@@ -262,6 +264,47 @@ int zsm_net_mr_reg(struct zsm_net_ep *ep, void *data, size_t size, int type,
 	return zsm_net_mr_get(ep, data, size, type, -1, 0, out);
 }
 
+/*
+ * A window: a provider registration of its own with remote access (a
+ * cache entry may be shared with registrations peers must not write),
+ * even where host memory needs none for local use.
+ */
+int zsm_net_mr_reg_window(struct zsm_net_ep *ep, void *data, size_t size,
+			  struct zsm_net_mr **out)
+{
+	struct zsm_fi_mr_attr attr = {0};
+	struct iovec iov = {.iov_base = data, .iov_len = size};
+	struct zsm_net_mr *mr = calloc(1, sizeof(*mr));
+	char what[96];
+	int ret;
+
+	if (!mr)
+		return -ENOMEM;
+	attr.mr_iov = &iov;
+	attr.iov_count = 1;
+	attr.access = zsm_net_mr_access(ep) | FI_REMOTE_WRITE | FI_REMOTE_READ;
+	attr.iface = FI_HMEM_SYSTEM;
+	snprintf(what, sizeof(what), "a %zu-byte window", size);
+	/* FI_THREAD_DOMAIN: registrations serialise with the engine. */
+	zsm_proxy_lock();
+	ret = zsm_net_mr_attr_reg(ep, &attr, 0, what, "", &mr->window);
+	if (!ret) {
+		mr->base.type = ZSM_MEM_HOST;
+		mr->desc = fi_mr_desc(mr->window);
+		mr->start = data;
+		mr->size = size;
+		ep->windows++;
+		zsm_net_mr_link_locked(ep, mr);
+	}
+	zsm_proxy_unlock();
+	if (ret) {
+		free(mr);
+		return ret;
+	}
+	*out = mr;
+	return 0;
+}
+
 int zsm_net_mr_reg_dmabuf(struct zsm_net_ep *ep, void *data, size_t size,
 			  int fd, uint64_t offset, struct zsm_net_mr **out)
 {
@@ -356,7 +399,11 @@ static void zsm_net_mr_free_locked(struct zsm_net_mr *mr)
 	*mr->ep_prev = mr->ep_next;
 	if (mr->ep_next)
 		mr->ep_next->ep_prev = mr->ep_prev;
-	zsm_mr_cache_put(mr->ep->mr_cache, mr->entry);
+	if (mr->window) {
+		fi_close(&mr->window->fid);
+		mr->ep->windows--;
+	} else
+		zsm_mr_cache_put(mr->ep->mr_cache, mr->entry);
 	free(mr);
 }
 

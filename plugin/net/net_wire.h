@@ -41,7 +41,8 @@
  * A CONN_REQ that names no listener, or the wrong nonce, is answered at
  * once with a refusing CONN_ACK.  PING and PONG probe a silent peer
  * (net_peer.c).  CONN_ACK and GRANT tell a sender how many data
- * messages it may have sent in all (net_credit.h).
+ * messages it may have sent in all (net_credit.h).  SIGNAL, shorter than
+ * the rest, applies a put's signal (net_rma.c).
  */
 #ifndef ZSM_NET_WIRE_H
 #define ZSM_NET_WIRE_H
@@ -71,6 +72,7 @@ enum zsm_ctrl_type {
 	ZSM_CTRL_PING = 4,
 	ZSM_CTRL_PONG = 5,
 	ZSM_CTRL_GRANT = 6, /* receiver to sender: how far it may send */
+	ZSM_CTRL_SIGNAL = 7, /* a put's signal, after its writes */
 	ZSM_CTRL_NTYPES,
 };
 
@@ -81,10 +83,10 @@ enum zsm_ctrl_type {
  * layout it does not know is sent.  4: keys in every message, CONN_DONE,
  * the ce window made by the listener.  5: flow control (the credit of
  * CONN_ACK, GRANT).  6: the other transports' fields become one opaque
- * offer of ZSM_OFFER_BYTES.  magic and version keep their offsets in
- * every version, so either side can name the other's.
+ * offer of ZSM_OFFER_BYTES.  7: SIGNAL.  magic and version keep their
+ * offsets in every version, so either side can name the other's.
  */
-#define ZSM_HANDLE_VERSION 6
+#define ZSM_HANDLE_VERSION 7
 
 /* The 128-byte connection handle NCCL ships from listener to connector. */
 struct zsm_net_handle {
@@ -155,6 +157,37 @@ _Static_assert(offsetof(struct zsm_ctrl_msg, version) == 4 &&
 		       offsetof(struct zsm_ctrl_msg, offer) == 136 &&
 		       sizeof(struct zsm_ctrl_msg) == 168,
 	       "control message layout is wire format: change "
+	       "ZSM_HANDLE_VERSION");
+
+/*
+ * A put's signal (ZSM_RMA_SIGNAL saw): sent on the send comm's link right
+ * after the put's write, which the provider delivers first (FI_ORDER_SAW),
+ * to the peer's receive comm, whose engine adds `add` to the 64-bit word
+ * at `off` of window `win` (its registration's handle).  Small enough to
+ * be injected; its first 24 bytes are a control message's.
+ */
+struct zsm_sig_msg {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type; /* ZSM_CTRL_SIGNAL */
+	uint32_t src_id;
+	uint32_t dst_id;
+	uint64_t key;
+	uint64_t win;
+	uint64_t off;
+	uint64_t add;
+};
+_Static_assert(offsetof(struct zsm_sig_msg, type) ==
+			       offsetof(struct zsm_ctrl_msg, type) &&
+		       offsetof(struct zsm_sig_msg, src_id) ==
+			       offsetof(struct zsm_ctrl_msg, src_id) &&
+		       offsetof(struct zsm_sig_msg, dst_id) ==
+			       offsetof(struct zsm_ctrl_msg, dst_id) &&
+		       offsetof(struct zsm_sig_msg, key) ==
+			       offsetof(struct zsm_ctrl_msg, key) &&
+		       offsetof(struct zsm_sig_msg, win) == 24 &&
+		       sizeof(struct zsm_sig_msg) == 48,
+	       "signal message layout is wire format: change "
 	       "ZSM_HANDLE_VERSION");
 
 /* Remote CQ data of a data message: the receive comm's 31-bit key, a

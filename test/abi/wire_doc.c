@@ -11,9 +11,10 @@
 int main(void)
 {
 	printf("net wire version %d: handle %zu bytes, control message %zu "
-	       "bytes, offer %d bytes\n",
+	       "bytes, signal message %zu bytes, offer %d bytes\n",
 	       ZSM_HANDLE_VERSION, sizeof(struct zsm_net_handle),
-	       sizeof(struct zsm_ctrl_msg), ZSM_OFFER_BYTES);
+	       sizeof(struct zsm_ctrl_msg), sizeof(struct zsm_sig_msg),
+	       ZSM_OFFER_BYTES);
 	printf("ce window version %d: %d slots of %zu bytes, window %zu "
 	       "bytes, answer %zu bytes\n",
 	       ZSM_CE_VERSION, ZSM_CE_SLOTS, sizeof(struct zsm_ce_slot),

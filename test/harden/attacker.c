@@ -271,10 +271,10 @@ size_t h_attacker_conn_req(const struct h_attacker *a, const struct h_victim *v,
 		memcpy(buf, &m, sizeof(m));
 		return h_ctrl_len(v->version);
 	}
-	if (v->version == 6) {
+	if (v->version == 6 || v->version == 7) {
 		struct zsm_ctrl_msg m = {
 			.magic = ZSM_HANDLE_MAGIC,
-			.version = 6,
+			.version = (uint16_t)v->version,
 			.type = ZSM_CTRL_CONN_REQ,
 			.src_id = src,
 			.dst_id = v->listen_id,
@@ -336,10 +336,10 @@ size_t h_attacker_conn_ack(const struct h_victim *v, void *buf, uint32_t dst,
 		memcpy(buf, &m, sizeof(m));
 		return h_ctrl_len(v->version);
 	}
-	if (v->version == 6) {
+	if (v->version == 6 || v->version == 7) {
 		struct zsm_ctrl_msg m = {
 			.magic = ZSM_HANDLE_MAGIC,
-			.version = 6,
+			.version = (uint16_t)v->version,
 			.type = ZSM_CTRL_CONN_ACK,
 			.src_id = id,
 			.dst_id = dst,

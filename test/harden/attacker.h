@@ -4,9 +4,10 @@
  * endpoint on loopback, the victim's address from a handle NCCL's
  * bootstrap would carry, and tagged messages of its choosing.  It knows
  * zsm's tag layout and the wire versions' control messages (3, before
- * issue 12; 4; 5, which adds a credit; and 6, whose other transports'
- * fields are one opaque offer), so each case can attack whichever
- * plugin it runs against.
+ * issue 12; 4; 5, which adds a credit; 6, whose other transports'
+ * fields are one opaque offer; and 7, whose control messages are 6's
+ * with a SIGNAL type added), so each case can attack whichever plugin it
+ * runs against.
  */
 #ifndef ZSM_HARDEN_ATTACKER_H
 #define ZSM_HARDEN_ATTACKER_H
@@ -49,7 +50,7 @@ void h_attacker_poll(struct h_attacker *a);
  * A connection request to the victim's listener as its wire version
  * writes one, from our endpoint (comm id src, pid, host hash), naming a
  * ce window fd and address in process pid (version 3), or asking for ce
- * (versions 4 to 6; ce_addr is then the word to read).  Returns its length, or 0 for an unknown version.
+ * (versions 4 to 7; ce_addr is then the word to read).  Returns its length, or 0 for an unknown version.
  */
 size_t h_attacker_conn_req(const struct h_attacker *a, const struct h_victim *v,
 			   void *buf, uint32_t src, uint32_t pid, int ce_fd,

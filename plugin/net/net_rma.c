@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Owns net's one-sided operations: windows, the writes and reads of puts
+ * and gets on a comm's link, and signals.  Under the saw mechanism
+ * (net_rma_plan.h) a put's signal is a SIGNAL message posted right after
+ * its write on the same endpoint, to the same peer: the provider delivers
+ * it after the write's bytes (FI_ORDER_SAW, asked for when the endpoint
+ * was opened), and the peer's engine applies it when the message comes,
+ * so a signal the peer sees shows every earlier write of the link.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+#include "common/handle.h"
+#include "common/log.h"
+#include "net/net.h"
+#include "net/net_api.h"
+#include "net/net_fi_abi.h"
+
+int zsm_net_rma_reg_window_op(struct zsm_comm *c, void *data, size_t size,
+			      int type, struct zsm_mr **out,
+			      struct zsm_rma_window *win)
+{
+	struct zsm_net_comm *comm = c->tp;
+	struct zsm_net_ep *ep = comm->ep;
+	struct zsm_net_mr *mr;
+	int ret;
+
+	if (ep->rma == ZSM_RMA_MECH_NONE) {
+		ZSM_WARN("net: %s: no one-sided operations: %s", ep->dev->name,
+			 ep->dev->rma.why);
+		return -EOPNOTSUPP;
+	}
+	if (type != ZSM_MEM_HOST) {
+		ZSM_WARN("net: %s: a window in GPU memory: not built yet",
+			 ep->dev->name);
+		return -EOPNOTSUPP;
+	}
+	ret = zsm_net_mr_reg_window(ep, data, size, &mr);
+	if (ret)
+		return ret;
+	/* Without FI_MR_VIRT_ADDR, remote addresses count from the start of
+	 * the registration, which is the window's own. */
+	win->addr = (ep->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)data
+						    : 0;
+	win->key = fi_mr_key(mr->window);
+	win->size = size;
+	*out = &mr->base;
+	return 0;
+}
+
+int zsm_net_rma_can_signal(struct zsm_comm *c)
+{
+	const struct zsm_net_comm *comm = c->tp;
+	const struct zsm_net_ep *ep = comm->ep;
+
+	if (ep->rma == ZSM_RMA_MECH_SAW && !ep->needs_mr)
+		return 0;
+	ZSM_WARN("net: %s: signals by %s%s are not built yet",
+		 ep->dev->name, zsm_net_rma_mech_name(ep->rma),
+		 ep->needs_mr ? " on a provider that needs registered buffers"
+			      : "");
+	return -EOPNOTSUPP;
+}
+
+int zsm_net_rma_nops(const struct zsm_req *b)
+{
+	return (b->len[0] > 0) + (b->type == ZSM_REQ_PUT && b->rma.sig_id);
+}
+
+/* Op i of a put or get: the write or read of its bytes, or the signal
+ * after them (the last op). */
+ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
+{
+	struct zsm_req *b = &req->base;
+	struct zsm_net_comm *comm = b->comm->tp;
+	struct zsm_net_ep *ep = comm->ep;
+	struct zsm_net_op *op = &req->ops[i];
+	struct zsm_sig_msg *m = &req->sig;
+
+	if (b->len[0] > 0 && i == 0) {
+		if (b->type == ZSM_REQ_GET)
+			return fi_read(ep->ep, b->data[0], b->len[0],
+				       req->mr_desc[0], comm->peer,
+				       b->rma.addr, b->rma.key, &op->fi_ctx);
+		return fi_write(ep->ep, b->data[0], b->len[0],
+				req->mr_desc[0], comm->peer, b->rma.addr,
+				b->rma.key, &op->fi_ctx);
+	}
+	memset(m, 0, sizeof(*m));
+	m->magic = ZSM_HANDLE_MAGIC;
+	m->version = ZSM_HANDLE_VERSION;
+	m->type = ZSM_CTRL_SIGNAL;
+	m->src_id = comm->local_id;
+	m->dst_id = comm->peer_id;
+	m->key = comm->peer_key;
+	m->win = b->rma.sig_id;
+	m->off = b->rma.sig_off;
+	m->add = b->rma.sig_add;
+	return fi_tsend(ep->ep, m, sizeof(*m), NULL, comm->peer,
+			zsm_tag_ctrl(comm->peer_id, ZSM_CTRL_SIGNAL),
+			&op->fi_ctx);
+}
+
+/* The window a peer's signal names, when it is one of ep's. */
+static struct zsm_net_mr *zsm_net_rma_window(struct zsm_net_ep *ep,
+					     uint64_t id)
+{
+	struct zsm_mr *base;
+	struct zsm_net_mr *mr;
+
+	if (zsm_handle_get(id, ZSM_H_MR, (void **)&base) ||
+	    base->ops != &zsm_net_comm_ops)
+		return NULL;
+	mr = zsm_net_mr_of(base);
+	return mr->window && mr->ep == ep ? mr : NULL;
+}
+
+void zsm_net_rma_on_signal(struct zsm_net_comm *c,
+			   const struct zsm_sig_msg *m)
+{
+	struct zsm_net_mr *mr = zsm_net_rma_window(c->ep, m->win);
+	char why[160];
+
+	zsm_net_peer_heard(c->peer_obj, c->ep->pass_ns);
+	/* The peer's puts went to memory it took for a window, or its
+	 * signal would land outside one: what it put cannot be trusted to
+	 * mean what it wanted. */
+	if (!mr) {
+		snprintf(why, sizeof(why),
+			 "a signal for window %llx, which is not one of this "
+			 "endpoint's",
+			 (unsigned long long)m->win);
+		zsm_net_comm_fail(c, -EPROTO, why);
+		return;
+	}
+	if (mr->size < 8 || m->off % 8 || m->off > mr->size - 8) {
+		snprintf(why, sizeof(why),
+			 "a signal at offset %llu of a %zu-byte window",
+			 (unsigned long long)m->off, mr->size);
+		zsm_net_comm_fail(c, -EPROTO, why);
+		return;
+	}
+	/* release: pairs with the acquire load of whoever waits on the
+	 * word; the write before it landed when the provider read it off
+	 * the link, before this message. */
+	__atomic_fetch_add((uint64_t *)(void *)(mr->start + m->off), m->add,
+			   __ATOMIC_RELEASE);
+}

@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One-sided operations over net (core/api.h), two processes on tcp;ofi_rxm
+ * over 127.0.0.1 with ce off: rank 0 puts into and gets from windows rank
+ * 1 registered, rank 1 only watches its memory.
+ *   - puts of 1 byte to 16 MiB at odd offsets land byte-exact, each seen
+ *     through its signal, and gets read them back byte-exact;
+ *   - a signal alone, and the add it carries;
+ *   - strong signals under stress: each of 20000 puts is followed by a
+ *     signal, and whenever rank 1 sees the count at n, puts 0..n-1 are
+ *     all there (the provider orders the signal after the writes);
+ *   - bad requests are refused at the call with -EINVAL (outside the
+ *     window, an unaligned signal, 0 bytes without a signal), and a
+ *     signal for a window the peer does not have fails the peer's comm.
+ * --stress N sets the signals of the stress (100000); --ce-refuses runs
+ * the pair over ce instead, which refuses windows (not built yet) with
+ * -EOPNOTSUPP.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/api.h"
+#include "oob.h"
+#include "pattern.h"
+
+#define WIN_BYTES (16u << 20)
+#define SIG_WORDS 8
+static unsigned STRESS = 100000; /* --stress */
+/* --ce-refuses: the pair shares the host, and ce has no windows yet. */
+static int ce_refuses;
+#define STRESS_SLOT 64
+#define STRESS_DEPTH 128
+
+struct windows {
+	struct zsm_rma_window data, sig, stress;
+};
+
+static void nap(void)
+{
+	struct timespec ts = {0, 20000};
+
+	nanosleep(&ts, NULL);
+}
+
+/* test() until req is done: its result. */
+static int wait_req(void *req)
+{
+	int done = 0, ret;
+
+	while (!(ret = zsm_test(req, &done, NULL)) && !done)
+		nap();
+	return ret;
+}
+
+/* Each phase of rank 0, with the seconds since the last. */
+static void phase(const char *what)
+{
+	static struct timespec last;
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (last.tv_sec)
+		printf("rank 0: %.2f s, then %s\n",
+		       (double)(now.tv_sec - last.tv_sec) +
+			       (double)(now.tv_nsec - last.tv_nsec) / 1e9,
+		       what);
+	fflush(stdout);
+	last = now;
+	oob_doing(what);
+}
+
+static uint64_t load_acquire(const uint64_t *p)
+{
+	/* acquire: pairs with the engine's release add of the signal. */
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+/* The sizes and offsets of the byte-exact puts and gets. */
+static const size_t sizes[] = {1, 7, 4093, 65537, (1u << 20) + 3,
+			       WIN_BYTES - 5};
+static const size_t offs[] = {0, 3, 1001, 77777, 5, 5};
+#define NCASES (sizeof(sizes) / sizeof(sizes[0]))
+
+static int target(void)
+{
+	unsigned char *data = calloc(1, WIN_BYTES);
+	uint64_t *sig = calloc(SIG_WORDS, sizeof(uint64_t));
+	unsigned char *stress = calloc(STRESS, STRESS_SLOT);
+	struct windows w;
+	char handle[ZSM_HANDLE_BYTES];
+	void *ctx, *lc, *rc = NULL, *mh[3];
+	uint64_t seen = 0;
+	int ret;
+
+	if (!data || !sig || !stress)
+		return oob_fail("out of memory");
+	if (zsm_init(&ctx, 0, -1, NULL) ||
+	    zsm_listen(ctx, 0, handle, &lc))
+		return oob_fail("init or listen failed");
+	if (oob_send(handle, sizeof(handle)))
+		return OOB_FAIL;
+	oob_doing("accept");
+	while (!rc) {
+		if (zsm_accept(lc, &rc))
+			return oob_fail("accept failed");
+		if (!rc)
+			nap();
+	}
+	if (ce_refuses) {
+		ret = zsm_reg_window(rc, data, WIN_BYTES, ZSM_MEM_HOST, &mh[0],
+				     &w.data);
+		if (ret != -EOPNOTSUPP || mh[0])
+			return oob_fail("regWindow on a ce comm gave %d, want "
+					"-EOPNOTSUPP and no handle",
+					ret);
+		zsm_close_recv(rc);
+		zsm_close_listen(lc);
+		zsm_finalize(ctx);
+		return oob_barrier() ? OOB_FAIL : OOB_PASS;
+	}
+	if (zsm_reg_window(rc, data, WIN_BYTES, ZSM_MEM_HOST, &mh[0],
+			   &w.data) ||
+	    zsm_reg_window(rc, sig, SIG_WORDS * 8, ZSM_MEM_HOST, &mh[1],
+			   &w.sig) ||
+	    zsm_reg_window(rc, stress, STRESS * STRESS_SLOT, ZSM_MEM_HOST,
+			   &mh[2], &w.stress))
+		return oob_fail("regWindow failed");
+	if (!w.data.id || w.data.size != WIN_BYTES)
+		return oob_fail("window descriptor not filled");
+	if (oob_send(&w, sizeof(w)))
+		return OOB_FAIL;
+
+	oob_doing("byte-exact puts");
+	for (unsigned k = 0; k < NCASES; k++) {
+		long bad;
+
+		while (load_acquire(&sig[0]) < k + 1)
+			nap();
+		bad = zsm_pattern_check(data + offs[k], sizes[k], k + 1);
+		if (bad >= 0)
+			return oob_fail("put %u (%zu bytes at %zu): byte %ld "
+					"differs once its signal was seen",
+					k, sizes[k], offs[k], bad);
+		if (oob_barrier())
+			return OOB_FAIL;
+	}
+	oob_doing("signal alone");
+	while (load_acquire(&sig[2]) < 5)
+		nap();
+	if (load_acquire(&sig[2]) != 5 || load_acquire(&sig[1]) != 0)
+		return oob_fail("signal alone: word 2 is %llu (want 5), word "
+				"1 is %llu (want 0)",
+				(unsigned long long)sig[2],
+				(unsigned long long)sig[1]);
+	if (oob_barrier())
+		return OOB_FAIL;
+
+	oob_doing("strong signals");
+	while (seen < STRESS) {
+		uint64_t n = load_acquire(&sig[3]);
+
+		if (n > STRESS)
+			return oob_fail("signal count %llu above %d",
+					(unsigned long long)n, STRESS);
+		for (; seen < n; seen++) {
+			long bad = zsm_pattern_check(
+				stress + seen * STRESS_SLOT, STRESS_SLOT,
+				(uint32_t)(1000 + seen));
+
+			if (bad >= 0)
+				return oob_fail("signal count %llu seen, but "
+						"put %llu not all there (byte "
+						"%ld)",
+						(unsigned long long)n,
+						(unsigned long long)seen, bad);
+		}
+		if (seen < STRESS)
+			nap();
+	}
+	if (oob_barrier())
+		return OOB_FAIL;
+
+	/* Rank 0 gets the data back, then sends a forged signal. */
+	oob_doing("gets, then a forged signal");
+	if (oob_barrier())
+		return OOB_FAIL;
+	{
+		/* A receive posted on the comm reports its failure. */
+		char buf[8];
+		void *bufs[1] = {buf}, *req = NULL;
+		size_t len = sizeof(buf);
+		int tag = 1;
+
+		/* Refused at once when the signal came first. */
+		ret = zsm_irecv(rc, 1, bufs, &len, &tag, NULL, &req);
+		if (!ret && req)
+			ret = wait_req(req);
+		if (ret != -EPROTO)
+			return oob_fail("a signal for a window that is not "
+					"ours: the comm's receive gave %d, "
+					"want -EPROTO",
+					ret);
+	}
+	for (int i = 0; i < 3; i++)
+		zsm_dereg_mr(rc, mh[i]);
+	zsm_close_recv(rc);
+	zsm_close_listen(lc);
+	zsm_finalize(ctx);
+	free(data);
+	free(sig);
+	free(stress);
+	return OOB_PASS;
+}
+
+static int initiator(void)
+{
+	unsigned char *src = malloc(WIN_BYTES), *back = malloc(WIN_BYTES);
+	unsigned char *slots = malloc(STRESS_DEPTH * STRESS_SLOT);
+	char handle[ZSM_HANDLE_BYTES];
+	struct windows w;
+	struct zsm_rma_window forged;
+	void *ctx, *sc = NULL, *req, *reqs[STRESS_DEPTH] = {0};
+	int ret;
+
+	if (!src || !back || !slots)
+		return oob_fail("out of memory");
+	if (zsm_init(&ctx, 0, -1, NULL))
+		return oob_fail("init failed");
+	if (oob_recv(handle, sizeof(handle)))
+		return OOB_FAIL;
+	phase("connect");
+	while (!sc) {
+		if (zsm_connect(ctx, 0, handle, &sc))
+			return oob_fail("connect failed");
+		if (!sc)
+			nap();
+	}
+	if (ce_refuses) {
+		zsm_close_send(sc);
+		zsm_finalize(ctx);
+		return oob_barrier() ? OOB_FAIL : OOB_PASS;
+	}
+	if (oob_recv(&w, sizeof(w)))
+		return OOB_FAIL;
+
+	phase("refusals");
+	if (zsm_iput(sc, src, 9, NULL, &w.sig, SIG_WORDS * 8 - 8, NULL, 0, 0,
+		     &req) != -EINVAL || req)
+		return oob_fail("a put past the window's end was taken");
+	if (zsm_iput(sc, NULL, 0, NULL, NULL, 0, &w.sig, 4, 1, &req) !=
+		    -EINVAL)
+		return oob_fail("an unaligned signal was taken");
+	if (zsm_iput(sc, NULL, 0, NULL, NULL, 0, NULL, 0, 0, &req) != -EINVAL)
+		return oob_fail("a put of 0 bytes without a signal was taken");
+	if (zsm_iget(sc, back, 17, NULL, &w.data, WIN_BYTES - 16, &req) !=
+	    -EINVAL)
+		return oob_fail("a get past the window's end was taken");
+
+	phase("byte-exact puts");
+	for (unsigned k = 0; k < NCASES; k++) {
+		zsm_pattern_fill(src, sizes[k], k + 1);
+		ret = zsm_iput(sc, src, sizes[k], NULL, &w.data, offs[k],
+			       &w.sig, 0, 1, &req);
+		if (ret || !req)
+			return oob_fail("iput %u: %d", k, ret);
+		ret = wait_req(req);
+		if (ret)
+			return oob_fail("put %u completed with %d", k, ret);
+		/* Its bytes, read back while they are the window's. */
+		memset(back, 0, sizes[k]);
+		ret = zsm_iget(sc, back, sizes[k], NULL, &w.data, offs[k],
+			       &req);
+		if (ret || !req)
+			return oob_fail("iget %u: %d", k, ret);
+		ret = wait_req(req);
+		if (ret)
+			return oob_fail("get %u completed with %d", k, ret);
+		if (zsm_pattern_check(back, sizes[k], k + 1) >= 0)
+			return oob_fail("get %u (%zu bytes at %zu) read other "
+					"bytes than were put",
+					k, sizes[k], offs[k]);
+		if (oob_barrier())
+			return OOB_FAIL;
+	}
+	phase("signal alone");
+	ret = zsm_iput(sc, NULL, 0, NULL, NULL, 0, &w.sig, 16, 2, &req);
+	if (ret || !req || wait_req(req))
+		return oob_fail("a signal alone failed");
+	ret = zsm_iput(sc, NULL, 0, NULL, NULL, 0, &w.sig, 16, 3, &req);
+	if (ret || !req || wait_req(req))
+		return oob_fail("a signal alone failed");
+	if (oob_barrier())
+		return OOB_FAIL;
+
+	phase("strong signals");
+	for (unsigned i = 0; i < STRESS + STRESS_DEPTH; i++) {
+		unsigned k = i % STRESS_DEPTH;
+		unsigned char *slot = slots + (size_t)k * STRESS_SLOT;
+
+		/* The slot's last put is done: its buffer is free. */
+		if (reqs[k]) {
+			ret = wait_req(reqs[k]);
+			if (ret)
+				return oob_fail("stress put %u: %d",
+						i - STRESS_DEPTH, ret);
+			reqs[k] = NULL;
+		}
+		if (i >= STRESS)
+			continue;
+		zsm_pattern_fill(slot, STRESS_SLOT, 1000 + i);
+		do {
+			ret = zsm_iput(sc, slot, STRESS_SLOT, NULL, &w.stress,
+				       (uint64_t)i * STRESS_SLOT, &w.sig, 24,
+				       1, &reqs[k]);
+		} while (!ret && !reqs[k] && (nap(), 1));
+		if (ret)
+			return oob_fail("stress iput %u: %d", i, ret);
+	}
+	if (oob_barrier())
+		return OOB_FAIL;
+
+	phase("a forged signal");
+	forged = w.sig;
+	forged.id ^= 0x5a5a0000;
+	ret = zsm_iput(sc, NULL, 0, NULL, NULL, 0, &forged, 0, 1, &req);
+	if (ret || !req || wait_req(req))
+		return oob_fail("sending the forged signal failed");
+	if (oob_barrier())
+		return OOB_FAIL;
+	phase("the end");
+	zsm_close_send(sc);
+	zsm_finalize(ctx);
+	free(src);
+	free(back);
+	free(slots);
+	return OOB_PASS;
+}
+
+int main(int argc, char **argv)
+{
+	int rank;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--ce-refuses") == 0) {
+			ce_refuses = 1;
+		} else if (strcmp(argv[i], "--stress") == 0 && i + 1 < argc &&
+			   atoi(argv[i + 1]) > 0) {
+			STRESS = (unsigned)atoi(argv[++i]);
+		} else {
+			fprintf(stderr, "usage: %s [--stress N] [--ce-refuses]\n",
+				argv[0]);
+			return 2;
+		}
+	}
+	rank = oob_start(240);
+	if (rank < 0)
+		return OOB_FAIL;
+	return oob_finish(rank ? target() : initiator());
+}
