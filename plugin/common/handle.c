@@ -37,6 +37,10 @@ static const char *const zsm_handle_names[ZSM_H_NTYPES] = {
 	[ZSM_H_RECV] = "receive comm",
 	[ZSM_H_MR] = "memory registration",
 	[ZSM_H_REQ] = "request",
+	[ZSM_H_RMA_LISTEN] = "RMA listen comm",
+	[ZSM_H_RMA_COLL] = "RMA collective comm",
+	[ZSM_H_RMA_SYM] = "symmetric registration",
+	[ZSM_H_RMA_CTX] = "RMA context",
 };
 
 const char *zsm_handle_type_name(enum zsm_handle_type type)

@@ -27,6 +27,10 @@ enum zsm_handle_type {
 	ZSM_H_RECV,
 	ZSM_H_MR,
 	ZSM_H_REQ,
+	ZSM_H_RMA_LISTEN, /* plugin/rma's objects */
+	ZSM_H_RMA_COLL,
+	ZSM_H_RMA_SYM,
+	ZSM_H_RMA_CTX,
 	ZSM_H_NTYPES,
 };
 

@@ -805,6 +805,16 @@ int zsm_iget(void *send_comm, void *dst, size_t size, void *mh,
 			     src, src_off, &none, request);
 }
 
+int zsm_comm_failed(void *comm)
+{
+	void *obj;
+
+	if (zsm_handle_get((uint64_t)(uintptr_t)comm, ZSM_H_SEND, &obj) &&
+	    zsm_handle_get((uint64_t)(uintptr_t)comm, ZSM_H_RECV, &obj))
+		return 1;
+	return zsm_comm_error(obj) != 0;
+}
+
 int zsm_test(void *request, int *done, int *sizes)
 {
 	struct zsm_req *req;

@@ -313,6 +313,7 @@ struct zsm_net_comm {
 	int ops_posted;      /* every posted operation: freeing waits */
 	int data_ops;        /* posted sends and receives */
 	int recv_ops;	     /* of which receives: the provider writes there */
+	int rma_writes;	     /* puts' writes posted, not yet completed */
 	/* The largest of them posted since the comm last had none: how
 	 * long the peer may stay silent while a message fills it
 	 * (net_peer.c). */
@@ -394,6 +395,9 @@ int zsm_net_rma_reg_window_op(struct zsm_comm *c, void *data, size_t size,
 int zsm_net_rma_can_signal(struct zsm_comm *c);
 int zsm_net_rma_nops(const struct zsm_req *b);
 ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i);
+/* Op op of a put or get completed (engine, before its request may be
+ * published). */
+void zsm_net_rma_op_done(struct zsm_net_op *op);
 void zsm_net_rma_on_signal(struct zsm_net_comm *c,
 			   const struct zsm_sig_msg *m);
 /* net_mr.c: a window's registration with remote access. */

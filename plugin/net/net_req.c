@@ -110,6 +110,8 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
 			comm->ep->rx_inflight--;
 		else
 			comm->ep->tx_inflight--;
+		if (b->type == ZSM_REQ_PUT)
+			zsm_net_rma_op_done(op);
 	}
 	op->posted = 2;
 	comm->ops_posted--;

@@ -6,7 +6,11 @@
  * its write on the same endpoint, to the same peer: the provider delivers
  * it after the write's bytes (FI_ORDER_SAW, asked for when the endpoint
  * was opened), and the peer's engine applies it when the message comes,
- * so a signal the peer sees shows every earlier write of the link.
+ * so a signal the peer sees shows every earlier write of the link.  Under
+ * fence the writes ask for delivery completions (FI_DELIVERY_COMPLETE)
+ * and a signal waits in its comm's fifo until none of the comm's writes
+ * is outstanding, so any provider with RMA gives the same guarantee, for
+ * a round trip per signal.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -59,7 +63,8 @@ int zsm_net_rma_can_signal(struct zsm_comm *c)
 	const struct zsm_net_comm *comm = c->tp;
 	const struct zsm_net_ep *ep = comm->ep;
 
-	if (ep->rma == ZSM_RMA_MECH_SAW && !ep->needs_mr)
+	if ((ep->rma == ZSM_RMA_MECH_SAW || ep->rma == ZSM_RMA_MECH_FENCE) &&
+	    !ep->needs_mr)
 		return 0;
 	ZSM_WARN("net: %s: signals by %s%s are not built yet",
 		 ep->dev->name, zsm_net_rma_mech_name(ep->rma),
@@ -73,6 +78,37 @@ int zsm_net_rma_nops(const struct zsm_req *b)
 	return (b->len[0] > 0) + (b->type == ZSM_REQ_PUT && b->rma.sig_id);
 }
 
+/* A put's write whose completion says its bytes are at the target. */
+static ssize_t zsm_net_rma_write_delivered(struct zsm_net_req *req,
+					   struct zsm_net_op *op)
+{
+	struct zsm_req *b = &req->base;
+	struct zsm_net_comm *comm = b->comm->tp;
+	struct iovec iov = {.iov_base = b->data[0], .iov_len = b->len[0]};
+	struct fi_rma_iov rma = {.addr = b->rma.addr, .len = b->len[0],
+				 .key = b->rma.key};
+	struct fi_msg_rma msg = {
+		.msg_iov = &iov,
+		.desc = &req->mr_desc[0],
+		.iov_count = 1,
+		.addr = comm->peer,
+		.rma_iov = &rma,
+		.rma_iov_count = 1,
+		.context = &op->fi_ctx,
+	};
+
+	return fi_writemsg(comm->ep->ep, &msg,
+			   FI_DELIVERY_COMPLETE | FI_COMPLETION);
+}
+
+void zsm_net_rma_op_done(struct zsm_net_op *op)
+{
+	struct zsm_req *b = &op->req->base;
+
+	if (b->type == ZSM_REQ_PUT && b->len[0] > 0 && op->index == 0)
+		((struct zsm_net_comm *)b->comm->tp)->rma_writes--;
+}
+
 /* Op i of a put or get: the write or read of its bytes, or the signal
  * after them (the last op). */
 ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
@@ -84,14 +120,26 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 	struct zsm_sig_msg *m = &req->sig;
 
 	if (b->len[0] > 0 && i == 0) {
+		ssize_t ret;
+
 		if (b->type == ZSM_REQ_GET)
 			return fi_read(ep->ep, b->data[0], b->len[0],
 				       req->mr_desc[0], comm->peer,
 				       b->rma.addr, b->rma.key, &op->fi_ctx);
-		return fi_write(ep->ep, b->data[0], b->len[0],
-				req->mr_desc[0], comm->peer, b->rma.addr,
-				b->rma.key, &op->fi_ctx);
+		ret = ep->rma == ZSM_RMA_MECH_FENCE
+			      ? zsm_net_rma_write_delivered(req, op)
+			      : fi_write(ep->ep, b->data[0], b->len[0],
+					 req->mr_desc[0], comm->peer,
+					 b->rma.addr, b->rma.key, &op->fi_ctx);
+		if (!ret)
+			comm->rma_writes++;
+		return ret;
 	}
+	/* fence: the signal goes once every earlier write of the comm was
+	 * delivered; the request waits in the comm's fifo, and so do the
+	 * comm's later ones. */
+	if (ep->rma == ZSM_RMA_MECH_FENCE && comm->rma_writes)
+		return -FI_EAGAIN;
 	memset(m, 0, sizeof(*m));
 	m->magic = ZSM_HANDLE_MAGIC;
 	m->version = ZSM_HANDLE_VERSION;

@@ -5,9 +5,10 @@ set -eu
 lib="$1"
 got=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort)
 want=$(printf '%s\n' ncclNetPlugin_v10 ncclNetPlugin_v11 ncclNetPlugin_v12 \
-	ncclNetPlugin_v8 ncclNetPlugin_v9 | sort)
+	ncclNetPlugin_v8 ncclNetPlugin_v9 ncclRmaPlugin_v13 ncclRmaPlugin_v14 |
+	sort)
 if [ "$got" != "$want" ]; then
-	echo "exported symbols differ from the ncclNet tables:"
+	echo "exported symbols differ from the ncclNet and ncclRma tables:"
 	printf 'got:\n%s\nwant:\n%s\n' "$got" "$want"
 	exit 1
 fi

@@ -119,6 +119,9 @@ static int target(void)
 		zsm_close_recv(rc);
 		zsm_close_listen(lc);
 		zsm_finalize(ctx);
+		free(data);
+		free(sig);
+		free(stress);
 		return oob_barrier() ? OOB_FAIL : OOB_PASS;
 	}
 	if (zsm_reg_window(rc, data, WIN_BYTES, ZSM_MEM_HOST, &mh[0],
@@ -241,6 +244,9 @@ static int initiator(void)
 	if (ce_refuses) {
 		zsm_close_send(sc);
 		zsm_finalize(ctx);
+		free(src);
+		free(back);
+		free(slots);
 		return oob_barrier() ? OOB_FAIL : OOB_PASS;
 	}
 	if (oob_recv(&w, sizeof(w)))

@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Owns RMA contexts and their data operations.  A context is an ordering
+ * domain; every context of a collective comm shares its links, so each
+ * is ordered at least as strictly as asked.  A put or get goes on the
+ * send comm to its target rank; its signal is the core's strong signal
+ * (core/api.h), so once the target sees it, this put and every earlier
+ * put and signal on that link are visible.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "common/handle.h"
+#include "common/log.h"
+#include "proxy/proxy.h"
+#include "rma/rma_int.h"
+
+/* How long a put waits for a request slot before it is an error: NCCL
+ * keeps at most 32 x maxRecvs in flight per peer and context, which one
+ * link holds, so a wait here only ever covers the proxy's queue. */
+#define ZSM_RMA_SLOT_WAIT_NS (5ULL * 1000000000ULL)
+
+int zsm_rma_ctx_create(void *coll, int ncontexts, void **out)
+{
+	struct zsm_rma_coll *c;
+	struct zsm_rma_ctx *x;
+	int ret;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	ret = zsm_rma_lookup("createContext", coll, ZSM_H_RMA_COLL,
+			     (void **)&c);
+	if (ret)
+		return ret;
+	if (ncontexts < 1) {
+		ZSM_WARN("rma: createContext with %d contexts", ncontexts);
+		return -EINVAL;
+	}
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->coll = c;
+	x->ncontexts = ncontexts;
+	if (zsm_handle_open(ZSM_H_RMA_CTX, x, &x->handle)) {
+		free(x);
+		return -ENOMEM;
+	}
+	*out = (void *)(uintptr_t)x->handle;
+	return 0;
+}
+
+int zsm_rma_ctx_destroy(void *ctx)
+{
+	struct zsm_rma_ctx *x;
+	int ret = zsm_rma_release("destroyContext", ctx, ZSM_H_RMA_CTX,
+				  (void **)&x);
+
+	if (ret)
+		return ret;
+	free(x);
+	return 0;
+}
+
+/* ctx's collective comm, for an operation on context and rank. */
+static int zsm_rma_target(const char *call, void *ctx, int context,
+			  uint32_t rank, struct zsm_rma_coll **out)
+{
+	struct zsm_rma_ctx *x;
+	int ret = zsm_rma_lookup(call, ctx, ZSM_H_RMA_CTX, (void **)&x);
+
+	if (ret)
+		return ret;
+	if (context < 0 || context >= x->ncontexts ||
+	    rank >= (uint32_t)x->coll->nranks ||
+	    rank == (uint32_t)x->coll->rank) {
+		ZSM_WARN("rma: %s: context %d of %d, rank %u of %d (this is "
+			 "rank %d)",
+			 call, context, x->ncontexts, rank,
+			 x->coll->nranks, x->coll->rank);
+		return -EINVAL;
+	}
+	*out = x->coll;
+	return 0;
+}
+
+/* A sym handle of coll, or NULL for NULL. */
+static int zsm_rma_sym_of(const char *call, struct zsm_rma_coll *c, void *h,
+			  struct zsm_rma_sym **out)
+{
+	int ret;
+
+	*out = NULL;
+	if (!h)
+		return 0;
+	ret = zsm_rma_lookup(call, h, ZSM_H_RMA_SYM, (void **)out);
+	if (!ret && (*out)->coll != c) {
+		ZSM_WARN("rma: %s: the registration belongs to another "
+			 "collective comm",
+			 call);
+		ret = -EINVAL;
+	}
+	return ret;
+}
+
+/* A request NCCL may count on: the core hands back none only while its
+ * queue is full, which the proxy drains. */
+static int zsm_rma_retry(int ret, void **request, uint64_t *deadline)
+{
+	struct timespec ts = {0, 20000};
+
+	if (ret || *request)
+		return 0;
+	if (!*deadline)
+		*deadline = zsm_now_ns() + ZSM_RMA_SLOT_WAIT_NS;
+	if (zsm_now_ns() > *deadline)
+		return 0;
+	nanosleep(&ts, NULL);
+	return 1;
+}
+
+int zsm_rma_iput(void *ctx, int context, uint64_t src_off, void *src_sym,
+		 size_t size, uint64_t dst_off, void *dst_sym, uint32_t rank,
+		 const struct zsm_rma_signal *sig, void **request)
+{
+	struct zsm_rma_coll *c;
+	struct zsm_rma_sym *src, *dst, *sg = NULL;
+	uint64_t deadline = 0;
+	int ret;
+
+	if (!request)
+		return -EINVAL;
+	*request = NULL;
+	ret = zsm_rma_target("iput", ctx, context, rank, &c);
+	if (!ret)
+		ret = zsm_rma_sym_of("iput", c, src_sym, &src);
+	if (!ret)
+		ret = zsm_rma_sym_of("iput", c, dst_sym, &dst);
+	if (!ret && sig)
+		ret = zsm_rma_sym_of("iputSignal", c, sig->sym, &sg);
+	if (ret)
+		return ret;
+	if (size && (!src || !dst || src_off > src->size ||
+		     size > src->size - src_off)) {
+		ZSM_WARN("rma: iput of %zu bytes at %llu of a %zu-byte "
+			 "source%s",
+			 size, (unsigned long long)src_off,
+			 src ? src->size : 0,
+			 src && dst ? "" : " (no registration given)");
+		return -EINVAL;
+	}
+	if (sig && (!sg || (sig->op != ZSM_RMA_SIGNAL_INC &&
+			    sig->op != ZSM_RMA_SIGNAL_ADD))) {
+		ZSM_WARN("rma: iputSignal: signal op %u on %s", sig->op,
+			 sg ? "a registration" : "no registration");
+		return -EINVAL;
+	}
+	do {
+		ret = zsm_iput(c->send[rank], size ? src->base + src_off : NULL,
+			       size, size ? src->mh : NULL,
+			       size ? &dst->win[rank] : NULL, dst_off,
+			       sig ? &sg->win[rank] : NULL, sig ? sig->off : 0,
+			       !sig ? 0
+			       : sig->op == ZSM_RMA_SIGNAL_INC ? 1
+							       : sig->value,
+			       request);
+	} while (zsm_rma_retry(ret, request, &deadline));
+	if (!ret && !*request) {
+		ZSM_WARN("rma: iput: no request free on the link to rank %u "
+			 "for %llu ms",
+			 rank, ZSM_RMA_SLOT_WAIT_NS / 1000000ULL);
+		ret = -EAGAIN;
+	}
+	return ret;
+}
+
+int zsm_rma_iget(void *ctx, int context, uint64_t remote_off,
+		 void *remote_sym, size_t size, uint64_t local_off,
+		 void *local_sym, uint32_t rank, void **request)
+{
+	struct zsm_rma_coll *c;
+	struct zsm_rma_sym *rem, *loc;
+	uint64_t deadline = 0;
+	int ret;
+
+	if (!request)
+		return -EINVAL;
+	*request = NULL;
+	ret = zsm_rma_target("iget", ctx, context, rank, &c);
+	if (!ret)
+		ret = zsm_rma_sym_of("iget", c, remote_sym, &rem);
+	if (!ret)
+		ret = zsm_rma_sym_of("iget", c, local_sym, &loc);
+	if (ret)
+		return ret;
+	if (!rem || !loc || local_off > loc->size ||
+	    size > loc->size - local_off) {
+		ZSM_WARN("rma: iget of %zu bytes at %llu of a %zu-byte "
+			 "destination%s",
+			 size, (unsigned long long)local_off,
+			 loc ? loc->size : 0,
+			 rem && loc ? "" : " (no registration given)");
+		return -EINVAL;
+	}
+	do {
+		ret = zsm_iget(c->send[rank], loc->base + local_off, size,
+			       loc->mh, &rem->win[rank], remote_off, request);
+	} while (zsm_rma_retry(ret, request, &deadline));
+	if (!ret && !*request)
+		ret = -EAGAIN;
+	return ret;
+}
+
+int zsm_rma_iflush(void *ctx, int context, void *sym, uint32_t rank,
+		   void **request)
+{
+	struct zsm_rma_coll *c;
+	int ret;
+
+	(void)sym;
+	if (!request)
+		return -EINVAL;
+	*request = NULL;
+	ret = zsm_rma_target("iflush", ctx, context, rank, &c);
+	/* Host windows only: a get's bytes are there when it completes. */
+	return ret;
+}
+
+int zsm_rma_test(void *coll, void *request, int *done)
+{
+	(void)coll;
+	return zsm_test(request, done, NULL);
+}
+
+int zsm_rma_last_error(void *ctx, int *failed)
+{
+	struct zsm_rma_ctx *x;
+	int ret = zsm_rma_lookup("queryLastError", ctx, ZSM_H_RMA_CTX,
+				 (void **)&x);
+
+	if (!failed)
+		return -EINVAL;
+	*failed = 0;
+	if (ret)
+		return ret;
+	for (int p = 0; p < x->coll->nranks && !*failed; p++)
+		if (p != x->coll->rank)
+			*failed = zsm_comm_failed(x->coll->send[p]) ||
+				  zsm_comm_failed(x->coll->recv[p]);
+	return 0;
+}
