@@ -187,10 +187,16 @@ void zsm_net_rma_on_signal(struct zsm_net_comm *c,
 		zsm_net_comm_fail(c, -EPROTO, why);
 		return;
 	}
-	if (mr->size < 8 || m->off % 8 || m->off > mr->size - 8) {
+	/* The word must be whole inside the window and 8-byte aligned in
+	 * memory: an atomic add across two cache lines is a split lock,
+	 * which some kernels answer with SIGBUS. */
+	if (mr->size < 8 || m->off % 8 || m->off > mr->size - 8 ||
+	    (uintptr_t)(mr->start + m->off) % 8) {
 		snprintf(why, sizeof(why),
-			 "a signal at offset %llu of a %zu-byte window",
-			 (unsigned long long)m->off, mr->size);
+			 "a signal at offset %llu of a %zu-byte window at %p "
+			 "(the word must lie inside it, 8-byte aligned)",
+			 (unsigned long long)m->off, mr->size,
+			 (void *)mr->start);
 		zsm_net_comm_fail(c, -EPROTO, why);
 		return;
 	}

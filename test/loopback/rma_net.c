@@ -14,7 +14,8 @@
  *     signal for a window the peer does not have fails the peer's comm.
  * --stress N sets the signals of the stress (100000); --ce-refuses runs
  * the pair over ce instead, which refuses windows (not built yet) with
- * -EOPNOTSUPP.
+ * -EOPNOTSUPP; --misaligned makes the last signal a real window's whose
+ * base is 4 bytes off 8-byte alignment, which must fail the comm alike.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -31,11 +32,13 @@
 static unsigned STRESS = 100000; /* --stress */
 /* --ce-refuses: the pair shares the host, and ce has no windows yet. */
 static int ce_refuses;
+/* --misaligned: the last signal's window is a real one, misaligned. */
+static int misaligned;
 #define STRESS_SLOT 64
 #define STRESS_DEPTH 128
 
 struct windows {
-	struct zsm_rma_window data, sig, stress;
+	struct zsm_rma_window data, sig, stress, odd;
 };
 
 static void nap(void)
@@ -91,7 +94,7 @@ static int target(void)
 	unsigned char *stress = calloc(STRESS, STRESS_SLOT);
 	struct windows w;
 	char handle[ZSM_HANDLE_BYTES];
-	void *ctx, *lc, *rc = NULL, *mh[3];
+	void *ctx, *lc, *rc = NULL, *mh[4];
 	uint64_t seen = 0;
 	int ret;
 
@@ -129,7 +132,10 @@ static int target(void)
 	    zsm_reg_window(rc, sig, SIG_WORDS * 8, ZSM_MEM_HOST, &mh[1],
 			   &w.sig) ||
 	    zsm_reg_window(rc, stress, STRESS * STRESS_SLOT, ZSM_MEM_HOST,
-			   &mh[2], &w.stress))
+			   &mh[2], &w.stress) ||
+	    /* 4 bytes off alignment: no signal word of it is aligned. */
+	    zsm_reg_window(rc, (char *)sig + 4, 16, ZSM_MEM_HOST, &mh[3],
+			   &w.odd))
 		return oob_fail("regWindow failed");
 	if (!w.data.id || w.data.size != WIN_BYTES)
 		return oob_fail("window descriptor not filled");
@@ -202,12 +208,14 @@ static int target(void)
 		if (!ret && req)
 			ret = wait_req(req);
 		if (ret != -EPROTO)
-			return oob_fail("a signal for a window that is not "
-					"ours: the comm's receive gave %d, "
-					"want -EPROTO",
+			return oob_fail("a signal %s: the comm's receive gave "
+					"%d, want -EPROTO",
+					misaligned ? "to a misaligned word"
+						   : "for a window that is "
+						     "not ours",
 					ret);
 	}
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		zsm_dereg_mr(rc, mh[i]);
 	zsm_close_recv(rc);
 	zsm_close_listen(lc);
@@ -331,6 +339,8 @@ static int initiator(void)
 	phase("a forged signal");
 	forged = w.sig;
 	forged.id ^= 0x5a5a0000;
+	if (misaligned)
+		forged = w.odd;
 	ret = zsm_iput(sc, NULL, 0, NULL, NULL, 0, &forged, 0, 1, &req);
 	if (ret || !req || wait_req(req))
 		return oob_fail("sending the forged signal failed");
@@ -352,11 +362,15 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--ce-refuses") == 0) {
 			ce_refuses = 1;
+		} else if (strcmp(argv[i], "--misaligned") == 0) {
+			misaligned = 1;
 		} else if (strcmp(argv[i], "--stress") == 0 && i + 1 < argc &&
 			   atoi(argv[i + 1]) > 0) {
 			STRESS = (unsigned)atoi(argv[++i]);
 		} else {
-			fprintf(stderr, "usage: %s [--stress N] [--ce-refuses]\n",
+			fprintf(stderr,
+				"usage: %s [--stress N] [--ce-refuses] "
+				"[--misaligned]\n",
 				argv[0]);
 			return 2;
 		}
