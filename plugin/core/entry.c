@@ -767,27 +767,22 @@ int zsm_iput(void *send_comm, void *src, size_t size, void *mh,
 {
 	struct zsm_req_rma s = {0};
 
+	if (request)
+		*request = NULL;
 	if (sig) {
 		/* A signal word is 64 bits, aligned in its window. */
 		if (sig_off % 8) {
-			if (request)
-				*request = NULL;
 			ZSM_WARN("iput: signal offset %llu is not 8-byte "
 				 "aligned",
 				 (unsigned long long)sig_off);
 			return -EINVAL;
 		}
-		if (zsm_entry_win_check("iput", "signal", sig, sig_off, 8)) {
-			if (request)
-				*request = NULL;
+		if (zsm_entry_win_check("iput", "signal", sig, sig_off, 8))
 			return -EINVAL;
-		}
 		s.sig_id = sig->id;
 		s.sig_off = sig_off;
 		s.sig_add = sig_add;
 	} else if (!size) {
-		if (request)
-			*request = NULL;
 		ZSM_WARN("iput of 0 bytes without a signal: nothing to do");
 		return -EINVAL;
 	}

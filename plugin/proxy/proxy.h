@@ -15,6 +15,8 @@
 #include <poll.h>
 #include <stdint.h>
 
+#include "common/clock.h"
+
 struct zsm_desc;
 
 /* One transport's progress hooks, behind which net and ce sit alike. */
@@ -100,6 +102,5 @@ int zsm_proxy_caller_drives(void);
 int zsm_proxy_pass_locked(void);
 void zsm_proxy_add_transport(const struct zsm_transport_ops *ops);
 
-uint64_t zsm_now_ns(void);
 
 #endif

@@ -11,10 +11,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/handle.h"
 #include "common/log.h"
 #include "common/param.h"
-#include "proxy/proxy.h"
 #include "rma/rma_int.h"
 
 int zsm_rma_enabled(void)
@@ -31,7 +31,7 @@ uint64_t zsm_rma_deadline_ns(void)
 	       (uint64_t)zsm_param_int(ZSM_P_CONNECT_TIMEOUT_MS) * 1000000ULL;
 }
 
-static void zsm_rma_nap(void)
+void zsm_rma_nap(void)
 {
 	struct timespec ts = {0, 50000};
 
@@ -85,9 +85,6 @@ int zsm_rma_listen(void *ctx, int dev, void *handle, void **listen)
 	if (!listen)
 		return -EINVAL;
 	*listen = NULL;
-	ret = zsm_rma_enabled();
-	if (ret)
-		return ret;
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
@@ -293,10 +290,11 @@ static int zsm_rma_hello(struct zsm_rma_coll *c)
 	size_t n = (unsigned)c->nranks;
 	int32_t *ranks = calloc(n, sizeof(*ranks));
 	void **by_rank = calloc(n, sizeof(*by_rank));
+	void **mh = calloc(n, sizeof(*mh));
 	int32_t me = c->rank;
 	int ret;
 
-	if (!ranks || !by_rank) {
+	if (!ranks || !by_rank || !mh) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -318,28 +316,16 @@ static int zsm_rma_hello(struct zsm_rma_coll *c)
 			ret = -EPROTO;
 			goto out;
 		}
+		/* The scratch registration moves with its comm. */
 		by_rank[r] = c->recv[i];
+		mh[r] = c->recv_mh[i];
 	}
-	{
-		/* The scratch registrations move with their comms. */
-		void **mh = calloc(n, sizeof(*mh));
-
-		if (!mh) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		for (int i = 0; i < c->nranks; i++)
-			if (i != c->rank)
-				for (int r = 0; r < c->nranks; r++)
-					if (by_rank[r] == c->recv[i])
-						mh[r] = c->recv_mh[i];
-		memcpy(c->recv, by_rank, n * sizeof(*by_rank));
-		free(c->recv_mh);
-		c->recv_mh = mh;
-	}
+	memcpy(c->recv, by_rank, n * sizeof(*by_rank));
+	memcpy(c->recv_mh, mh, n * sizeof(*mh));
 out:
 	free(ranks);
 	free(by_rank);
+	free(mh);
 	return ret;
 }
 

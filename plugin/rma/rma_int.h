@@ -57,5 +57,7 @@ int zsm_rma_wait(void *req, uint64_t deadline_ns);
 int zsm_rma_alltoall(struct zsm_rma_coll *c, const void *mine, size_t len,
 		     void *all);
 uint64_t zsm_rma_deadline_ns(void);
+/* A short sleep between retries. */
+void zsm_rma_nap(void);
 
 #endif

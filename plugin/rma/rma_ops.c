@@ -9,11 +9,10 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "common/handle.h"
 #include "common/log.h"
-#include "proxy/proxy.h"
 #include "rma/rma_int.h"
 
 /* How long a put waits for a request slot before it is an error: NCCL
@@ -105,19 +104,30 @@ static int zsm_rma_sym_of(const char *call, struct zsm_rma_coll *c, void *h,
 }
 
 /* A request NCCL may count on: the core hands back none only while its
- * queue is full, which the proxy drains. */
+ * queue is full, which the proxy drains.  1: call again. */
 static int zsm_rma_retry(int ret, void **request, uint64_t *deadline)
 {
-	struct timespec ts = {0, 20000};
-
 	if (ret || *request)
 		return 0;
 	if (!*deadline)
 		*deadline = zsm_now_ns() + ZSM_RMA_SLOT_WAIT_NS;
 	if (zsm_now_ns() > *deadline)
 		return 0;
-	nanosleep(&ts, NULL);
+	zsm_rma_nap();
 	return 1;
+}
+
+/* What a call that retried returns: ret, or -EAGAIN (said) when it never
+ * got a request. */
+static int zsm_rma_retried(const char *call, int ret, void *request,
+			   uint32_t rank)
+{
+	if (ret || request)
+		return ret;
+	ZSM_WARN("rma: %s: no request free on the link to rank %u for %llu "
+		 "ms",
+		 call, rank, ZSM_RMA_SLOT_WAIT_NS / 1000000ULL);
+	return -EAGAIN;
 }
 
 int zsm_rma_iput(void *ctx, int context, uint64_t src_off, void *src_sym,
@@ -166,13 +176,7 @@ int zsm_rma_iput(void *ctx, int context, uint64_t src_off, void *src_sym,
 							       : sig->value,
 			       request);
 	} while (zsm_rma_retry(ret, request, &deadline));
-	if (!ret && !*request) {
-		ZSM_WARN("rma: iput: no request free on the link to rank %u "
-			 "for %llu ms",
-			 rank, ZSM_RMA_SLOT_WAIT_NS / 1000000ULL);
-		ret = -EAGAIN;
-	}
-	return ret;
+	return zsm_rma_retried("iput", ret, *request, rank);
 }
 
 int zsm_rma_iget(void *ctx, int context, uint64_t remote_off,
@@ -207,9 +211,7 @@ int zsm_rma_iget(void *ctx, int context, uint64_t remote_off,
 		ret = zsm_iget(c->send[rank], loc->base + local_off, size,
 			       loc->mh, &rem->win[rank], remote_off, request);
 	} while (zsm_rma_retry(ret, request, &deadline));
-	if (!ret && !*request)
-		ret = -EAGAIN;
-	return ret;
+	return zsm_rma_retried("iget", ret, *request, rank);
 }
 
 int zsm_rma_iflush(void *ctx, int context, void *sym, uint32_t rank,
