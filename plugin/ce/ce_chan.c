@@ -406,6 +406,13 @@ static int zsm_ce_needs_mr(const struct zsm_comm *c)
 	return 0;
 }
 
+/* The window's owner applies every signal after the bytes before it. */
+static int zsm_ce_can_signal(struct zsm_comm *c)
+{
+	(void)c;
+	return 0;
+}
+
 const struct zsm_comm_ops zsm_ce_comm_ops = {
 	.name = "ce",
 	.req_size = sizeof(struct zsm_ce_req),
@@ -419,6 +426,8 @@ const struct zsm_comm_ops zsm_ce_comm_ops = {
 	.flush = zsm_ce_flush_op,
 	.needs_mr = zsm_ce_needs_mr,
 	.drop_link = zsm_ce_drop,
+	.reg_window = zsm_ce_mr_reg_window,
+	.can_signal = zsm_ce_can_signal,
 };
 
 /*

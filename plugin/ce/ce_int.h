@@ -19,6 +19,7 @@ struct zsm_ce_req {
 	uint64_t seq;		 /* a send's number */
 	/* A receive's buffers: 0 open, 1 a message took it, 2 done. */
 	uint8_t sub[ZSM_MAX_RECVS];
+	uint64_t got; /* a get's bytes read so far */
 };
 
 static inline struct zsm_ce_req *zsm_ce_req_of(struct zsm_req *r)
@@ -32,6 +33,11 @@ struct zsm_ce_mr {
 	struct zsm_mr base; /* first */
 	int gpu;
 	struct zsm_ce_gpu_mr g;
+	/* A window (reg_window): peers' puts and signals land in
+	 * [start, start + size). */
+	int window;
+	char *start;
+	size_t size;
 	struct zsm_ce_mr *next, **prev; /* every one, for teardown */
 };
 
@@ -135,6 +141,10 @@ struct zsm_ce_chan {
 	unsigned pipe_head, pipe_n, pipe_new;
 	zsm_cu_event pipe_ev[ZSM_CE_PIPE];
 	void *bounce;	/* host bytes on their way into our GPU buffer */
+	/* Receiver: the put being copied into one of our windows, dressed
+	 * as a receive so that every copy path serves it (never published:
+	 * its end is the slot's done). */
+	struct zsm_ce_req put_req;
 	struct zsm_ce_chan *next_chan; /* every started channel */
 };
 
@@ -269,11 +279,22 @@ int zsm_ce_pidfd_getfd(int pidfd, int fd);
 int zsm_ce_peer_gone(const struct zsm_ce_chan *ch);
 /* ce_xfer.c: the comm ops' post (engine). */
 int zsm_ce_xfer_post(struct zsm_req *req);
+/* A window descriptor's key: the owner's pid, and whether the window is
+ * device memory (which gets cannot read). */
+#define ZSM_CE_WIN_GPU (1ULL << 63)
 /* ce_mr.c: the comm ops' registration hooks. */
 int zsm_ce_mr_reg(struct zsm_comm *c, void *data, size_t size, int type,
 		  int dmabuf_fd, uint64_t offset, struct zsm_mr **out);
 void zsm_ce_mr_free(struct zsm_mr *mr);
 void zsm_ce_mr_forget(struct zsm_comm *c, struct zsm_mr *mr);
+int zsm_ce_mr_reg_window(struct zsm_comm *c, void *data, size_t size,
+			 int type, struct zsm_mr **out,
+			 struct zsm_rma_window *win);
+/* The window of this process named id (a peer's put or signal), or
+ * NULL.  Engine lock. */
+struct zsm_ce_mr *zsm_ce_mr_window(uint64_t id);
+/* ce windows registered: receivers look for puts while there are any. */
+extern int zsm_ce_windows;
 /* Teardown: every registration left goes (engine lock). */
 void zsm_ce_mr_close_all(void);
 /* ce_xfer.c: end every request still in ch with err (engine). */

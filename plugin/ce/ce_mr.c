@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "ce/ce.h"
 #include "ce/ce_int.h"
@@ -15,6 +16,7 @@
 
 /* Every registration, for teardown: engine lock. */
 static struct zsm_ce_mr *zsm_ce_mrs;
+int zsm_ce_windows;
 
 int zsm_ce_mr_reg(struct zsm_comm *c, void *data, size_t size, int type,
 		  int dmabuf_fd, uint64_t offset, struct zsm_mr **out)
@@ -60,9 +62,46 @@ void zsm_ce_mr_free(struct zsm_mr *m)
 	*mr->prev = mr->next;
 	if (mr->next)
 		mr->next->prev = mr->prev;
+	if (mr->window)
+		zsm_ce_windows--;
 	if (mr->gpu)
 		zsm_ce_cuda_mr_release(&mr->g);
 	free(mr);
+}
+
+int zsm_ce_mr_reg_window(struct zsm_comm *c, void *data, size_t size,
+			 int type, struct zsm_mr **out,
+			 struct zsm_rma_window *win)
+{
+	struct zsm_ce_mr *mr;
+	int ret = zsm_ce_mr_reg(c, data, size, type, -1, 0, out);
+
+	if (ret)
+		return ret;
+	mr = zsm_container_of(*out, struct zsm_ce_mr, base);
+	zsm_proxy_lock();
+	mr->window = 1;
+	mr->start = data;
+	mr->size = size;
+	zsm_ce_windows++;
+	zsm_proxy_unlock();
+	/* Peers write it where it lies in this process: no key to make. */
+	win->addr = (uint64_t)(uintptr_t)data;
+	win->key = (uint64_t)getpid() | (mr->gpu ? ZSM_CE_WIN_GPU : 0);
+	win->size = size;
+	return 0;
+}
+
+struct zsm_ce_mr *zsm_ce_mr_window(uint64_t id)
+{
+	struct zsm_mr *base;
+	struct zsm_ce_mr *mr;
+
+	if (zsm_handle_get(id, ZSM_H_MR, (void **)&base) ||
+	    base->ops != &zsm_ce_comm_ops)
+		return NULL;
+	mr = zsm_container_of(base, struct zsm_ce_mr, base);
+	return mr->window ? mr : NULL;
 }
 
 void zsm_ce_mr_forget(struct zsm_comm *c, struct zsm_mr *m)

@@ -20,8 +20,9 @@
  */
 #define ZSM_CE_SLOTS ZSM_MAX_REQUESTS
 #define ZSM_CE_MAGIC 0x45434d5aU /* "ZMCE" */
-/* 4: the receiver makes the window; its header names the comm. */
-#define ZSM_CE_VERSION 4
+/* 4: the receiver makes the window; its header names the comm.  5: a
+ * slot may be a put into one of the receiver's windows. */
+#define ZSM_CE_VERSION 5
 /* Pieces both sides claim of a message they copy together. */
 #define ZSM_CE_PIECE ((size_t)512 << 10)
 /* deregMr notices a window holds (struct zsm_ce_window). */
@@ -60,7 +61,10 @@ struct zsm_ce_slot {
 	int32_t err;	 /* receiver: 0 or -errno */
 	uint64_t len;	 /* receiver: bytes it took */
 	_Atomic uint64_t done;
-	uint64_t pad[2];
+	/* A put (kind ZSM_CE_KIND_PUT): where its bytes go in the
+	 * receiver, inside the receiver's window put_win. */
+	uint64_t put_dst;
+	uint64_t put_win;
 	/* Second line: the split copy. */
 	uint64_t dst;	 /* receiver: its buffer */
 	_Atomic uint64_t claim; /* the next piece either side may copy */
@@ -78,9 +82,22 @@ struct zsm_ce_slot {
 	/* Sender: what it claimed but could not write (help_err set). */
 	uint64_t help_fail_off;
 	uint64_t help_fail_len;
-	uint64_t pad3[5];
+	/* What the slot is, and a put's signal, applied by the receiver
+	 * once the put's bytes (and every earlier put's) are in place:
+	 * sig_add added to the word at sig_off of window sig_win (0:
+	 * none). */
+	uint32_t kind;
+	uint32_t pad3;
+	uint64_t sig_win;
+	uint64_t sig_off;
+	uint64_t sig_add;
+	uint64_t pad4;
 };
 _Static_assert(sizeof(struct zsm_ce_slot) == 256, "four cache lines a slot");
+
+/* A slot's kind: a message for a receive, or a put (size 0: the signal
+ * alone). */
+enum { ZSM_CE_KIND_SEND = 0, ZSM_CE_KIND_PUT = 1 };
 
 struct zsm_ce_window {
 	uint32_t magic;

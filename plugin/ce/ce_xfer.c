@@ -14,6 +14,7 @@
 
 #include "ce/ce.h"
 #include "ce/ce_int.h"
+#include "common/cuda_win.h"
 #include "common/log.h"
 #include "proxy/proxy.h"
 
@@ -66,6 +67,9 @@ void zsm_ce_xfer_abort(struct zsm_ce_chan *ch, int err)
 	ch->pipe_n = ch->pipe_new = 0;
 	ch->cur_req = NULL;
 	ch->claiming = 0;
+	if (ch->put_req.base.mh[0])
+		zsm_mr_put_locked(ch->put_req.base.mh[0]);
+	ch->put_req.base.mh[0] = NULL;
 	while ((req = ch->head)) {
 		ch->head = req->next;
 		if (!req->base.error)
@@ -84,11 +88,11 @@ static void zsm_ce_fail(struct zsm_ce_chan *ch, int err, const char *why)
 
 /*
  * Copy n bytes between local and the peer's remote address: a read from
- * the sender (receiver side) or a write into the receiver (sender side),
- * fenced against the peer's close.  Bytes copied, or -errno.
+ * the peer or a write into it, fenced against the peer's close.  Bytes
+ * copied, or -errno.
  */
-static ssize_t zsm_ce_peer_copy(struct zsm_ce_chan *ch, void *local,
-				uint64_t remote, size_t n)
+static ssize_t zsm_ce_peer_io(struct zsm_ce_chan *ch, void *local,
+			      uint64_t remote, size_t n, int write)
 {
 	struct iovec l = {.iov_base = local, .iov_len = n};
 	struct iovec r = {.iov_base = (void *)(uintptr_t)remote, .iov_len = n};
@@ -101,7 +105,7 @@ static ssize_t zsm_ce_peer_copy(struct zsm_ce_chan *ch, void *local,
 		atomic_store(&ch->win->busy[ch->side], 0);
 		return -ECONNRESET;
 	}
-	if (ch->side == ZSM_CE_RECEIVER)
+	if (!write)
 		got = process_vm_readv(ch->peer_pid, &l, 1, &r, 1, 0);
 	else
 		got = process_vm_writev(ch->peer_pid, &l, 1, &r, 1, 0);
@@ -115,7 +119,21 @@ static ssize_t zsm_ce_peer_copy(struct zsm_ce_chan *ch, void *local,
 	return got ? got : -EIO;
 }
 
-static int zsm_ce_post_send(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
+/* A receiver reads from the sender, a sender writes into the receiver. */
+static ssize_t zsm_ce_peer_copy(struct zsm_ce_chan *ch, void *local,
+				uint64_t remote, size_t n)
+{
+	return zsm_ce_peer_io(ch, local, remote, n, ch->side == ZSM_CE_SENDER);
+}
+
+/*
+ * A send, or a put: a slot the receiver serves in order.  A put names
+ * where its bytes go in one of the receiver's windows, and its signal;
+ * the receiver copies the bytes (from our GPU memory too: it opens the
+ * allocation as for a send) and applies the signal once they, and every
+ * earlier put's, are in place, so no signal shows before its data.
+ */
+static int zsm_ce_post_slot(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
 {
 	struct zsm_ce_slot *s;
 
@@ -131,6 +149,13 @@ static int zsm_ce_post_send(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
 	s->addr = (uint64_t)(uintptr_t)req->base.data[0];
 	s->size = req->base.len[0];
 	s->tag = req->base.tag[0];
+	s->kind = req->base.type == ZSM_REQ_PUT ? ZSM_CE_KIND_PUT
+						: ZSM_CE_KIND_SEND;
+	s->put_dst = req->base.rma.addr;
+	s->put_win = req->base.rma.dst_id;
+	s->sig_win = req->base.rma.sig_id;
+	s->sig_off = req->base.rma.sig_off;
+	s->sig_add = req->base.rma.sig_add;
 	s->err = 0;
 	s->len = 0;
 	s->gpu = zsm_ce_gpu(req, 0) != NULL;
@@ -154,6 +179,64 @@ static int zsm_ce_post_send(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
 	return 0;
 }
 
+/* A put's or get's window must be the peer's: its key names the owner. */
+static int zsm_ce_rma_check(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
+{
+	uint64_t key = req->base.rma.key;
+
+	if (!req->base.len[0])
+		return 0; /* a signal alone: its owner checks the word */
+	if ((pid_t)(key & ~ZSM_CE_WIN_GPU) != ch->peer_pid) {
+		ZSM_WARN("ce: send comm %u: a %s into a window of pid %d, not "
+			 "of the peer (pid %d)",
+			 ch->comm->id, zsm_req_what(&req->base),
+			 (int)(key & ~ZSM_CE_WIN_GPU), (int)ch->peer_pid);
+		return -EINVAL;
+	}
+	if (req->base.type == ZSM_REQ_GET &&
+	    ((key & ZSM_CE_WIN_GPU) || zsm_ce_gpu(req, 0))) {
+		ZSM_WARN("ce: send comm %u: a get %s GPU memory: not built "
+			 "(gets over ce are host to host)",
+			 ch->comm->id,
+			 key & ZSM_CE_WIN_GPU ? "from" : "into");
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+/*
+ * A get: our side reads the peer's window itself, a chunk per call so a
+ * large one does not hold the engine; -EAGAIN keeps it in its comm's
+ * fifo (its later requests behind it) until the last chunk.
+ */
+static int zsm_ce_get(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
+{
+	size_t n = req->base.len[0] - req->got;
+	ssize_t got;
+
+	if (n > ZSM_CE_CHUNK)
+		n = ZSM_CE_CHUNK;
+	got = n ? zsm_ce_peer_io(ch, (char *)req->base.data[0] + req->got,
+				 req->base.rma.addr + req->got, n, 0)
+		: 0;
+	if (got < 0) {
+		if (got != -ECONNRESET)
+			ZSM_WARN("ce: send comm %u: reading %zu bytes of pid "
+				 "%d's window: %s",
+				 ch->comm->id, n, (int)ch->peer_pid,
+				 strerror((int)-got));
+		req->base.error = got == -ECONNRESET ? -ECONNRESET : -EIO;
+		zsm_ce_publish(req);
+		return 0;
+	}
+	req->got += (uint64_t)got;
+	if (req->got < req->base.len[0])
+		return -EAGAIN;
+	req->base.sizes[0] = (int)req->base.len[0];
+	zsm_ce_publish(req);
+	return 0;
+}
+
 int zsm_ce_xfer_post(struct zsm_req *b)
 {
 	struct zsm_ce_req *req = zsm_ce_req_of(b);
@@ -168,8 +251,18 @@ int zsm_ce_xfer_post(struct zsm_req *b)
 		zsm_ce_publish(req);
 		return 0;
 	}
-	if (req->base.type == ZSM_REQ_SEND)
-		return zsm_ce_post_send(ch, req);
+	if (req->base.type == ZSM_REQ_PUT || req->base.type == ZSM_REQ_GET) {
+		err = zsm_ce_rma_check(ch, req);
+		if (err) {
+			req->base.error = err;
+			zsm_ce_publish(req);
+			return 0;
+		}
+	}
+	if (req->base.type == ZSM_REQ_GET)
+		return zsm_ce_get(ch, req);
+	if (req->base.type == ZSM_REQ_SEND || req->base.type == ZSM_REQ_PUT)
+		return zsm_ce_post_slot(ch, req);
 	for (int i = 0; i < req->base.n; i++) {
 		req->sub[i] = 0;
 		req->base.sizes[i] = 0;
@@ -313,11 +406,68 @@ static void zsm_ce_sub_done(struct zsm_ce_chan *ch, struct zsm_ce_req *req,
 	}
 }
 
+/*
+ * Receiver: add m's signal to its word, in one of our windows.  The
+ * peer chose window and offset: a word outside every window of ours, or
+ * not 8-byte aligned (an atomic add across cache lines is a split lock,
+ * which some kernels answer with SIGBUS), fails the comm.
+ */
+static int zsm_ce_signal_apply(struct zsm_ce_chan *ch,
+			       const struct zsm_ce_slot *m)
+{
+	struct zsm_ce_mr *w = zsm_ce_mr_window(m->sig_win);
+	char why[160];
+
+	if (!w || w->size < 8 || m->sig_off % 8 || m->sig_off > w->size - 8 ||
+	    (uintptr_t)(w->start + m->sig_off) % 8) {
+		snprintf(why, sizeof(why),
+			 "a signal at offset %llu of window %llx, %s",
+			 (unsigned long long)m->sig_off,
+			 (unsigned long long)m->sig_win,
+			 w ? "outside it or not 8-byte aligned"
+			   : "which is not one of this process's");
+		zsm_ce_fail(ch, -EPROTO, why);
+		return -EPROTO;
+	}
+	if (w->gpu)
+		return zsm_cuda_win_word_add(
+			w->g.ctx,
+			(zsm_cu_deviceptr)(uintptr_t)(w->start + m->sig_off),
+			m->sig_add);
+	/* release: pairs with the acquire load of whoever waits on the
+	 * word; the put's bytes were copied before. */
+	__atomic_fetch_add((uint64_t *)(void *)(w->start + m->sig_off),
+			   m->sig_add, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Receiver: put seq (ch->cur) is over: its signal, then its slot back. */
+static void zsm_ce_put_end(struct zsm_ce_chan *ch, uint64_t seq, int err,
+			   size_t len)
+{
+	struct zsm_ce_slot *s = zsm_ce_slot_of(ch, seq);
+
+	if (!err && ch->cur.sig_win)
+		err = zsm_ce_signal_apply(ch, &ch->cur);
+	if (ch->put_req.base.mh[0])
+		zsm_mr_put_locked(ch->put_req.base.mh[0]);
+	ch->put_req.base.mh[0] = NULL;
+	s->err = err;
+	s->len = err ? 0 : len;
+	/* release: pairs with the acquire in zsm_ce_progress_sender. */
+	atomic_store_explicit(&s->done, seq + 1, memory_order_release);
+}
+
 /* Receiver: message seq is over; its slot goes back to the sender. */
 static void zsm_ce_finish(struct zsm_ce_chan *ch, uint64_t seq,
 			  struct zsm_ce_req *req, int sub, int err, size_t len)
 {
 	struct zsm_ce_slot *s = zsm_ce_slot_of(ch, seq);
+
+	if (req == &ch->put_req) {
+		zsm_ce_put_end(ch, seq, err, len);
+		return;
+	}
 
 	/* A message larger than its receive is the receive's error (as on
 	 * net, where the sender cannot know): the send was handed over. */
@@ -539,6 +689,10 @@ static int zsm_ce_copy(struct zsm_ce_chan *ch)
 	return 1;
 }
 
+static void zsm_ce_take_slot(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
+			     struct zsm_ce_req *req, int i);
+static int zsm_ce_take_put(struct zsm_ce_chan *ch, struct zsm_ce_slot *s);
+
 /*
  * Receiver: match the next published send to the oldest posted receive
  * that has a free sub-receive of its tag.  Returns 1 when it took one.
@@ -565,6 +719,14 @@ static int zsm_ce_match(struct zsm_ce_chan *ch)
 	m->ipc = s->ipc;
 	m->reg_id = s->reg_id;
 	m->alloc_size = s->alloc_size;
+	m->kind = s->kind;
+	m->put_dst = s->put_dst;
+	m->put_win = s->put_win;
+	m->sig_win = s->sig_win;
+	m->sig_off = s->sig_off;
+	m->sig_add = s->sig_add;
+	if (m->kind == ZSM_CE_KIND_PUT)
+		return zsm_ce_take_put(ch, s);
 	for (req = ch->head; req; req = req->next) {
 		for (i = 0; i < req->base.n; i++)
 			if (req->sub[i] == 0 && req->base.tag[i] == m->tag)
@@ -575,6 +737,17 @@ static int zsm_ce_match(struct zsm_ce_chan *ch)
 	if (!req)
 		return 0; /* its receive is not posted yet */
 	req->sub[i] = 1;
+	zsm_ce_take_slot(ch, s, req, i);
+	return 1;
+}
+
+/* Receiver: copy the message of slot s (as ch->cur holds it) into
+ * buffer i of req. */
+static void zsm_ce_take_slot(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
+			struct zsm_ce_req *req, int i)
+{
+	struct zsm_ce_slot *m = &ch->cur;
+
 	ch->cur_req = req;
 	ch->cur_sub = i;
 	ch->cur_off = 0;
@@ -601,6 +774,53 @@ static int zsm_ce_match(struct zsm_ce_chan *ch)
 		atomic_store_explicit(&s->matched, ch->next + 1,
 				      memory_order_release);
 	}
+}
+
+/*
+ * Receiver: slot s is a put (ch->cur holds it).  It is served like a
+ * receive into our window, on every copy path; its signal is applied
+ * when its bytes are in place (zsm_ce_put_end).  Puts never join the
+ * pipe, so an earlier put is over when a later one is taken; GPU
+ * messages still in the pipe land first too.  Returns 1 when taken.
+ */
+static int zsm_ce_take_put(struct zsm_ce_chan *ch, struct zsm_ce_slot *s)
+{
+	const struct zsm_ce_slot *m = &ch->cur;
+	struct zsm_ce_req *req = &ch->put_req;
+	struct zsm_ce_mr *w;
+	uintptr_t start;
+	char why[200];
+
+	if (ch->pipe_n)
+		return 0;
+	if (!m->size) {
+		zsm_ce_put_end(ch, ch->next++, 0, 0);
+		return 1;
+	}
+	w = zsm_ce_mr_window(m->put_win);
+	start = w ? (uintptr_t)w->start : 0;
+	if (!w || m->put_dst < start || m->put_dst - start > w->size ||
+	    m->size > w->size - (m->put_dst - start)) {
+		snprintf(why, sizeof(why),
+			 "a put of %llu bytes at %llx into window %llx, %s",
+			 (unsigned long long)m->size,
+			 (unsigned long long)m->put_dst,
+			 (unsigned long long)m->put_win,
+			 w ? "past its end" : "which is not one of ours");
+		zsm_ce_put_end(ch, ch->next++, -EPROTO, 0);
+		zsm_ce_fail(ch, -EPROTO, why);
+		return 1;
+	}
+	req->base.n = 1;
+	req->base.remaining = 1;
+	req->base.error = 0;
+	req->base.data[0] = (void *)(uintptr_t)m->put_dst;
+	req->base.len[0] = m->size;
+	req->base.tag[0] = m->tag;
+	zsm_mr_hold(&w->base);
+	req->base.mh[0] = &w->base;
+	req->sub[0] = 1;
+	zsm_ce_take_slot(ch, s, req, 0);
 	return 1;
 }
 
@@ -641,8 +861,8 @@ static int zsm_ce_pipe_join(struct zsm_ce_chan *ch)
 	int sub = ch->cur_sub, ret;
 	struct zsm_ce_gpu_op *op;
 
-	if (!req || !s->gpu || !s->size || !zsm_ce_recv_gpu(req, sub) ||
-	    ch->gpu_busy)
+	if (!req || req == &ch->put_req || !s->gpu || !s->size ||
+	    !zsm_ce_recv_gpu(req, sub) || ch->gpu_busy)
 		return 0;
 	op = &ch->pipe[(ch->pipe_head + ch->pipe_n) % ZSM_CE_PIPE];
 	op->dst = (zsm_cu_deviceptr)(uintptr_t)req->base.data[sub];
@@ -774,6 +994,12 @@ static void zsm_ce_say_stall(struct zsm_ce_chan *ch)
 		 (unsigned long long)ch->cur_end);
 }
 
+/* A receiver looks for puts while this process has windows. */
+static int zsm_ce_serves_puts(const struct zsm_ce_chan *ch)
+{
+	return ch->side == ZSM_CE_RECEIVER && zsm_ce_windows;
+}
+
 static int zsm_ce_progress(void)
 {
 	uint64_t now = 0;
@@ -786,7 +1012,7 @@ static int zsm_ce_progress(void)
 		/* No copy in flight may use a mapping being closed. */
 		if (ch->maps && !ch->gpu_busy && !ch->pipe_n)
 			events += zsm_ce_cuda_forget(ch);
-		if (ch->failed || !ch->head) {
+		if (ch->failed || (!ch->head && !zsm_ce_serves_puts(ch))) {
 			ch->last_event_ns = 0;
 			continue;
 		}
@@ -825,7 +1051,7 @@ static int zsm_ce_progress(void)
 static int zsm_ce_busy(void)
 {
 	for (struct zsm_ce_chan *ch = zsm_ce_chans; ch; ch = ch->next_chan)
-		if (ch->head)
+		if (ch->head || (!ch->failed && zsm_ce_serves_puts(ch)))
 			return 1;
 	return 0;
 }

@@ -113,6 +113,9 @@ int zsm_iput(void *send_comm, void *src, size_t size, void *mh,
 	     uint64_t sig_add, void **request);
 /* 1 when comm (send or receive) failed or is gone, else 0. */
 int zsm_comm_failed(void *comm);
+/* The transport a connected comm moves its data by ("net", "ce"), for
+ * windows registered once per transport; NULL for no such comm. */
+const char *zsm_comm_transport(void *comm);
 /* Get size bytes at src_off of the peer's window src into dst. */
 int zsm_iget(void *send_comm, void *dst, size_t size, void *mh,
 	     const struct zsm_rma_window *src, uint64_t src_off,

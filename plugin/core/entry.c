@@ -755,6 +755,7 @@ static int zsm_entry_rma(const char *call, int type, void *send_comm,
 	if (size) {
 		req->rma.addr = win->addr + off;
 		req->rma.key = win->key;
+		req->rma.dst_id = win->id;
 	}
 	zsm_entry_submit(req, 0, request);
 	return 0;
@@ -808,6 +809,22 @@ int zsm_comm_failed(void *comm)
 	    zsm_handle_get((uint64_t)(uintptr_t)comm, ZSM_H_RECV, &obj))
 		return 1;
 	return zsm_comm_error(obj) != 0;
+}
+
+const char *zsm_comm_transport(void *comm)
+{
+	struct zsm_comm *c;
+
+	if (zsm_handle_get((uint64_t)(uintptr_t)comm, ZSM_H_SEND,
+			   (void **)&c) &&
+	    zsm_handle_get((uint64_t)(uintptr_t)comm, ZSM_H_RECV,
+			   (void **)&c))
+		return NULL;
+	/* acquire: ops is set before state turns CONNECTED. */
+	if (atomic_load_explicit(&c->state, memory_order_acquire) ==
+	    ZSM_COMM_CONNECTING)
+		return NULL;
+	return c->ops ? c->ops->name : NULL;
 }
 
 int zsm_test(void *request, int *done, int *sizes)

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cuda_win.h"
 #include "common/handle.h"
 #include "common/host.h"
 #include "common/log.h"
@@ -104,6 +105,8 @@ static void zsm_plugin_teardown_locked(void)
 	zsm_comm_close_all();
 	zsm_net_close_endpoints();
 	zsm_comm_free_all();
+	/* The windows' streams, once no window is left. */
+	zsm_cuda_win_fini();
 	zsm_proxy_unlock();
 	zsm_registry_stop();
 	zsm_net_fini();

@@ -51,6 +51,7 @@ enum zsm_req_type {
 /* A one-sided request's other end, at the comm's peer. */
 struct zsm_req_rma {
 	uint64_t addr, key; /* the remote bytes (data[0], len[0] here) */
+	uint64_t dst_id;    /* and their window's id */
 	uint64_t sig_id;    /* the window of the signal, 0: none */
 	uint64_t sig_off;
 	uint64_t sig_add;

@@ -132,6 +132,7 @@ static void zsm_rma_coll_free(struct zsm_rma_coll *c)
 	free(c->recv);
 	free(c->send_mh);
 	free(c->recv_mh);
+	free(c->kind);
 	free(c->scratch);
 	free(c);
 }
@@ -329,6 +330,49 @@ out:
 	return ret;
 }
 
+int zsm_rma_link_kind(const struct zsm_rma_coll *c, int rank)
+{
+	return c->kind[rank];
+}
+
+/*
+ * Each link's transport, settled once it is connected.  Every rank must
+ * number the transports alike, since its descriptors travel in that
+ * order: the core's handshake transport ("net") is kind 0 everywhere,
+ * and another one kind 1.
+ */
+static int zsm_rma_kinds(struct zsm_rma_coll *c)
+{
+	c->tname[0] = "net";
+	for (int p = 0; p < c->nranks; p++) {
+		const char *t = p == c->rank ? c->tname[0]
+					     : zsm_comm_transport(c->send[p]);
+		int k = 0;
+
+		while (k < ZSM_RMA_KINDS && c->tname[k] && t &&
+		       strcmp(c->tname[k], t))
+			k++;
+		if (!t || k == ZSM_RMA_KINDS) {
+			ZSM_WARN("rma: connect: the link to rank %d %s", p,
+				 t ? "uses a third transport" : "is not connected");
+			return -EPROTO;
+		}
+		c->tname[k] = t;
+		c->kind[p] = (uint8_t)k;
+	}
+	return 0;
+}
+
+/* Links that are not the handshake transport's, for the log. */
+static int zsm_rma_other_links(const struct zsm_rma_coll *c)
+{
+	int n = 0;
+
+	for (int p = 0; p < c->nranks; p++)
+		n += p != c->rank && c->kind[p] != 0;
+	return n;
+}
+
 int zsm_rma_connect(void *ctx, void **handles, int nranks, int rank,
 		    void *listen, void **coll)
 {
@@ -356,7 +400,10 @@ int zsm_rma_connect(void *ctx, void **handles, int nranks, int rank,
 	c->recv = calloc((size_t)nranks, sizeof(*c->recv));
 	c->send_mh = calloc((size_t)nranks, sizeof(*c->send_mh));
 	c->recv_mh = calloc((size_t)nranks, sizeof(*c->recv_mh));
-	ret = c->send && c->recv && c->send_mh && c->recv_mh ? 0 : -ENOMEM;
+	c->kind = calloc((size_t)nranks, sizeof(*c->kind));
+	ret = c->send && c->recv && c->send_mh && c->recv_mh && c->kind
+		      ? 0
+		      : -ENOMEM;
 	if (!ret)
 		ret = zsm_rma_join(c, l, handles, deadline);
 	if (!ret) {
@@ -369,14 +416,17 @@ int zsm_rma_connect(void *ctx, void **handles, int nranks, int rank,
 	}
 	if (!ret)
 		ret = zsm_rma_hello(c);
+	if (!ret)
+		ret = zsm_rma_kinds(c);
 	if (!ret && zsm_handle_open(ZSM_H_RMA_COLL, c, &c->handle))
 		ret = -ENOMEM;
 	if (ret) {
 		zsm_rma_coll_free(c);
 		return ret;
 	}
-	ZSM_INFO("rma: rank %d of %d joined every peer both ways", rank,
-		 nranks);
+	ZSM_INFO("rma: rank %d of %d joined every peer both ways (%d by %s)",
+		 rank, nranks, zsm_rma_other_links(c),
+		 c->tname[1] ? c->tname[1] : "another transport");
 	*coll = (void *)(uintptr_t)c->handle;
 	return 0;
 }

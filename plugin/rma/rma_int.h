@@ -8,6 +8,8 @@
 #include "core/api.h"
 #include "rma/rma.h"
 
+/* Transports a collective comm's links may use (see struct zsm_rma_sym). */
+#define ZSM_RMA_KINDS 2
 /* Bytes of one rank's part of an exchange. */
 #define ZSM_RMA_XCHG_BYTES 64
 
@@ -23,21 +25,49 @@ struct zsm_rma_coll {
 	void **recv;	 /* [rank]: the core's receive comm from it */
 	void **send_mh;	 /* [rank]: scratch's registration on send[rank] */
 	void **recv_mh;
+	uint8_t *kind;	 /* [rank]: its link's transport, in tname */
+	/* Each rank's transports, in the order of the kinds (the first
+	 * is the handshake's, which every peer has). */
+	const char *tname[ZSM_RMA_KINDS];
 	/* One rank's part, then every rank's (exchanges). */
 	unsigned char *scratch;
 	uint32_t seq; /* exchanges so far: each one's tag */
 	uint64_t handle;
 };
 
+/*
+ * A window is registered once per transport the collective comm's links
+ * use (a transport's registration serves all its links: net's endpoint
+ * is the device's, the same-host one's the process), and each rank's
+ * descriptors for every transport travel in one exchange.  Transports
+ * are told apart by name only: this layer knows none of them.
+ */
+
 struct zsm_rma_sym {
 	struct zsm_rma_coll *coll;
 	char *base;
 	size_t size;
-	void *mh;		     /* the local window's registration */
-	void *comm;		     /* the comm it was made on */
-	struct zsm_rma_window *win; /* [rank]: its copy's descriptor */
+	void *mh[ZSM_RMA_KINDS];   /* the local window's registrations */
+	void *comm[ZSM_RMA_KINDS]; /* the comms they were made on */
+	/* [rank * ZSM_RMA_KINDS + kind]: that rank's descriptors */
+	struct zsm_rma_window *win;
 	uint64_t handle;
 };
+
+/* The kind of c's link to rank (its send comm's transport). */
+int zsm_rma_link_kind(const struct zsm_rma_coll *c, int rank);
+/* rank's descriptor of s for the link to it, and our registration of s
+ * for that link. */
+static inline const struct zsm_rma_window *
+zsm_rma_sym_win(const struct zsm_rma_sym *s, int rank)
+{
+	return &s->win[rank * ZSM_RMA_KINDS +
+		       zsm_rma_link_kind(s->coll, rank)];
+}
+static inline void *zsm_rma_sym_mh(const struct zsm_rma_sym *s, int rank)
+{
+	return s->mh[zsm_rma_link_kind(s->coll, rank)];
+}
 
 struct zsm_rma_ctx {
 	struct zsm_rma_coll *coll;

@@ -168,9 +168,11 @@ int zsm_rma_iput(void *ctx, int context, uint64_t src_off, void *src_sym,
 	}
 	do {
 		ret = zsm_iput(c->send[rank], size ? src->base + src_off : NULL,
-			       size, size ? src->mh : NULL,
-			       size ? &dst->win[rank] : NULL, dst_off,
-			       sig ? &sg->win[rank] : NULL, sig ? sig->off : 0,
+			       size, size ? zsm_rma_sym_mh(src, (int)rank) : NULL,
+			       size ? zsm_rma_sym_win(dst, (int)rank) : NULL,
+			       dst_off,
+			       sig ? zsm_rma_sym_win(sg, (int)rank) : NULL,
+			       sig ? sig->off : 0,
 			       !sig ? 0
 			       : sig->op == ZSM_RMA_SIGNAL_INC ? 1
 							       : sig->value,
@@ -209,7 +211,9 @@ int zsm_rma_iget(void *ctx, int context, uint64_t remote_off,
 	}
 	do {
 		ret = zsm_iget(c->send[rank], loc->base + local_off, size,
-			       loc->mh, &rem->win[rank], remote_off, request);
+			       zsm_rma_sym_mh(loc, (int)rank),
+			       zsm_rma_sym_win(rem, (int)rank), remote_off,
+			       request);
 	} while (zsm_rma_retry(ret, request, &deadline));
 	return zsm_rma_retried("iget", ret, *request, rank);
 }

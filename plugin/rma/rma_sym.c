@@ -13,17 +13,30 @@
 #include "common/log.h"
 #include "rma/rma_int.h"
 
-_Static_assert(sizeof(struct zsm_rma_window) <= ZSM_RMA_XCHG_BYTES,
-	       "a window descriptor fits one rank's part of an exchange");
+_Static_assert(sizeof(struct zsm_rma_window) * ZSM_RMA_KINDS <=
+		       ZSM_RMA_XCHG_BYTES,
+	       "a rank's window descriptors fit its part of an exchange");
 
-/* The comm a window is registered on: every net link shares the device's
- * endpoint, so one registration serves every peer. */
-static void *zsm_rma_sym_comm(const struct zsm_rma_coll *c)
+/* The comm to register a window on for links of kind k: every net link
+ * shares the device's endpoint and every ce link the process, so one
+ * registration per kind serves every peer.  NULL: no link of that kind. */
+static void *zsm_rma_sym_comm(const struct zsm_rma_coll *c, int k)
 {
 	for (int p = 0; p < c->nranks; p++)
-		if (c->send[p])
+		if (c->send[p] && c->kind[p] == k)
 			return c->send[p];
 	return NULL;
+}
+
+static void zsm_rma_sym_free(struct zsm_rma_sym *s)
+{
+	/* Its comms may be closed by now (closeColl first): deregMr needs
+	 * the registration alone then. */
+	for (int k = 0; k < ZSM_RMA_KINDS; k++)
+		if (s->mh[k])
+			zsm_dereg_mr(s->comm[k], s->mh[k]);
+	free(s->win);
+	free(s);
 }
 
 int zsm_rma_reg_sym(void *coll, void *data, size_t size, int type,
@@ -31,9 +44,8 @@ int zsm_rma_reg_sym(void *coll, void *data, size_t size, int type,
 {
 	struct zsm_rma_coll *c;
 	struct zsm_rma_sym *s;
-	struct zsm_rma_window mine = {0};
-	void *comm;
-	int ret, ok;
+	struct zsm_rma_window mine[ZSM_RMA_KINDS];
+	int ret = 0, ok;
 
 	/* Every signal word is applied once, in order, and never reset
 	 * by zsm: FORCE_SO and NEVER_RESET ask nothing more of it. */
@@ -50,25 +62,30 @@ int zsm_rma_reg_sym(void *coll, void *data, size_t size, int type,
 	s->coll = c;
 	s->base = data;
 	s->size = size;
-	s->win = calloc((size_t)c->nranks, sizeof(*s->win));
-	comm = s->comm = zsm_rma_sym_comm(c);
-	/* A rank that cannot register still joins the exchange, with a
-	 * descriptor of size 0, so that no peer waits for it; every rank
-	 * then fails alike. */
-	ret = !s->win ? -ENOMEM
-	      : comm  ? zsm_reg_window(comm, data, size, type, &s->mh, &mine)
-		      : 0;
+	s->win = calloc((size_t)c->nranks * ZSM_RMA_KINDS, sizeof(*s->win));
+	if (!s->win)
+		ret = -ENOMEM;
+	/* A rank that cannot register still joins the exchange, with empty
+	 * descriptors, so that no peer waits for it; every rank then fails
+	 * alike. */
+	memset(mine, 0, sizeof(mine));
+	for (int k = 0; !ret && k < ZSM_RMA_KINDS; k++) {
+		s->comm[k] = zsm_rma_sym_comm(c, k);
+		if (s->comm[k])
+			ret = zsm_reg_window(s->comm[k], data, size, type,
+					     &s->mh[k], &mine[k]);
+	}
 	if (ret)
-		memset(&mine, 0, sizeof(mine));
+		memset(mine, 0, sizeof(mine));
 	if (s->win) {
-		int x = zsm_rma_alltoall(c, &mine, sizeof(mine), s->win);
+		int x = zsm_rma_alltoall(c, mine, sizeof(mine), s->win);
 
 		if (!ret)
 			ret = x;
 	}
 	ok = !ret;
 	for (int p = 0; ok && p < c->nranks; p++)
-		if (p != c->rank && !s->win[p].id) {
+		if (p != c->rank && !zsm_rma_sym_win(s, p)->id) {
 			ZSM_WARN("rma: regMrSym: rank %d could not register "
 				 "its copy of the window",
 				 p);
@@ -78,10 +95,7 @@ int zsm_rma_reg_sym(void *coll, void *data, size_t size, int type,
 	if (!ret && zsm_handle_open(ZSM_H_RMA_SYM, s, &s->handle))
 		ret = -ENOMEM;
 	if (ret) {
-		if (s->mh)
-			zsm_dereg_mr(comm, s->mh);
-		free(s->win);
-		free(s);
+		zsm_rma_sym_free(s);
 		return ret;
 	}
 	*out = (void *)(uintptr_t)s->handle;
@@ -97,11 +111,6 @@ int zsm_rma_dereg_sym(void *coll, void *sym)
 	ret = zsm_rma_release("deregMrSym", sym, ZSM_H_RMA_SYM, (void **)&s);
 	if (ret)
 		return ret;
-	/* Its comm may be closed by now (closeColl first): deregMr needs
-	 * the registration alone then. */
-	if (s->mh)
-		zsm_dereg_mr(s->comm, s->mh);
-	free(s->win);
-	free(s);
+	zsm_rma_sym_free(s);
 	return 0;
 }

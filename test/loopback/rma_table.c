@@ -17,8 +17,9 @@
  *     bytes, gets its own bytes back from the next rank and checks them,
  *     and finds queryLastError false;
  *   - refuses a put to itself, past the window, and a bad signal op.
- * With ZSM_RMA unset the table's init fails, and nothing else is needed:
- * --off checks that.
+ * --hosts K makes rank r host r % K instead, so ranks of one host talk
+ * over ce.  With ZSM_RMA unset the table's init fails, and nothing else
+ * is needed: --off checks that.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -45,6 +46,9 @@ struct shared {
 
 static struct shared *sh;
 static int nranks, rank;
+/* --hosts K: rank r is host r % K to zsm (default: each its own); ranks
+ * of one host talk over ce. */
+static int nhosts;
 
 static void nap(void)
 {
@@ -195,7 +199,7 @@ static int run(const struct table *t)
 	bool failed = true;
 	char id[32];
 
-	snprintf(id, sizeof(id), "rma-table-host-%d", rank);
+	snprintf(id, sizeof(id), "rma-table-host-%d", rank % nhosts);
 	setenv("ZSM_HOSTID", id, 1);
 	if (!data || !sig || !mine || !back)
 		FAIL("out of memory");
@@ -323,12 +327,17 @@ int main(int argc, char **argv)
 			off = 1;
 		else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc)
 			nranks = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--hosts") == 0 && i + 1 < argc)
+			nhosts = atoi(argv[++i]);
 		else
 			so = argv[i];
 	}
-	if (!so || (!off && (nranks < 2 || nranks > MAXR))) {
+	if (!nhosts)
+		nhosts = nranks;
+	if (!so || (!off && (nranks < 2 || nranks > MAXR || nhosts < 1))) {
 		fprintf(stderr,
-			"usage: %s PLUGIN --ranks 2..%d [--v13] | PLUGIN --off\n",
+			"usage: %s PLUGIN --ranks 2..%d [--hosts K] [--v13] | "
+			"PLUGIN --off\n",
 			argv[0], MAXR);
 		return 2;
 	}
