@@ -25,13 +25,21 @@ ncclResult_t zsm_rma_shim_init(void **ctx, uint64_t comm_id,
 ncclResult_t zsm_rma_shim_props(int dev, ncclNetProperties_v12_t *p)
 {
 	ncclResult_t r = zsm_shim_props_v12(dev, p);
+	struct zsm_props z;
+	int ret;
 
 	if (r != ncclSuccess)
 		return r;
-	/* NCCL's proxy drives an RMA plugin; windows in host memory only
-	 * for now. */
+	ret = zsm_get_properties(dev, &z);
+	if (ret)
+		return ZSM_R(ret);
+	/* NCCL's proxy drives an RMA plugin; windows in host memory, and
+	 * GPU memory wherever the driver is (no dma-buf: NCCL then
+	 * registers GPU windows with regMrSym). */
 	p->netDeviceType = NCCL_NET_DEVICE_GIN_PROXY;
-	p->ptrSupport = NCCL_PTR_HOST;
+	p->ptrSupport = NCCL_PTR_HOST |
+			((z.window_ptr_support & ZSM_MEM_CUDA) ? NCCL_PTR_CUDA
+								: 0);
 	return ncclSuccess;
 }
 

@@ -279,9 +279,6 @@ int zsm_ce_pidfd_getfd(int pidfd, int fd);
 int zsm_ce_peer_gone(const struct zsm_ce_chan *ch);
 /* ce_xfer.c: the comm ops' post (engine). */
 int zsm_ce_xfer_post(struct zsm_req *req);
-/* A window descriptor's key: the owner's pid, and whether the window is
- * device memory (which gets cannot read). */
-#define ZSM_CE_WIN_GPU (1ULL << 63)
 /* ce_mr.c: the comm ops' registration hooks. */
 int zsm_ce_mr_reg(struct zsm_comm *c, void *data, size_t size, int type,
 		  int dmabuf_fd, uint64_t offset, struct zsm_mr **out);

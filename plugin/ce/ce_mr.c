@@ -87,8 +87,9 @@ int zsm_ce_mr_reg_window(struct zsm_comm *c, void *data, size_t size,
 	zsm_proxy_unlock();
 	/* Peers write it where it lies in this process: no key to make. */
 	win->addr = (uint64_t)(uintptr_t)data;
-	win->key = (uint64_t)getpid() | (mr->gpu ? ZSM_CE_WIN_GPU : 0);
+	win->key = (uint64_t)getpid();
 	win->size = size;
+	win->flags = mr->gpu ? ZSM_WIN_GPU : 0;
 	return 0;
 }
 

@@ -179,27 +179,20 @@ static int zsm_ce_post_slot(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
 	return 0;
 }
 
-/* A put's or get's window must be the peer's: its key names the owner. */
+/* A put's or get's window must be the peer's: its key names the owner.
+ * (Gets from or into GPU memory the core refused.) */
 static int zsm_ce_rma_check(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
 {
 	uint64_t key = req->base.rma.key;
 
 	if (!req->base.len[0])
 		return 0; /* a signal alone: its owner checks the word */
-	if ((pid_t)(key & ~ZSM_CE_WIN_GPU) != ch->peer_pid) {
+	if ((pid_t)key != ch->peer_pid) {
 		ZSM_WARN("ce: send comm %u: a %s into a window of pid %d, not "
 			 "of the peer (pid %d)",
-			 ch->comm->id, zsm_req_what(&req->base),
-			 (int)(key & ~ZSM_CE_WIN_GPU), (int)ch->peer_pid);
+			 ch->comm->id, zsm_req_what(&req->base), (int)key,
+			 (int)ch->peer_pid);
 		return -EINVAL;
-	}
-	if (req->base.type == ZSM_REQ_GET &&
-	    ((key & ZSM_CE_WIN_GPU) || zsm_ce_gpu(req, 0))) {
-		ZSM_WARN("ce: send comm %u: a get %s GPU memory: not built "
-			 "(gets over ce are host to host)",
-			 ch->comm->id,
-			 key & ZSM_CE_WIN_GPU ? "from" : "into");
-		return -EOPNOTSUPP;
 	}
 	return 0;
 }

@@ -135,12 +135,13 @@ enum zsm_param_type {
 	  "earlier writes were delivered. A mechanism the provider cannot "   \
 	  "build turns one-sided operations off on that device, with a "      \
 	  "WARN.")                                                             \
-	X(RMA, ZSM_PARAM_BOOL, "0", 0, 1, NULL,                               \
+	X(RMA, ZSM_PARAM_BOOL, "1", 0, 1, NULL,                               \
 	  "Serve NCCL 2.30's RMA tables (ncclRmaPlugin_v14/v13: host "        \
-	  "ncclPutSignal, zero-SM collectives across nodes). Windows in "     \
-	  "host memory only, over the network, for now: until GPU windows "   \
-	  "work the tables stay off by default, so that NCCL keeps its own "  \
-	  "paths; with 0 their init fails and NCCL goes on without them.")    \
+	  "ncclPutSignal, zero-SM collectives across nodes), over the "       \
+	  "network and between same-host peers, with windows in host or "     \
+	  "GPU memory (staged through host memory where the NIC cannot "      \
+	  "write GPU memory). With 0 their init fails and NCCL goes on "      \
+	  "without them.")                                                     \
 	X(HOSTID, ZSM_PARAM_STR, "", 0, 0, NULL,                              \
 	  "Overrides the host identity, which tells each comm whether its "   \
 	  "peer is on the same host (otherwise NCCL_HOSTID, else the "        \

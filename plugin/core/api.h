@@ -43,6 +43,9 @@ struct zsm_props {
 	char *pci_path;
 	uint64_t guid;
 	int ptr_support; /* ZSM_MEM_* bits */
+	/* What zsm_reg_window takes (GPU memory wherever the CUDA driver
+	 * is: staged through host memory where the device cannot). */
+	int window_ptr_support;
 	int reg_is_global;
 	int force_flush;
 	int speed_mbps;
@@ -94,7 +97,14 @@ struct zsm_rma_window {
 	uint64_t key;  /* its remote key */
 	uint64_t size;
 	uint64_t id;   /* its name at the owner, for signals (never 0) */
+	uint64_t flags; /* ZSM_WIN_* */
 };
+/* The window is GPU memory (gets from and into GPU memory are not
+ * built: host windows only). */
+#define ZSM_WIN_GPU 1ULL
+/* Remote writes land in a host copy of it, which the owner copies up to
+ * the GPU when told: every put into it is followed by a notice. */
+#define ZSM_WIN_STAGED 2ULL
 /* regMr of a window on comm's transport; *win describes it to peers. */
 int zsm_reg_window(void *comm, void *data, size_t size, int type, void **mh,
 		   struct zsm_rma_window *win);

@@ -662,10 +662,8 @@ int zsm_reg_window(void *comm, void *data, size_t size, int type, void **mh,
 		ret = zsm_entry_any_comm("regWindow", comm, &c);
 	if (ret)
 		return ret;
-	if (!size || type != ZSM_MEM_HOST) {
-		ZSM_WARN("regWindow: %s", size ? "only host memory is a window "
-						 "yet"
-					       : "a window of 0 bytes");
+	if (!size) {
+		ZSM_WARN("regWindow: a window of 0 bytes");
 		return -EINVAL;
 	}
 	if (!c->ops->reg_window) {
@@ -674,7 +672,7 @@ int zsm_reg_window(void *comm, void *data, size_t size, int type, void **mh,
 			 c->ops->name);
 		return -EOPNOTSUPP;
 	}
-	ret = c->ops->reg_window(c, data, size, ZSM_MEM_HOST, &mr, win);
+	ret = c->ops->reg_window(c, data, size, type, &mr, win);
 	if (ret)
 		return ret;
 	ret = zsm_entry_mr_publish(mr, mh);
@@ -742,8 +740,17 @@ static int zsm_entry_rma(const char *call, int type, void *send_comm,
 		ret = zsm_comm_error(c);
 	if (!ret && size)
 		ret = zsm_entry_mr_take(call, c, mh, &mr);
-	if (ret)
+	if (!ret && type == ZSM_REQ_GET &&
+	    ((win->flags & ZSM_WIN_GPU) || (mr && mr->type != ZSM_MEM_HOST))) {
+		ZSM_WARN("%s %s GPU memory: not built (gets are host to host)",
+			 call, (win->flags & ZSM_WIN_GPU) ? "from" : "into");
+		ret = -EOPNOTSUPP;
+	}
+	if (ret) {
+		if (mr)
+			zsm_mr_put(mr);
 		return ret;
+	}
 	req = zsm_entry_req_get(c, mr);
 	if (!req)
 		return 0; /* none free: the caller asks again */
@@ -756,6 +763,7 @@ static int zsm_entry_rma(const char *call, int type, void *send_comm,
 		req->rma.addr = win->addr + off;
 		req->rma.key = win->key;
 		req->rma.dst_id = win->id;
+		req->rma.dst_flags = win->flags;
 	}
 	zsm_entry_submit(req, 0, request);
 	return 0;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cuda.h"
 #include "common/cuda_win.h"
 #include "common/handle.h"
 #include "common/host.h"
@@ -282,5 +283,7 @@ int zsm_get_properties(int dev, struct zsm_props *props)
 		return ret;
 	zsm_net_props(dev, props);
 	zsm_registry_props(dev, props);
+	props->window_ptr_support =
+		ZSM_MEM_HOST | (zsm_cuda_ready() ? ZSM_MEM_CUDA : 0);
 	return 0;
 }

@@ -52,6 +52,7 @@ enum zsm_req_type {
 struct zsm_req_rma {
 	uint64_t addr, key; /* the remote bytes (data[0], len[0] here) */
 	uint64_t dst_id;    /* and their window's id */
+	uint64_t dst_flags; /* and its ZSM_WIN_* */
 	uint64_t sig_id;    /* the window of the signal, 0: none */
 	uint64_t sig_off;
 	uint64_t sig_add;

@@ -17,6 +17,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 
+#include "common/cuda_win.h"
 #include "common/idmap.h"
 #include "core/transport.h"
 #include "net/net_credit.h"
@@ -400,9 +401,10 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i);
 void zsm_net_rma_op_done(struct zsm_net_op *op);
 void zsm_net_rma_on_signal(struct zsm_net_comm *c,
 			   const struct zsm_sig_msg *m);
-/* net_mr.c: a window's registration with remote access. */
+/* net_mr.c: a window's registration with remote access; GPU memory
+ * (type ZSM_MEM_CUDA) is staged through a pinned host mirror. */
 int zsm_net_mr_reg_window(struct zsm_net_ep *ep, void *data, size_t size,
-			  struct zsm_net_mr **out);
+			  int type, struct zsm_net_mr **out);
 
 /* net_ctrl.c: the control plane. */
 int zsm_net_ctrl_init(struct zsm_net_ep *ep);
@@ -464,6 +466,11 @@ struct zsm_net_mr {
 	struct fid_mr *window;
 	char *start;
 	size_t size;
+	/* A GPU window on a device that writes host memory only: start is
+	 * the GPU memory, the registration covers mirror, its pinned host
+	 * copy, and copies between them run in gpu's context. */
+	char *mirror;
+	struct zsm_cuda_win_ctx gpu;
 };
 
 static inline struct zsm_net_mr *zsm_net_mr_of(struct zsm_mr *m)

@@ -11,6 +11,14 @@
  * and a signal waits in its comm's fifo until none of the comm's writes
  * is outstanding, so any provider with RMA gives the same guarantee, for
  * a round trip per signal.
+ *
+ * GPU windows are staged: no provider here writes GPU memory, so a GPU
+ * window's registration covers a pinned host mirror of it.  A put from a
+ * GPU window first copies its bytes down into the mirror (a copy-engine
+ * copy on our own stream, never a kernel) and writes from there; a put
+ * into a GPU window lands in the owner's mirror and is followed by a
+ * SIGNAL naming its bytes, on which the owner copies them up before it
+ * applies the signal, so the strong guarantee holds for GPU windows too.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -40,20 +48,17 @@ int zsm_net_rma_reg_window_op(struct zsm_comm *c, void *data, size_t size,
 			 ep->dev->rma.why);
 		return -EOPNOTSUPP;
 	}
-	if (type != ZSM_MEM_HOST) {
-		ZSM_WARN("net: %s: a window in GPU memory: not built yet",
-			 ep->dev->name);
-		return -EOPNOTSUPP;
-	}
-	ret = zsm_net_mr_reg_window(ep, data, size, &mr);
+	ret = zsm_net_mr_reg_window(ep, data, size, type, &mr);
 	if (ret)
 		return ret;
 	/* Without FI_MR_VIRT_ADDR, remote addresses count from the start of
-	 * the registration, which is the window's own. */
-	win->addr = (ep->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)data
-						    : 0;
+	 * the registration, which is the window's own (or its mirror's). */
+	win->addr = !(ep->mr_mode & FI_MR_VIRT_ADDR) ? 0
+		    : mr->mirror			 ? (uint64_t)(uintptr_t)mr->mirror
+							 : (uint64_t)(uintptr_t)data;
 	win->key = fi_mr_key(mr->window);
 	win->size = size;
+	win->flags = mr->mirror ? ZSM_WIN_GPU | ZSM_WIN_STAGED : 0;
 	*out = &mr->base;
 	return 0;
 }
@@ -73,18 +78,49 @@ int zsm_net_rma_can_signal(struct zsm_comm *c)
 	return -EOPNOTSUPP;
 }
 
+/* A put into a staged window is always followed by a SIGNAL naming it. */
+static int zsm_net_rma_notice(const struct zsm_req *b)
+{
+	return b->type == ZSM_REQ_PUT &&
+	       (b->rma.sig_id ||
+		(b->len[0] > 0 && (b->rma.dst_flags & ZSM_WIN_STAGED)));
+}
+
 int zsm_net_rma_nops(const struct zsm_req *b)
 {
-	return (b->len[0] > 0) + (b->type == ZSM_REQ_PUT && b->rma.sig_id);
+	return (b->len[0] > 0) + zsm_net_rma_notice(b);
+}
+
+/*
+ * Where a put's write takes its bytes from: the source itself, or for a
+ * GPU window's bytes their place in its mirror, copied down first (again
+ * when the provider asked us to retry: the same bytes).  0, or -errno.
+ */
+static int zsm_net_rma_source(struct zsm_net_req *req, void **buf)
+{
+	struct zsm_req *b = &req->base;
+	struct zsm_net_mr *mr = b->mh[0] && b->mh[0]->ops == &zsm_net_comm_ops
+					? zsm_net_mr_of(b->mh[0])
+					: NULL;
+	size_t off;
+
+	*buf = b->data[0];
+	if (!mr || !mr->mirror)
+		return 0;
+	off = (size_t)((char *)b->data[0] - mr->start);
+	*buf = mr->mirror + off;
+	return zsm_cuda_win_copy(mr->gpu.ctx, (zsm_cu_deviceptr)(uintptr_t)*buf,
+				 (zsm_cu_deviceptr)(uintptr_t)b->data[0],
+				 b->len[0]);
 }
 
 /* A put's write whose completion says its bytes are at the target. */
 static ssize_t zsm_net_rma_write_delivered(struct zsm_net_req *req,
-					   struct zsm_net_op *op)
+					   struct zsm_net_op *op, void *buf)
 {
 	struct zsm_req *b = &req->base;
 	struct zsm_net_comm *comm = b->comm->tp;
-	struct iovec iov = {.iov_base = b->data[0], .iov_len = b->len[0]};
+	struct iovec iov = {.iov_base = buf, .iov_len = b->len[0]};
 	struct fi_rma_iov rma = {.addr = b->rma.addr, .len = b->len[0],
 				 .key = b->rma.key};
 	struct fi_msg_rma msg = {
@@ -121,14 +157,17 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 
 	if (b->len[0] > 0 && i == 0) {
 		ssize_t ret;
+		void *buf;
 
 		if (b->type == ZSM_REQ_GET)
 			return fi_read(ep->ep, b->data[0], b->len[0],
 				       req->mr_desc[0], comm->peer,
 				       b->rma.addr, b->rma.key, &op->fi_ctx);
+		if (zsm_net_rma_source(req, &buf))
+			return -FI_EIO;
 		ret = ep->rma == ZSM_RMA_MECH_FENCE
-			      ? zsm_net_rma_write_delivered(req, op)
-			      : fi_write(ep->ep, b->data[0], b->len[0],
+			      ? zsm_net_rma_write_delivered(req, op, buf)
+			      : fi_write(ep->ep, buf, b->len[0],
 					 req->mr_desc[0], comm->peer,
 					 b->rma.addr, b->rma.key, &op->fi_ctx);
 		if (!ret)
@@ -150,6 +189,11 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 	m->win = b->rma.sig_id;
 	m->off = b->rma.sig_off;
 	m->add = b->rma.sig_add;
+	if (b->len[0] > 0 && (b->rma.dst_flags & ZSM_WIN_STAGED)) {
+		m->put_win = b->rma.dst_id;
+		m->put_addr = b->rma.addr;
+		m->put_len = b->len[0];
+	}
 	return fi_tsend(ep->ep, m, sizeof(*m), NULL, comm->peer,
 			zsm_tag_ctrl(comm->peer_id, ZSM_CTRL_SIGNAL),
 			&op->fi_ctx);
@@ -169,13 +213,66 @@ static struct zsm_net_mr *zsm_net_rma_window(struct zsm_net_ep *ep,
 	return mr->window && mr->ep == ep ? mr : NULL;
 }
 
+/*
+ * A put into a staged window landed in its mirror: copy its bytes up to
+ * the GPU window.  The peer named them: they must lie inside a staged
+ * window of ours.  0, or -errno with why filled.
+ */
+static int zsm_net_rma_land(struct zsm_net_comm *c,
+			    const struct zsm_sig_msg *m, char *why,
+			    size_t why_len)
+{
+	struct zsm_net_mr *mr = zsm_net_rma_window(c->ep, m->put_win);
+	uint64_t base, off;
+	int ret;
+
+	base = mr && (c->ep->mr_mode & FI_MR_VIRT_ADDR)
+		       ? (uint64_t)(uintptr_t)mr->mirror
+		       : 0;
+	if (!mr || !mr->mirror || m->put_addr < base ||
+	    m->put_addr - base > mr->size ||
+	    m->put_len > mr->size - (m->put_addr - base)) {
+		snprintf(why, why_len,
+			 "a put of %llu bytes at %llx into window %llx, %s",
+			 (unsigned long long)m->put_len,
+			 (unsigned long long)m->put_addr,
+			 (unsigned long long)m->put_win,
+			 !mr	       ? "which is not one of this endpoint's"
+			 : !mr->mirror ? "which is not a GPU window"
+				       : "past its end");
+		return -EPROTO;
+	}
+	off = m->put_addr - base;
+	ret = zsm_cuda_win_copy(mr->gpu.ctx,
+				(zsm_cu_deviceptr)(uintptr_t)(mr->start + off),
+				(zsm_cu_deviceptr)(uintptr_t)(mr->mirror + off),
+				m->put_len);
+	if (ret)
+		snprintf(why, why_len,
+			 "copying a put's %llu bytes up to its GPU window "
+			 "failed",
+			 (unsigned long long)m->put_len);
+	return ret;
+}
+
 void zsm_net_rma_on_signal(struct zsm_net_comm *c,
 			   const struct zsm_sig_msg *m)
 {
-	struct zsm_net_mr *mr = zsm_net_rma_window(c->ep, m->win);
-	char why[160];
+	struct zsm_net_mr *mr;
+	char why[200];
+	int ret;
 
 	zsm_net_peer_heard(c->peer_obj, c->ep->pass_ns);
+	if (m->put_len) {
+		ret = zsm_net_rma_land(c, m, why, sizeof(why));
+		if (ret) {
+			zsm_net_comm_fail(c, ret, why);
+			return;
+		}
+		if (!m->win)
+			return; /* the notice of a put without a signal */
+	}
+	mr = zsm_net_rma_window(c->ep, m->win);
 	/* The peer's puts went to memory it took for a window, or its
 	 * signal would land outside one: what it put cannot be trusted to
 	 * mean what it wanted. */
@@ -198,6 +295,17 @@ void zsm_net_rma_on_signal(struct zsm_net_comm *c,
 			 (unsigned long long)m->off, mr->size,
 			 (void *)mr->start);
 		zsm_net_comm_fail(c, -EPROTO, why);
+		return;
+	}
+	if (mr->mirror) {
+		/* A word in GPU memory: we are its one writer. */
+		ret = zsm_cuda_win_word_add(
+			mr->gpu.ctx,
+			(zsm_cu_deviceptr)(uintptr_t)(mr->start + m->off),
+			m->add);
+		if (ret)
+			zsm_net_comm_fail(c, ret,
+					  "a signal into a GPU window failed");
 		return;
 	}
 	/* release: pairs with the acquire load of whoever waits on the

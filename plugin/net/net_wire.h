@@ -83,10 +83,11 @@ enum zsm_ctrl_type {
  * layout it does not know is sent.  4: keys in every message, CONN_DONE,
  * the ce window made by the listener.  5: flow control (the credit of
  * CONN_ACK, GRANT).  6: the other transports' fields become one opaque
- * offer of ZSM_OFFER_BYTES.  7: SIGNAL.  magic and version keep their
+ * offer of ZSM_OFFER_BYTES.  7: SIGNAL.  8: a SIGNAL names the put
+before it when its window is staged.  magic and version keep their
  * offsets in every version, so either side can name the other's.
  */
-#define ZSM_HANDLE_VERSION 7
+#define ZSM_HANDLE_VERSION 8
 
 /* The 128-byte connection handle NCCL ships from listener to connector. */
 struct zsm_net_handle {
@@ -163,8 +164,12 @@ _Static_assert(offsetof(struct zsm_ctrl_msg, version) == 4 &&
  * A put's signal (ZSM_RMA_SIGNAL saw): sent on the send comm's link right
  * after the put's write, which the provider delivers first (FI_ORDER_SAW),
  * to the peer's receive comm, whose engine adds `add` to the 64-bit word
- * at `off` of window `win` (its registration's handle).  Small enough to
- * be injected; its first 24 bytes are a control message's.
+ * at `off` of window `win` (its registration's handle; 0: no signal).
+ * A put into a staged window (a GPU window whose remote writes land in a
+ * host copy) always sends one, naming its bytes (`put_win`, the address
+ * the write used, `put_len`): the engine copies them up to the GPU
+ * before it applies the signal.  Small enough to be injected; its first
+ * 24 bytes are a control message's.
  */
 struct zsm_sig_msg {
 	uint32_t magic;
@@ -176,6 +181,9 @@ struct zsm_sig_msg {
 	uint64_t win;
 	uint64_t off;
 	uint64_t add;
+	uint64_t put_win;
+	uint64_t put_addr;
+	uint64_t put_len;
 };
 _Static_assert(offsetof(struct zsm_sig_msg, type) ==
 			       offsetof(struct zsm_ctrl_msg, type) &&
@@ -186,7 +194,7 @@ _Static_assert(offsetof(struct zsm_sig_msg, type) ==
 		       offsetof(struct zsm_sig_msg, key) ==
 			       offsetof(struct zsm_ctrl_msg, key) &&
 		       offsetof(struct zsm_sig_msg, win) == 24 &&
-		       sizeof(struct zsm_sig_msg) == 48,
+		       sizeof(struct zsm_sig_msg) == 72,
 	       "signal message layout is wire format: change "
 	       "ZSM_HANDLE_VERSION");
 

@@ -11,7 +11,7 @@
 /* Transports a collective comm's links may use (see struct zsm_rma_sym). */
 #define ZSM_RMA_KINDS 2
 /* Bytes of one rank's part of an exchange. */
-#define ZSM_RMA_XCHG_BYTES 64
+#define ZSM_RMA_XCHG_BYTES 128
 
 struct zsm_rma_listen {
 	void *lc; /* the core's listen comm */

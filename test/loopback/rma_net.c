@@ -16,6 +16,12 @@
  * same over ce (the pair shares the host), where the window's owner
  * copies each put and applies its signal after it; --misaligned makes the last signal a real window's whose
  * base is 4 bytes off 8-byte alignment, which must fail the comm alike.
+ * --fake-gpu gives both processes a fake CUDA driver whose "device
+ * memory" is host memory, and makes every window (and the source of the
+ * byte-exact puts) GPU memory: over net the staged path runs (writes
+ * land in a host mirror, the owner copies them up on the notice, signal
+ * words are read, added and written back), and gets from GPU windows are
+ * refused with -EOPNOTSUPP.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/cuda.h"
 #include "core/api.h"
 #include "oob.h"
 #include "pattern.h"
@@ -34,6 +41,114 @@ static unsigned STRESS = 100000; /* --stress */
 static int over_ce;
 /* --misaligned: the last signal's window is a real one, misaligned. */
 static int misaligned;
+/* --fake-gpu: windows in (fake) GPU memory. */
+static int fake_gpu;
+static int copies; /* the fake driver's */
+
+static zsm_cu_result fake_ok(void)
+{
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_ptr(void *p)
+{
+	(void)p;
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_attr(void *data, int attr, zsm_cu_deviceptr p)
+{
+	(void)p;
+	if (attr == ZSM_CU_POINTER_ATTRIBUTE_CONTEXT)
+		*(zsm_cu_context *)data = (zsm_cu_context)&copies;
+	else
+		*(int *)data = 0;
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_stream(zsm_cu_stream *st, unsigned flags)
+{
+	(void)flags;
+	*st = (zsm_cu_stream)&copies;
+	return ZSM_CU_SUCCESS;
+}
+
+/* Lands at once: the code waits on the stream anyway. */
+static zsm_cu_result fake_copy(zsm_cu_deviceptr dst, zsm_cu_deviceptr src,
+			       size_t n, zsm_cu_stream st)
+{
+	(void)st;
+	memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+	copies++;
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_register(void *p, size_t n, unsigned flags)
+{
+	(void)p;
+	(void)n;
+	(void)flags;
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_error_string(zsm_cu_result e, const char **s)
+{
+	(void)e;
+	*s = "fake";
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_device(zsm_cu_device *d, int ordinal)
+{
+	*d = ordinal;
+	return ZSM_CU_SUCCESS;
+}
+
+/* Compute capability 9.0, and no to everything else. */
+static zsm_cu_result fake_dev_attr(int *value, int attr, zsm_cu_device d)
+{
+	(void)d;
+	*value = attr == ZSM_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR;
+	*value *= 9;
+	return ZSM_CU_SUCCESS;
+}
+
+static zsm_cu_result fake_bus_id(char *bus_id, int len, zsm_cu_device d)
+{
+	(void)d;
+	snprintf(bus_id, (size_t)len, "0000:00:00.0");
+	return ZSM_CU_SUCCESS;
+}
+
+static void fake_driver(void)
+{
+	struct zsm_cuda_drv t;
+
+	memset(&t, 0, sizeof(t));
+	t.lib = &copies;
+	t.ndev = 1;
+	t.ordinal = -1;
+	t.get_error_string = fake_error_string;
+	t.get_error_name = fake_error_string;
+	t.device_get = fake_device;
+	t.device_get_attribute = fake_dev_attr;
+	t.device_get_pci_bus_id = fake_bus_id;
+	t.pointer_get_attribute = fake_attr;
+	t.ctx_set_current = fake_ptr;
+	t.stream_create = fake_stream;
+	t.stream_destroy = fake_ptr;
+	t.stream_query = fake_ptr;
+	t.memcpy_async = fake_copy;
+	t.mem_host_register = fake_register;
+	t.mem_host_unregister = fake_ptr;
+	t.ctx_synchronize = fake_ok;
+	zsm_cuda_use_table(&t);
+}
+
+static int win_type(void)
+{
+	return fake_gpu ? ZSM_MEM_CUDA : ZSM_MEM_HOST;
+}
 #define STRESS_SLOT 64
 #define STRESS_DEPTH 128
 
@@ -100,6 +215,8 @@ static int target(void)
 
 	if (!data || !sig || !stress)
 		return oob_fail("out of memory");
+	if (fake_gpu)
+		fake_driver();
 	if (zsm_init(&ctx, 0, -1, NULL) ||
 	    zsm_listen(ctx, 0, handle, &lc))
 		return oob_fail("init or listen failed");
@@ -112,11 +229,11 @@ static int target(void)
 		if (!rc)
 			nap();
 	}
-	if (zsm_reg_window(rc, data, WIN_BYTES, ZSM_MEM_HOST, &mh[0],
+	if (zsm_reg_window(rc, data, WIN_BYTES, win_type(), &mh[0],
 			   &w.data) ||
-	    zsm_reg_window(rc, sig, SIG_WORDS * 8, ZSM_MEM_HOST, &mh[1],
+	    zsm_reg_window(rc, sig, SIG_WORDS * 8, win_type(), &mh[1],
 			   &w.sig) ||
-	    zsm_reg_window(rc, stress, STRESS * STRESS_SLOT, ZSM_MEM_HOST,
+	    zsm_reg_window(rc, stress, STRESS * STRESS_SLOT, win_type(),
 			   &mh[2], &w.stress) ||
 	    /* 4 bytes off alignment: no signal word of it is aligned. */
 	    zsm_reg_window(rc, (char *)sig + 4, 16, ZSM_MEM_HOST, &mh[3],
@@ -217,12 +334,14 @@ static int initiator(void)
 	unsigned char *slots = malloc(STRESS_DEPTH * STRESS_SLOT);
 	char handle[ZSM_HANDLE_BYTES];
 	struct windows w;
-	struct zsm_rma_window forged;
-	void *ctx, *sc = NULL, *req, *reqs[STRESS_DEPTH] = {0};
+	struct zsm_rma_window forged, src_win;
+	void *ctx, *sc = NULL, *req, *reqs[STRESS_DEPTH] = {0}, *src_mh = NULL;
 	int ret;
 
 	if (!src || !back || !slots)
 		return oob_fail("out of memory");
+	if (fake_gpu)
+		fake_driver();
 	if (zsm_init(&ctx, 0, -1, NULL))
 		return oob_fail("init failed");
 	if (oob_recv(handle, sizeof(handle)))
@@ -251,9 +370,13 @@ static int initiator(void)
 		return oob_fail("a get past the window's end was taken");
 
 	phase("byte-exact puts");
+	/* From a GPU window of ours too: its bytes are copied down first. */
+	if (fake_gpu && zsm_reg_window(sc, src, WIN_BYTES, ZSM_MEM_CUDA,
+				       &src_mh, &src_win))
+		return oob_fail("regWindow of the source failed");
 	for (unsigned k = 0; k < NCASES; k++) {
 		zsm_pattern_fill(src, sizes[k], k + 1);
-		ret = zsm_iput(sc, src, sizes[k], NULL, &w.data, offs[k],
+		ret = zsm_iput(sc, src, sizes[k], src_mh, &w.data, offs[k],
 			       &w.sig, 0, 1, &req);
 		if (ret || !req)
 			return oob_fail("iput %u: %d", k, ret);
@@ -262,6 +385,17 @@ static int initiator(void)
 			return oob_fail("put %u completed with %d", k, ret);
 		/* Its bytes, read back while they are the window's. */
 		memset(back, 0, sizes[k]);
+		if (fake_gpu) {
+			/* The target checked them; gets from GPU windows
+			 * are not built, and say so. */
+			if (zsm_iget(sc, back, sizes[k], NULL, &w.data,
+				     offs[k], &req) != -EOPNOTSUPP || req)
+				return oob_fail("a get from a GPU window was "
+						"not refused");
+			if (oob_barrier())
+				return OOB_FAIL;
+			continue;
+		}
 		ret = zsm_iget(sc, back, sizes[k], NULL, &w.data, offs[k],
 			       &req);
 		if (ret || !req)
@@ -330,6 +464,8 @@ static int initiator(void)
 	if (oob_barrier())
 		return OOB_FAIL;
 	phase("the end");
+	if (src_mh)
+		zsm_dereg_mr(sc, src_mh);
 	zsm_close_send(sc);
 	zsm_finalize(ctx);
 	free(src);
@@ -347,13 +483,15 @@ int main(int argc, char **argv)
 			over_ce = 1;
 		} else if (strcmp(argv[i], "--misaligned") == 0) {
 			misaligned = 1;
+		} else if (strcmp(argv[i], "--fake-gpu") == 0) {
+			fake_gpu = 1;
 		} else if (strcmp(argv[i], "--stress") == 0 && i + 1 < argc &&
 			   atoi(argv[i + 1]) > 0) {
 			STRESS = (unsigned)atoi(argv[++i]);
 		} else {
 			fprintf(stderr,
 				"usage: %s [--stress N] [--ce] "
-				"[--misaligned]\n",
+				"[--misaligned] [--fake-gpu]\n",
 				argv[0]);
 			return 2;
 		}

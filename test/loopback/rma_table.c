@@ -18,8 +18,8 @@
  *     and finds queryLastError false;
  *   - refuses a put to itself, past the window, and a bad signal op.
  * --hosts K makes rank r host r % K instead, so ranks of one host talk
- * over ce.  With ZSM_RMA unset the table's init fails, and nothing else
- * is needed: --off checks that.
+ * over ce.  With ZSM_RMA=0 the table's init fails, and nothing else is
+ * needed: --off checks that.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -346,12 +346,12 @@ int main(int argc, char **argv)
 	if (off) {
 		void *ctx = (void *)1;
 
-		unsetenv("ZSM_RMA");
+		setenv("ZSM_RMA", "0", 1);
 		if (t.init(&ctx, 1, NULL) == ncclSuccess) {
-			printf("FAIL: init succeeded with ZSM_RMA unset\n");
+			printf("FAIL: init succeeded with ZSM_RMA=0\n");
 			return 1;
 		}
-		printf("with ZSM_RMA unset, init is refused: PASS\n");
+		printf("with ZSM_RMA=0, init is refused: PASS\n");
 		return 0;
 	}
 	setenv("ZSM_RMA", "1", 1);

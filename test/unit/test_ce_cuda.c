@@ -22,6 +22,7 @@
 
 #include "ce_pair.h"
 #include "common/cuda.h"
+#include "common/handle.h"
 #include "common/param.h"
 #include "zsm_test.h"
 
@@ -430,10 +431,16 @@ static zsm_cu_result fake_event_query(zsm_cu_event e)
 	return ZSM_CU_ERROR_NOT_READY;
 }
 
+/* Like an event's: the next queued copy lands at each look that finds
+ * the stream busy. */
 static zsm_cu_result fake_stream_query(zsm_cu_stream st)
 {
 	(void)st;
-	return fk.landed == fk.nq ? ZSM_CU_SUCCESS : ZSM_CU_ERROR_NOT_READY;
+	if (fk.landed == fk.nq)
+		return ZSM_CU_SUCCESS;
+	memcpy(fk.q[fk.landed].dst, fk.q[fk.landed].src, fk.q[fk.landed].n);
+	fk.landed++;
+	return ZSM_CU_ERROR_NOT_READY;
 }
 
 static zsm_cu_result fake_attribute(int *value, int attribute,
@@ -1064,6 +1071,123 @@ static void test_ce_cuda_dmabuf_whole_pages(void **state)
 	zsm_assert_int_eq(fd, -1);
 }
 
+/* A window of ours in fake GPU memory, named by a handle as the core
+ * names it for peers. */
+static struct zsm_ce_mr *gpu_window(struct pair *p, void *data, size_t size,
+				    struct zsm_rma_window *win)
+{
+	struct zsm_mr *m;
+
+	memset(win, 0, sizeof(*win));
+	zsm_assert_int_eq(zsm_ce_mr_reg_window(&p->rc, data, size,
+					       ZSM_MEM_CUDA, &m, win),
+			  0);
+	zsm_assert_int_eq(zsm_handle_open(ZSM_H_MR, m, &m->handle), 0);
+	win->id = m->handle;
+	assert_true(win->flags & ZSM_WIN_GPU);
+	return zsm_container_of(m, struct zsm_ce_mr, base);
+}
+
+static void gpu_window_drop(struct zsm_ce_mr *mr)
+{
+	void *obj;
+
+	zsm_assert_int_eq(zsm_handle_close(mr->base.handle, ZSM_H_MR, &obj),
+			  0);
+	zsm_ce_mr_free(&mr->base);
+}
+
+/* Post a put of len bytes from src (registration smr, or NULL) to off of
+ * window dst, then (sig not NULL) add add to the word at sig_off of
+ * window sig. */
+static void post_put(struct pair *p, struct zsm_ce_req *req, void *src,
+		     size_t len, struct zsm_ce_mr *smr,
+		     const struct zsm_rma_window *dst, uint64_t off,
+		     const struct zsm_rma_window *sig, uint64_t sig_off,
+		     uint64_t add)
+{
+	req_init(req, &p->sc, ZSM_REQ_PUT, 1);
+	req->base.data[0] = src;
+	req->base.len[0] = len;
+	req->base.mh[0] = smr ? &smr->base : NULL;
+	req->base.rma.addr = dst ? dst->addr + off : 0;
+	req->base.rma.key = dst ? dst->key : 0;
+	req->base.rma.dst_id = dst ? dst->id : 0;
+	req->base.rma.dst_flags = dst ? dst->flags : 0;
+	req->base.rma.sig_id = sig ? sig->id : 0;
+	req->base.rma.sig_off = sig_off;
+	req->base.rma.sig_add = add;
+	zsm_assert_int_eq(zsm_ce_comm_ops.post(&req->base), 0);
+}
+
+/*
+ * A put from GPU memory into a GPU window, with a signal into another GPU
+ * window: the owner copies on its stream, and the signal word changes
+ * only once every byte is in place (looked at after each engine pass);
+ * a signal alone then adds to it.
+ */
+static void test_ce_cuda_put_signals_after_its_bytes(void **state)
+{
+	struct pair *p = need_pair(state);
+	size_t len = 3 * 4096 + 17, off = 1001;
+	unsigned char *src = fake_alloc(len, 0, 3);
+	unsigned char *dst = fake_alloc(len + off + 64, 1, 0);
+	uint64_t *sig = (uint64_t *)(void *)fake_alloc(64, 0, 0);
+	struct zsm_ce_mr *smr = gpu_reg(src, len), *dmr, *gmr;
+	struct zsm_rma_window dwin, gwin;
+	struct zsm_ce_req req;
+	int passes = 0;
+
+	memset(dst, 0, len + off + 64);
+	memset(sig, 0, 64);
+	dmr = gpu_window(p, dst, len + off + 64, &dwin);
+	gmr = gpu_window(p, sig, 64, &gwin);
+	post_put(p, &req, src, len, smr, &dwin, off, &gwin, 8, 5);
+	while (state_of(&req) == ZSM_REQ_PENDING && passes++ < 1000) {
+		pump(1);
+		if (sig[1])
+			assert_memory_equal(dst + off, src, len);
+	}
+	zsm_assert_int_eq(state_of(&req), ZSM_REQ_DONE);
+	assert_memory_equal(dst + off, src, len);
+	zsm_assert_int_eq(sig[1], 5);
+	zsm_assert_int_eq(sig[0], 0);
+	zsm_assert_int_eq(dst[off - 1], 0);
+	zsm_assert_int_eq(dst[off + len], 0);
+
+	post_put(p, &req, NULL, 0, NULL, NULL, 0, &gwin, 8, 7);
+	pump_until_done(&req);
+	zsm_assert_int_eq(state_of(&req), ZSM_REQ_DONE);
+	zsm_assert_int_eq(sig[1], 12);
+	gpu_window_drop(dmr);
+	gpu_window_drop(gmr);
+	gpu_dereg(p, smr);
+}
+
+/* A put past its window's end fails the put and the owner's comm, and
+ * writes nothing. */
+static void test_ce_cuda_put_outside_window_fails(void **state)
+{
+	struct pair *p = need_pair(state);
+	unsigned char *src = fake_alloc(256, 0, 9);
+	unsigned char *dst = fake_alloc(512, 1, 0);
+	struct zsm_ce_mr *smr = gpu_reg(src, 256), *dmr;
+	struct zsm_rma_window dwin;
+	struct zsm_ce_req req;
+
+	memset(dst, 0, 512);
+	dmr = gpu_window(p, dst, 512, &dwin);
+	/* Our own check is the core's: forge the descriptor. */
+	dwin.size = 4096;
+	post_put(p, &req, src, 256, smr, &dwin, 300, NULL, 0, 0);
+	pump_until_done(&req);
+	zsm_assert_int_eq(state_of(&req), -EPROTO);
+	for (int i = 0; i < 512; i++)
+		zsm_assert_int_eq(dst[i], 0);
+	gpu_window_drop(dmr);
+	gpu_dereg(p, smr);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fake_setup, fake_teardown)
@@ -1082,6 +1206,8 @@ int main(void)
 		T(test_ce_cuda_channels_share_one_stream),
 		T(test_ce_cuda_unmap_stop_finishes_the_queue),
 		T(test_ce_cuda_dmabuf_whole_pages),
+		T(test_ce_cuda_put_signals_after_its_bytes),
+		T(test_ce_cuda_put_outside_window_fails),
 	};
 #undef T
 	if (!ce_possible())
