@@ -315,6 +315,12 @@ struct zsm_net_comm {
 	int data_ops;        /* posted sends and receives */
 	int recv_ops;	     /* of which receives: the provider writes there */
 	int rma_writes;	     /* puts' writes posted, not yet completed */
+	/* writedata: writes this send comm posted, all told; writes that
+	 * landed at this receive comm (remote CQ data names it), and the
+	 * signals waiting for earlier writes to land, in arrival order. */
+	uint64_t rma_posted;
+	uint64_t rma_landed;
+	struct zsm_net_sig_wait *sig_head, *sig_tail;
 	/* The largest of them posted since the comm last had none: how
 	 * long the peer may stay silent while a message fills it
 	 * (net_peer.c). */
@@ -401,6 +407,10 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i);
 void zsm_net_rma_op_done(struct zsm_net_op *op);
 void zsm_net_rma_on_signal(struct zsm_net_comm *c,
 			   const struct zsm_sig_msg *m);
+/* writedata: a put's write landed here, its remote CQ data data. */
+void zsm_net_rma_on_write(struct zsm_net_ep *ep, uint64_t data);
+/* The comm goes: the signals it still held back go with it. */
+void zsm_net_rma_comm_fini(struct zsm_net_comm *c);
 /* net_mr.c: a window's registration with remote access; GPU memory
  * (type ZSM_MEM_CUDA) is staged through a pinned host mirror. */
 int zsm_net_mr_reg_window(struct zsm_net_ep *ep, void *data, size_t size,

@@ -139,6 +139,7 @@ void zsm_net_comm_free(struct zsm_net_comm *comm)
 
 	zsm_net_comm_tell_closer(comm, 1);
 	zsm_net_comm_leave_listener(comm);
+	zsm_net_rma_comm_fini(comm);
 	zsm_net_comm_unlink(&ep->comms, comm,
 			    offsetof(struct zsm_net_comm, ep_next));
 	if (comm->ctrl_queued) {

@@ -464,12 +464,20 @@ int zsm_net_ep_progress(struct zsm_net_ep *ep)
 				 zsm_net_ep_name(ep), zsm_fi_strerror((int)-n));
 			break;
 		}
-		for (ssize_t i = 0; i < n; i++)
+		for (ssize_t i = 0; i < n; i++) {
+			/* A peer's write with remote CQ data (writedata):
+			 * no operation of ours. */
+			if (cqe[i].flags & FI_REMOTE_WRITE) {
+				if (cqe[i].flags & FI_REMOTE_CQ_DATA)
+					zsm_net_rma_on_write(ep, cqe[i].data);
+				continue;
+			}
 			zsm_net_op_complete(ep, cqe[i].op_context, 0,
 					    cqe[i].len, cqe[i].tag,
 					    cqe[i].flags & FI_REMOTE_CQ_DATA
 						    ? cqe[i].data
 						    : 0);
+		}
 		events += (int)n;
 		if (n < ZSM_NET_CQ_BATCH)
 			break;

@@ -10,7 +10,11 @@
  * fence the writes ask for delivery completions (FI_DELIVERY_COMPLETE)
  * and a signal waits in its comm's fifo until none of the comm's writes
  * is outstanding, so any provider with RMA gives the same guarantee, for
- * a round trip per signal.
+ * a round trip per signal.  Under writedata (providers that order
+ * nothing: efa) every write carries the id of the peer's receive comm
+ * in remote CQ data, the peer's engine counts the writes that landed,
+ * and a signal, which says how many writes its sender had posted, waits
+ * at the peer until that many have.
  *
  * GPU windows are staged: no provider here writes GPU memory, so a GPU
  * window's registration covers a pinned host mirror of it.  A put from a
@@ -22,6 +26,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rdma/fi_errno.h>
@@ -68,7 +73,8 @@ int zsm_net_rma_can_signal(struct zsm_comm *c)
 	const struct zsm_net_comm *comm = c->tp;
 	const struct zsm_net_ep *ep = comm->ep;
 
-	if ((ep->rma == ZSM_RMA_MECH_SAW || ep->rma == ZSM_RMA_MECH_FENCE) &&
+	if ((ep->rma == ZSM_RMA_MECH_SAW || ep->rma == ZSM_RMA_MECH_FENCE ||
+	     ep->rma == ZSM_RMA_MECH_WRITEDATA) &&
 	    !ep->needs_mr)
 		return 0;
 	ZSM_WARN("net: %s: signals by %s%s are not built yet",
@@ -165,13 +171,21 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 				       b->rma.addr, b->rma.key, &op->fi_ctx);
 		if (zsm_net_rma_source(req, &buf))
 			return -FI_EIO;
-		ret = ep->rma == ZSM_RMA_MECH_FENCE
-			      ? zsm_net_rma_write_delivered(req, op, buf)
-			      : fi_write(ep->ep, buf, b->len[0],
-					 req->mr_desc[0], comm->peer,
-					 b->rma.addr, b->rma.key, &op->fi_ctx);
-		if (!ret)
+		if (ep->rma == ZSM_RMA_MECH_FENCE)
+			ret = zsm_net_rma_write_delivered(req, op, buf);
+		else if (ep->rma == ZSM_RMA_MECH_WRITEDATA)
+			ret = fi_writedata(ep->ep, buf, b->len[0],
+					   req->mr_desc[0], comm->peer_id,
+					   comm->peer, b->rma.addr, b->rma.key,
+					   &op->fi_ctx);
+		else
+			ret = fi_write(ep->ep, buf, b->len[0], req->mr_desc[0],
+				       comm->peer, b->rma.addr, b->rma.key,
+				       &op->fi_ctx);
+		if (!ret) {
 			comm->rma_writes++;
+			comm->rma_posted++;
+		}
 		return ret;
 	}
 	/* fence: the signal goes once every earlier write of the comm was
@@ -189,6 +203,7 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 	m->win = b->rma.sig_id;
 	m->off = b->rma.sig_off;
 	m->add = b->rma.sig_add;
+	m->writes = comm->rma_posted;
 	if (b->len[0] > 0 && (b->rma.dst_flags & ZSM_WIN_STAGED)) {
 		m->put_win = b->rma.dst_id;
 		m->put_addr = b->rma.addr;
@@ -255,14 +270,94 @@ static int zsm_net_rma_land(struct zsm_net_comm *c,
 	return ret;
 }
 
+/* A signal held back until the writes before it land (writedata). */
+struct zsm_net_sig_wait {
+	struct zsm_sig_msg m;
+	struct zsm_net_sig_wait *next;
+};
+
+static void zsm_net_rma_apply(struct zsm_net_comm *c,
+			      const struct zsm_sig_msg *m);
+
+/* Apply, in order, the held signals whose writes have all landed. */
+static void zsm_net_rma_release(struct zsm_net_comm *c)
+{
+	struct zsm_net_sig_wait *w;
+
+	while ((w = c->sig_head) && w->m.writes <= c->rma_landed &&
+	       !c->failed) {
+		c->sig_head = w->next;
+		if (!c->sig_head)
+			c->sig_tail = NULL;
+		zsm_net_rma_apply(c, &w->m);
+		free(w);
+	}
+}
+
+void zsm_net_rma_on_write(struct zsm_net_ep *ep, uint64_t data)
+{
+	struct zsm_net_comm *c =
+		data <= ZSM_TAG_ID_MAX ? zsm_idmap_find(&ep->ids, (uint32_t)data)
+				       : NULL;
+
+	/* A write for a comm that is gone (or was never ours) has nothing
+	 * to wait for it. */
+	if (!c || c->type != ZSM_COMM_RECV)
+		return;
+	c->rma_landed++;
+	if (c->sig_head)
+		zsm_net_rma_release(c);
+}
+
+void zsm_net_rma_comm_fini(struct zsm_net_comm *c)
+{
+	while (c->sig_head) {
+		struct zsm_net_sig_wait *w = c->sig_head;
+
+		c->sig_head = w->next;
+		free(w);
+	}
+	c->sig_tail = NULL;
+}
+
 void zsm_net_rma_on_signal(struct zsm_net_comm *c,
 			   const struct zsm_sig_msg *m)
+{
+	struct zsm_net_sig_wait *w;
+
+	zsm_net_peer_heard(c->peer_obj, c->ep->pass_ns);
+	/* Signals arrive in order (the provider orders messages), so one
+	 * held back holds the later ones too. */
+	if (c->ep->rma == ZSM_RMA_MECH_WRITEDATA &&
+	    (m->writes > c->rma_landed || c->sig_head)) {
+		w = malloc(sizeof(*w));
+		if (!w) {
+			zsm_net_comm_fail(c, -ENOMEM,
+					  "no memory to hold a signal back");
+			return;
+		}
+		w->m = *m;
+		w->next = NULL;
+		if (c->sig_tail)
+			c->sig_tail->next = w;
+		else
+			c->sig_head = w;
+		c->sig_tail = w;
+		zsm_net_rma_release(c);
+		return;
+	}
+	zsm_net_rma_apply(c, m);
+}
+
+/* m's put is in place (its bytes landed): copy it up where staged, then
+ * add the signal. */
+static void zsm_net_rma_apply(struct zsm_net_comm *c,
+			      const struct zsm_sig_msg *m)
 {
 	struct zsm_net_mr *mr;
 	char why[200];
 	int ret;
 
-	zsm_net_peer_heard(c->peer_obj, c->ep->pass_ns);
 	if (m->put_len) {
 		ret = zsm_net_rma_land(c, m, why, sizeof(why));
 		if (ret) {

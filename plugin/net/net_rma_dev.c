@@ -189,6 +189,7 @@ void zsm_net_dev_plan_rma(struct zsm_net_dev *dev)
 		.prov = dev->info->fabric_attr->prov_name,
 		.writedata = -1,
 		.want = (int)zsm_param_int(ZSM_P_RMA_SIGNAL),
+		.unbuilt = ZSM_RMA_UNBUILT,
 	};
 
 	/* FI_ATOMIC asked with WAW: a provider that emulates atomics by

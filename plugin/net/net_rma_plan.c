@@ -79,7 +79,7 @@ void zsm_net_rma_decide(const struct zsm_net_rma_in *in,
 		ZSM_RMA_MECH_ATOMIC, ZSM_RMA_MECH_SAW,
 		ZSM_RMA_MECH_WRITEDATA, ZSM_RMA_MECH_FENCE,
 	};
-	const char *lack;
+	const char *lack, *grants = "";
 	int probe;
 
 	out->mech = ZSM_RMA_MECH_NONE;
@@ -89,6 +89,8 @@ void zsm_net_rma_decide(const struct zsm_net_rma_in *in,
 		enum zsm_net_rma_mech m = (enum zsm_net_rma_mech)in->want;
 
 		lack = zsm_net_rma_lacks(in, m, &probe);
+		if (!lack && (in->unbuilt & (1u << m)))
+			lack = "it, and this build of zsm lacks it";
 		if (lack) {
 			out->refused = 1;
 			snprintf(out->why, sizeof(out->why),
@@ -116,12 +118,21 @@ void zsm_net_rma_decide(const struct zsm_net_rma_in *in,
 		lack = zsm_net_rma_lacks(in, order[i], &probe);
 		if (lack)
 			continue;
+		if (in->unbuilt & (1u << order[i])) {
+			/* Granted, but not built here: say what it would
+			 * have been. */
+			if (!*grants)
+				grants = zsm_net_rma_mech_name(order[i]);
+			continue;
+		}
 		out->mech = order[i];
 		out->needs_probe = probe;
 		snprintf(out->why, sizeof(out->why),
-			 "signals by %s: %s grants it (%s)",
+			 "signals by %s: %s grants it (%s)%s%s%s",
 			 zsm_net_rma_mech_name(order[i]),
-			 zsm_net_rma_prov(in), zsm_net_rma_cost[order[i]]);
+			 zsm_net_rma_prov(in), zsm_net_rma_cost[order[i]],
+			 *grants ? "; it grants " : "", grants,
+			 *grants ? " too, which this build of zsm lacks" : "");
 		return;
 	}
 }

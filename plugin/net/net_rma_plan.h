@@ -50,7 +50,12 @@ struct zsm_net_rma_in {
 	int writedata;	      /* loopback fi_writedata: 1 works, 0 not,
 			       * -1 not tried */
 	int want;	      /* ZSM_RMA_SIGNAL: 0 auto, else a mech */
+	/* Mechanisms (1 << mech) this build lacks: passed over, and said;
+	 * ZSM_RMA_UNBUILT for the real choice. */
+	unsigned unbuilt;
 };
+/* atomic: its data path is not written yet. */
+#define ZSM_RMA_UNBUILT (1u << ZSM_RMA_MECH_ATOMIC)
 
 struct zsm_net_rma_plan {
 	enum zsm_net_rma_mech mech;

@@ -168,7 +168,8 @@ _Static_assert(offsetof(struct zsm_ctrl_msg, version) == 4 &&
  * A put into a staged window (a GPU window whose remote writes land in a
  * host copy) always sends one, naming its bytes (`put_win`, the address
  * the write used, `put_len`): the engine copies them up to the GPU
- * before it applies the signal.  Small enough to be injected; its first
+ * before it applies the signal.  Under writedata the signal waits for
+ * the writes before it to land.  Small enough to be injected; its first
  * 24 bytes are a control message's.
  */
 struct zsm_sig_msg {
@@ -184,6 +185,10 @@ struct zsm_sig_msg {
 	uint64_t put_win;
 	uint64_t put_addr;
 	uint64_t put_len;
+	/* writedata: the writes the sender had posted on the link when it
+	 * sent this (each names the receive comm in its remote CQ data):
+	 * the engine applies the signal once that many have landed. */
+	uint64_t writes;
 };
 _Static_assert(offsetof(struct zsm_sig_msg, type) ==
 			       offsetof(struct zsm_ctrl_msg, type) &&
@@ -194,7 +199,7 @@ _Static_assert(offsetof(struct zsm_sig_msg, type) ==
 		       offsetof(struct zsm_sig_msg, key) ==
 			       offsetof(struct zsm_ctrl_msg, key) &&
 		       offsetof(struct zsm_sig_msg, win) == 24 &&
-		       sizeof(struct zsm_sig_msg) == 72,
+		       sizeof(struct zsm_sig_msg) == 80,
 	       "signal message layout is wire format: change "
 	       "ZSM_HANDLE_VERSION");
 

@@ -150,6 +150,37 @@ static void test_net_rma_plan_forced_choice(void **state)
 	assert_why(&plan, "stub");
 }
 
+/* A mechanism this build lacks is passed over for the next one granted,
+ * and the reason names it; asked for by name, it is refused. */
+static void test_net_rma_plan_passes_over_what_is_not_built(void **state)
+{
+	struct zsm_net_rma_in in = cxi_like();
+	struct zsm_net_rma_plan plan;
+
+	(void)state;
+	in.unbuilt = ZSM_RMA_UNBUILT;
+	decide(&in, &plan);
+	zsm_assert_int_eq(plan.mech, ZSM_RMA_MECH_FENCE);
+	zsm_assert_int_eq(plan.refused, 0);
+	assert_why(&plan, "fence");
+	assert_why(&plan, "grants atomic too, which this build of zsm lacks");
+	in.want = ZSM_RMA_MECH_ATOMIC;
+	decide(&in, &plan);
+	zsm_assert_int_eq(plan.mech, ZSM_RMA_MECH_NONE);
+	zsm_assert_int_eq(plan.refused, 1);
+	assert_why(&plan, "lacks it");
+	/* What is built is chosen as before. */
+	in = efa_like();
+	in.unbuilt = ZSM_RMA_UNBUILT;
+	in.writedata = 1;
+	decide(&in, &plan);
+	zsm_assert_int_eq(plan.mech, ZSM_RMA_MECH_WRITEDATA);
+	in = rxm_like();
+	in.unbuilt = ZSM_RMA_UNBUILT;
+	decide(&in, &plan);
+	zsm_assert_int_eq(plan.mech, ZSM_RMA_MECH_SAW);
+}
+
 static void test_net_rma_plan_names(void **state)
 {
 	(void)state;
@@ -171,6 +202,7 @@ int main(void)
 			test_net_rma_plan_writedata_waits_for_its_probe),
 		cmocka_unit_test(test_net_rma_plan_no_rma_no_puts),
 		cmocka_unit_test(test_net_rma_plan_forced_choice),
+		cmocka_unit_test(test_net_rma_plan_passes_over_what_is_not_built),
 		cmocka_unit_test(test_net_rma_plan_names),
 	};
 
