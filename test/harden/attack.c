@@ -248,13 +248,16 @@ int h_case_fd_steal(int rank, void *arg)
 	struct h_victim v;
 	struct h_ctx x;
 	void *listen = NULL;
-	size_t len, win = 66176; /* a ce window, versions 3 and 4 */
+	size_t len, win = 66176; /* a ce window, versions 3 to 5 */
 	int mfd = -1, found;
 
 	(void)arg;
 	H_TRY(h_attack_setup(&x, rank, handle, &listen, &v, &a));
 	if (rank == 0) {
-		uint32_t head[2] = {0x45434d5aU, v.version == 3 ? 3 : 4};
+		/* ce's window version of the victim's wire version. */
+		uint32_t head[2] = {0x45434d5aU, v.version == 3   ? 3
+						 : v.version < 8 ? 4
+								 : 5};
 		void *p;
 
 		/* Rank 0 plays the process whose fd is named. */
