@@ -16,46 +16,38 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#include "bench_raw.h"
+#include "bench_raw_int.h"
 #include "net/net.h"
 
 #define RAW_TAG 0x2bull
-#define RAW_NREQ 64
-#define RAW_NMR 4
 #define RAW_CQ_BATCH 16
 
-struct raw_req {
-	/* First, so that a completion's op_context is the request. */
-	struct fi_context2 ctx;
-	struct raw_req *next_free;
-	int done;
-	int err;
-	size_t len;
-};
+/*
+ * --rma: the offer zsm's RMA endpoint opens on dev, where zsm signals the
+ * way bench_raw_rma.c mirrors (saw); else NULL, with *why.
+ */
+static struct fi_info *raw_rma_offer(const struct zsm_net_dev *dev,
+				     const char **why)
+{
+	static char line[sizeof(dev->rma.why) + 128];
 
-struct raw_mr {
-	struct fid_mr *mr;
-	char *base;
-	size_t len;
-	void *desc;
-};
+	if (!dev->rma_info) {
+		snprintf(line, sizeof(line), "zsm has %s", dev->rma.why);
+		*why = line;
+		return NULL;
+	}
+	if (dev->rma.mech != ZSM_RMA_MECH_SAW) {
+		snprintf(line, sizeof(line),
+			 "zsm signals by %s on %s; --raw --rma builds only "
+			 "saw's (a message after the write)",
+			 zsm_net_rma_mech_name(dev->rma.mech), dev->name);
+		*why = line;
+		return NULL;
+	}
+	return fi_dupinfo(dev->rma_info);
+}
 
-struct bench_raw {
-	struct fi_info *fi; /* the plugin's device 0 */
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_ep *ep;
-	struct fid_cq *cq;
-	struct fid_av *av;
-	fi_addr_t peer;
-	int need_desc;
-	struct raw_mr mrs[RAW_NMR];
-	int nmr;
-	struct raw_req reqs[RAW_NREQ];
-	struct raw_req *free_reqs;
-};
-
-int bench_raw_open(struct bench_raw **out, const char **why)
+int bench_raw_open(struct bench_raw **out, int rma, const char **why)
 {
 	struct fi_cq_attr cq_attr = { 0 };
 	struct fi_av_attr av_attr = { 0 };
@@ -79,11 +71,16 @@ int bench_raw_open(struct bench_raw **out, const char **why)
 		ret = -FI_ENODATA;
 		goto fail;
 	}
-	r->fi = fi_dupinfo(topo.devs[0].info);
+	*why = "out of memory";
+	if (rma) {
+		r->fi = raw_rma_offer(&topo.devs[0], why);
+		r->mech = zsm_net_rma_mech_name(topo.devs[0].rma.mech);
+	} else {
+		r->fi = fi_dupinfo(topo.devs[0].info);
+	}
 	zsm_net_topo_free(&topo);
 	if (!r->fi) {
-		*why = "out of memory";
-		ret = -FI_ENOMEM;
+		ret = rma ? -FI_EOPNOTSUPP : -FI_ENOMEM;
 		goto fail;
 	}
 	r->need_desc = !!(r->fi->domain_attr->mr_mode & FI_MR_LOCAL);
@@ -183,18 +180,21 @@ int bench_raw_set_peer(struct bench_raw *r, const void *addr)
 	return n == 1 ? 0 : (n < 0 ? n : -FI_EINVAL);
 }
 
-int bench_raw_reg(struct bench_raw *r, void *buf, size_t len)
+int raw_mr_reg(struct bench_raw *r, void *buf, size_t len, uint64_t access,
+	       struct raw_mr **out)
 {
 	struct raw_mr *m;
 	int ret;
 
-	if (!r->need_desc)
-		return 0;
 	if (r->nmr == RAW_NMR)
 		return -FI_ENOSPC;
 	m = &r->mrs[r->nmr];
-	ret = fi_mr_reg(r->domain, buf, len, FI_SEND | FI_RECV, 0,
-			(uint64_t)r->nmr, 0, &m->mr, NULL);
+	/* Keys of our own only where the provider does not pick them. */
+	ret = fi_mr_reg(r->domain, buf, len, access, 0,
+			(r->fi->domain_attr->mr_mode & FI_MR_PROV_KEY)
+				? 0
+				: (uint64_t)r->nmr + 1,
+			0, &m->mr, NULL);
 	if (ret)
 		return ret;
 	if (r->fi->domain_attr->mr_mode & FI_MR_ENDPOINT) {
@@ -210,10 +210,20 @@ int bench_raw_reg(struct bench_raw *r, void *buf, size_t len)
 	m->len = len;
 	m->desc = fi_mr_desc(m->mr);
 	r->nmr++;
+	*out = m;
 	return 0;
 }
 
-static void *raw_desc(struct bench_raw *r, const void *buf)
+int bench_raw_reg(struct bench_raw *r, void *buf, size_t len)
+{
+	struct raw_mr *m;
+
+	if (!r->need_desc)
+		return 0;
+	return raw_mr_reg(r, buf, len, FI_SEND | FI_RECV, &m);
+}
+
+void *raw_desc(struct bench_raw *r, const void *buf)
 {
 	const char *p = buf;
 
@@ -223,13 +233,32 @@ static void *raw_desc(struct bench_raw *r, const void *buf)
 	return NULL;
 }
 
-/* Reap what has completed; progress happens here too. */
-static int raw_poll(struct bench_raw *r)
+/* One operation of q ended (err: its error, or 0); q is done with its
+ * last. */
+static int raw_op_done(struct bench_raw *r, struct raw_req *q, int err,
+		       size_t len)
+{
+	if (q->sig_rx) {
+		/* A failed signal receive loses a signal: the run cannot go
+		 * on. */
+		return err ? err : raw_rma_on_signal(r, q);
+	}
+	if (err && !q->err)
+		q->err = err;
+	if (!err && len > q->len)
+		q->len = len;
+	if (--q->left == 0)
+		q->done = 1;
+	return 0;
+}
+
+int raw_poll(struct bench_raw *r)
 {
 	struct fi_cq_tagged_entry e[RAW_CQ_BATCH];
 	struct fi_cq_err_entry err;
-	struct raw_req *q;
+	struct raw_op *op;
 	ssize_t n;
+	int ret;
 
 	n = fi_cq_read(r->cq, e, RAW_CQ_BATCH);
 	if (n == -FI_EAGAIN)
@@ -239,35 +268,38 @@ static int raw_poll(struct bench_raw *r)
 		n = fi_cq_readerr(r->cq, &err, 0);
 		if (n < 0)
 			return (int)n;
-		q = err.op_context;
-		if (!q)
+		op = err.op_context;
+		if (!op)
 			return -FI_EOTHER;
-		q->done = 1;
-		q->err = err.err ? -err.err : -FI_EOTHER;
-		return 0;
+		return raw_op_done(r, op->req, err.err ? -err.err : -FI_EOTHER,
+				   0);
 	}
 	if (n < 0)
 		return (int)n;
 	for (ssize_t i = 0; i < n; i++) {
-		q = e[i].op_context;
-		q->done = 1;
-		q->len = e[i].len;
+		op = e[i].op_context;
+		ret = raw_op_done(r, op->req, 0, e[i].len);
+		if (ret)
+			return ret;
 	}
 	return 0;
 }
 
-static struct raw_req *raw_get(struct bench_raw *r)
+struct raw_req *raw_get(struct bench_raw *r)
 {
 	struct raw_req *q = r->free_reqs;
 
 	if (q) {
 		r->free_reqs = q->next_free;
 		memset(q, 0, sizeof(*q));
+		q->op[0].req = q;
+		q->op[1].req = q;
+		q->left = 1;
 	}
 	return q;
 }
 
-static void raw_put(struct bench_raw *r, struct raw_req *q)
+void raw_put(struct bench_raw *r, struct raw_req *q)
 {
 	q->next_free = r->free_reqs;
 	r->free_reqs = q;
@@ -284,10 +316,10 @@ static int raw_post(struct bench_raw *r, int send, void *buf, size_t len,
 		return raw_poll(r);
 	if (send)
 		ret = fi_tsend(r->ep, buf, len, raw_desc(r, buf), r->peer,
-			       RAW_TAG, &q->ctx);
+			       RAW_TAG, &q->op[0].ctx);
 	else
 		ret = fi_trecv(r->ep, buf, len, raw_desc(r, buf), r->peer,
-			       RAW_TAG, 0, &q->ctx);
+			       RAW_TAG, 0, &q->op[0].ctx);
 	if (ret == -FI_EAGAIN) {
 		/* Full queues drain only through progress. */
 		raw_put(r, q);

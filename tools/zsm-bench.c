@@ -6,8 +6,9 @@
  * fork on one host, or two ranks that meet at --rendezvous (started by
  * hand or by mpirun/srun, on one host or two).  --gpu moves data between
  * CUDA buffers (common/cuda_drv), --raw runs the same patterns on
- * libfabric alone (bench_raw.c), and --plot draws the CSV files of
- * earlier runs (bench_plot.c).
+ * libfabric alone (bench_raw.c), --rma times one-sided puts through the
+ * plugin's ncclRmaPlugin_v14 or, with --raw, fi_write (bench_rma.c), and
+ * --plot draws the CSV files of earlier runs (bench_plot.c).
  */
 #include <errno.h>
 #include <limits.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench.h"
 #include "bench_plot.h"
 #include "bench_raw.h"
 #include "common/cuda_drv.h"
@@ -28,87 +30,13 @@
 #define ZSM_BENCH_DEFAULT_PLUGIN "libnccl-net-zsm.so"
 #endif
 
-#define BENCH_MAX_SIZES 64
-#define BENCH_MAX_REPS 1000
-#define BENCH_WINDOW 8
-/* A wait with no completion for this long is a failure. */
-#define BENCH_STALL_MS 20000
-#define BENCH_CONNECT_MS 30000
-/* Receive slots stay distinct while 8 of them fit in this. */
-#define BENCH_RECV_REGION_MAX (256ull << 20)
-#define BENCH_VERIFY_MSGS 3
 #define BENCH_TAG 0x2b
-/* Room for the reasons a rank cannot run --gpu. */
-#define BENCH_WHY_MAX 512
 /* Largest CUDA device ordinal --gpu takes. */
 #define BENCH_GPU_MAX 1023
 
-enum bench_test {
-	BENCH_STREAM = 1,
-	BENCH_PINGPONG = 2,
-};
-
-struct bench_opts {
-	const char *plugin;
-	int abi;
-	int tests;
-	size_t sizes[BENCH_MAX_SIZES];
-	int nsizes;
-	long iters;  /* 0: chosen per size */
-	long warmup; /* -1: chosen per size */
-	int reps;
-	const char *csv;
-	int dev;
-	int verify;
-	int raw;
-	unsigned step_timeout_s;
-	/* --gpu: rank r uses CUDA device gpu_ord[r]. */
-	int gpu;
-	int flush; /* --flush: iflush after host receives too */
-	int gpu_ord[2];
-	/* --rank, --nranks (-1: not given), --rendezvous (NULL: fork). */
-	int launch_rank;
-	int launch_nranks;
-	const char *rendezvous;
-};
-
-struct bench {
-	struct bench_opts o;
-	struct zsm_client *c;
-	struct bench_raw *raw; /* --raw: in place of c */
-	int rank;
-	const char *name;
-	void *send; /* rank 0 -> 1 on rank 0, 1 -> 0 on rank 1 */
-	void *recv;
-	void *listen;
-	unsigned char *sbuf;
-	unsigned char *rbuf;
-	size_t sbuf_size;
-	size_t rbuf_size;
-	void *smh;
-	void *rmh;
-	size_t max_p2p;
-	FILE *csv;
-	/* "host" or "gpuN->gpuM": the header line and the CSV say it. */
-	char mem[32];
-	/* Where the pair met (--rendezvous), for the header line. */
-	const char *launch_source;
-	/* --gpu: the driver, the buffers behind sbuf/rbuf, a host copy. */
-	struct zsm_cuda_drv cu;
-	zsm_cu_deviceptr sdev;
-	zsm_cu_deviceptr rdev;
-	unsigned char *stage;
-	/* iflush calls that returned a request, and those that did not. */
-	long flush_reqs;
-	long flush_null;
-};
-
 static struct bench *bench_g;
 
-static void bench_die(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
-
-static void bench_die(const char *fmt, ...)
+void bench_die(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -130,13 +58,6 @@ static void bench_die(const char *fmt, ...)
 		if (r_ != ncclSuccess)                                         \
 			bench_die("%s failed: %s (%d)", #expr,                 \
 				  zsm_client_result_str(r_), r_);              \
-	} while (0)
-
-#define BENCH_OOB(expr)                                                        \
-	do {                                                                   \
-		if ((expr))                                                    \
-			bench_die("out-of-band %s failed (peer gone?)",        \
-				  #expr);                                      \
 	} while (0)
 
 static int bench_parse_size(const char *s, size_t *out)
@@ -197,6 +118,7 @@ static void bench_usage(FILE *out)
 	fprintf(out,
 		"usage: zsm-bench [--plugin PATH | --raw] [--abi 8..12]\n"
 		"         [--test stream|pingpong|both]\n"
+		"         [--rma [--test put|putsignal|both]]\n"
 		"         [--sizes LIST | --min-size N --max-size N]\n"
 		"         [--iters N] [--warmup N] [--reps N] [--csv FILE]\n"
 		"         [--device N] [--gpu [G0[,G1]]] [--flush]\n"
@@ -232,11 +154,28 @@ static void bench_usage(FILE *out)
 		"the provider and domain the plugin would pick\n"
 		"(ZSM_PROVIDER, FI_PROVIDER, ZSM_DOMAIN); CSV plugin 'raw';\n"
 		"host memory only.\n"
+		"--rma times one-sided puts through the plugin's\n"
+		"ncclRmaPlugin_v14, as NCCL's RMA proxy drives it (zsm\n"
+		"serves it with ZSM_RMA=1); rank 0 puts into rank 1's\n"
+		"window:\n"
+		"  put        --iters puts, up to %d in flight, the last an\n"
+		"             iputSignal; the clock runs at the target,\n"
+		"             from a barrier until it sees the signal (so\n"
+		"             every byte landed); GB/s and usec per put\n"
+		"             as stream's\n"
+		"  putsignal  iputSignal ping-pong: rank 0 puts and\n"
+		"             signals, rank 1 waits on its signal word and\n"
+		"             puts and signals back; usec = half a round\n"
+		"             trip, GB/s as pingpong's\n"
+		"Data windows are in --gpu memory when asked, signal words\n"
+		"in host memory.  With --raw: fi_write, and for a signal\n"
+		"the message zsm sends after the write on tcp;ofi_rxm\n"
+		"(ordered by FI_ORDER_SAW), added by the target.\n"
 		"\n"
 		"       zsm-bench --plot OUT.png CSV...\n"
 		"draws GB/s and usec against size from zsm-bench CSV\n"
 		"files with gnuplot (Debian package gnuplot-nox).\n",
-		BENCH_WINDOW, ZSM_BENCH_DEFAULT_PLUGIN);
+		BENCH_WINDOW, ZSM_BENCH_DEFAULT_PLUGIN, BENCH_WINDOW);
 }
 
 static long bench_atol(const char *s, const char *what, long min, long max)
@@ -269,6 +208,21 @@ static void bench_parse_check(const struct bench_opts *o)
 				"--raw has none\n");
 		exit(1);
 	}
+	if (o->rma && (o->flush || o->abi)) {
+		fprintf(stderr, "zsm-bench: --rma drives ncclRmaPlugin_v14, "
+				"which has neither --flush's iflush nor "
+				"--abi's ncclNet versions\n");
+		exit(1);
+	}
+	if (o->rma) {
+		for (int i = 0; i < o->nsizes; i++)
+			if (!o->sizes[i]) {
+				fprintf(stderr,
+					"zsm-bench: --rma: size 0 is not a "
+					"put (a signal alone is not timed)\n");
+				exit(1);
+			}
+	}
 	if ((o->launch_rank >= 0 || o->launch_nranks >= 0) &&
 	    !o->rendezvous) {
 		fprintf(stderr,
@@ -280,17 +234,36 @@ static void bench_parse_check(const struct bench_opts *o)
 	}
 }
 
+/* --test's word: each mode has its two tests and "both". */
+static int bench_parse_test(const char *v, int rma)
+{
+	const char *one = rma ? "put" : "stream";
+	const char *two = rma ? "putsignal" : "pingpong";
+	int first = rma ? BENCH_PUT : BENCH_STREAM;
+	int second = rma ? BENCH_PUTSIGNAL : BENCH_PINGPONG;
+
+	if (!strcmp(v, one))
+		return first;
+	if (!strcmp(v, two))
+		return second;
+	if (!strcmp(v, "both"))
+		return first | second;
+	fprintf(stderr, "zsm-bench: --test: '%s' is not %s, %s or both%s\n",
+		v, one, two,
+		rma ? " (with --rma)" : " (put and putsignal need --rma)");
+	exit(1);
+}
+
 static void bench_parse(struct bench_opts *o, int argc, char **argv)
 {
 	size_t min_size = 8, max_size = 64u << 20, s;
-	const char *list = NULL, *p;
+	const char *list = NULL, *test = "both", *p;
 	int i;
 
 	memset(o, 0, sizeof(*o));
 	o->plugin = getenv("ZSM_BENCH_PLUGIN");
 	if (!o->plugin || !o->plugin[0])
 		o->plugin = ZSM_BENCH_DEFAULT_PLUGIN;
-	o->tests = BENCH_STREAM | BENCH_PINGPONG;
 	o->warmup = -1;
 	o->reps = 5;
 	o->verify = 1;
@@ -309,6 +282,9 @@ static void bench_parse(struct bench_opts *o, int argc, char **argv)
 			continue;
 		} else if (!strcmp(a, "--raw")) {
 			o->raw = 1;
+			continue;
+		} else if (!strcmp(a, "--rma")) {
+			o->rma = 1;
 			continue;
 		} else if (!strcmp(a, "--flush")) {
 			o->flush = 1;
@@ -339,17 +315,7 @@ static void bench_parse(struct bench_opts *o, int argc, char **argv)
 		} else if (!strcmp(a, "--abi")) {
 			o->abi = (int)bench_atol(v, "--abi", 8, 12);
 		} else if (!strcmp(a, "--test")) {
-			if (!strcmp(v, "stream"))
-				o->tests = BENCH_STREAM;
-			else if (!strcmp(v, "pingpong"))
-				o->tests = BENCH_PINGPONG;
-			else if (!strcmp(v, "both"))
-				o->tests = BENCH_STREAM | BENCH_PINGPONG;
-			else
-				bench_die(
-					"--test: '%s' is not stream, pingpong "
-					"or both",
-					v);
+			test = v;
 		} else if (!strcmp(a, "--sizes")) {
 			list = v;
 		} else if (!strcmp(a, "--min-size")) {
@@ -386,6 +352,7 @@ static void bench_parse(struct bench_opts *o, int argc, char **argv)
 			exit(1);
 		}
 	}
+	o->tests = bench_parse_test(test, o->rma);
 	if (list) {
 		for (p = list; *p;) {
 			if (o->nsizes == BENCH_MAX_SIZES)
@@ -419,7 +386,7 @@ static void bench_parse(struct bench_opts *o, int argc, char **argv)
 }
 
 /* Byte i of message `iter` of this size: differs across all three. */
-static uint32_t bench_seed(size_t size, long iter)
+uint32_t bench_seed(size_t size, long iter)
 {
 	return (uint32_t)(size * 2654435761u) ^ (uint32_t)(iter * 40503 + 1);
 }
@@ -586,7 +553,7 @@ static zsm_cu_deviceptr bench_dptr(const unsigned char *p)
 }
 
 /* Write message `seed`'s pattern at p, in host or GPU memory. */
-static void bench_fill(struct bench *b, unsigned char *p, size_t len,
+void bench_fill(struct bench *b, unsigned char *p, size_t len,
 		       uint32_t seed)
 {
 	char why[BENCH_WHY_MAX];
@@ -604,7 +571,7 @@ static void bench_fill(struct bench *b, unsigned char *p, size_t len,
 }
 
 /* Overwrite a receive slot, so that bytes not received show. */
-static void bench_poison(struct bench *b, unsigned char *p, size_t len)
+void bench_poison(struct bench *b, unsigned char *p, size_t len)
 {
 	char why[BENCH_WHY_MAX];
 
@@ -618,7 +585,7 @@ static void bench_poison(struct bench *b, unsigned char *p, size_t len)
 }
 
 /* The bytes at p as the host can read them: p, or a copy from the GPU. */
-static const unsigned char *bench_host_view(struct bench *b,
+const unsigned char *bench_host_view(struct bench *b,
 					    const unsigned char *p, size_t len)
 {
 	char why[BENCH_WHY_MAX];
@@ -632,7 +599,7 @@ static const unsigned char *bench_host_view(struct bench *b,
 }
 
 /* Slot k of a buffer: distinct while BENCH_WINDOW of them fit. */
-static unsigned char *bench_slot(unsigned char *buf, size_t buf_size,
+unsigned char *bench_slot(unsigned char *buf, size_t buf_size,
 				 size_t size, long k)
 {
 	if (size * BENCH_WINDOW <= buf_size)
@@ -734,7 +701,7 @@ static double bench_pingpong_run(struct bench *b, size_t size, long count)
 	return (double)(zsm_client_now_ns() - t0) / 1e9;
 }
 
-static long bench_verify_slots(const struct bench *b, size_t size)
+long bench_verify_slots(const struct bench *b, size_t size)
 {
 	return size * BENCH_WINDOW <= b->rbuf_size ? BENCH_WINDOW : 1;
 }
@@ -833,10 +800,17 @@ static void bench_verify(struct bench *b, int test, size_t size)
 	}
 }
 
+/* The tests that keep a window in flight, timed at the receiver. */
+static int bench_streams(int test)
+{
+	return test == BENCH_STREAM || test == BENCH_PUT;
+}
+
 static long bench_iters(const struct bench *b, int test, size_t size)
 {
-	unsigned long long budget =
-		test == BENCH_STREAM ? 1ull << 30 : 128ull << 20;
+	int streams = bench_streams(test);
+	unsigned long long budget = streams ? 1ull << 30 : 128ull << 20;
+	unsigned long long most = streams ? 20000u : 2000u;
 	unsigned long long n;
 
 	if (b->o.iters)
@@ -844,9 +818,7 @@ static long bench_iters(const struct bench *b, int test, size_t size)
 	n = budget / (size ? size : 1);
 	if (n < 20)
 		n = 20;
-	if (n > (test == BENCH_STREAM ? 20000u : 2000u))
-		n = test == BENCH_STREAM ? 20000u : 2000u;
-	return (long)n;
+	return (long)(n > most ? most : n);
 }
 
 static int bench_cmp_double(const void *a, const void *b)
@@ -856,33 +828,49 @@ static int bench_cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static const char *bench_test_name(int test)
+{
+	switch (test) {
+	case BENCH_STREAM: return "stream";
+	case BENCH_PINGPONG: return "pingpong";
+	case BENCH_PUT: return "put";
+	default: return "putsignal";
+	}
+}
+
+/* One run of count transfers of test: its seconds (see bench_run_size). */
+static double bench_run_once(struct bench *b, int test, size_t size,
+			     long count)
+{
+	switch (test) {
+	case BENCH_STREAM: return bench_stream_run(b, size, count);
+	case BENCH_PINGPONG: return bench_pingpong_run(b, size, count);
+	case BENCH_PUT: return bench_rma_put_run(b, size, count);
+	default: return bench_rma_putsignal_run(b, size, count);
+	}
+}
+
 static void bench_run_size(struct bench *b, int test, size_t size)
 {
 	double t[BENCH_MAX_REPS], med, gbps, usec;
 	long iters = bench_iters(b, test, size);
 	long warmup = b->o.warmup >= 0 ? b->o.warmup
 				       : (iters / 10 > 2 ? iters / 10 : 2);
-	const char *tname = test == BENCH_STREAM ? "stream" : "pingpong";
+	const char *tname = bench_test_name(test);
 	char sz[32];
 	int rep;
 
 	oob_set_timeout(b->o.step_timeout_s);
-	if (b->o.verify)
+	if (b->o.verify && b->o.rma)
+		bench_rma_verify(b, test, size);
+	else if (b->o.verify)
 		bench_verify(b, test, size);
-	if (warmup) {
-		if (test == BENCH_STREAM)
-			bench_stream_run(b, size, warmup);
-		else
-			bench_pingpong_run(b, size, warmup);
-	}
-	for (rep = 0; rep < b->o.reps; rep++) {
-		if (test == BENCH_STREAM)
-			t[rep] = bench_stream_run(b, size, iters);
-		else
-			t[rep] = bench_pingpong_run(b, size, iters);
-	}
-	/* Stream is timed where the data lands: at the receiver. */
-	if (test == BENCH_STREAM) {
+	if (warmup)
+		bench_run_once(b, test, size, warmup);
+	for (rep = 0; rep < b->o.reps; rep++)
+		t[rep] = bench_run_once(b, test, size, iters);
+	/* Streams are timed where the data lands: at the receiver. */
+	if (bench_streams(test)) {
 		if (b->rank == 1)
 			BENCH_OOB(
 				oob_send(t, sizeof(t[0]) * (size_t)b->o.reps));
@@ -897,14 +885,14 @@ static void bench_run_size(struct bench *b, int test, size_t size)
 			    : (t[b->o.reps / 2 - 1] + t[b->o.reps / 2]) / 2;
 	if (med <= 0)
 		med = 1e-9;
-	if (test == BENCH_STREAM) {
+	if (bench_streams(test)) {
 		gbps = (double)size * (double)iters / med / 1e9;
 		usec = med / (double)iters * 1e6;
 	} else {
 		gbps = 2.0 * (double)size * (double)iters / med / 1e9;
 		usec = med / (double)iters / 2.0 * 1e6;
 	}
-	printf("%-8s  %8s  %10.4f  %10.2f\n", tname,
+	printf("%-9s  %8s  %10.4f  %10.2f\n", tname,
 	       bench_size_str(size, sz, sizeof(sz)), gbps, usec);
 	fflush(stdout);
 	if (b->csv) {
@@ -983,7 +971,7 @@ static void bench_raw_connect(struct bench *b)
 	BENCH_OOB(oob_barrier());
 }
 
-static void *bench_alloc(size_t size)
+void *bench_alloc(size_t size)
 {
 	void *p;
 
@@ -1035,6 +1023,10 @@ static void bench_setup_buffers(struct bench *b)
 		b->sbuf = bench_alloc(b->sbuf_size);
 		b->rbuf = bench_alloc(b->rbuf_size);
 	}
+	if (b->o.rma) {
+		bench_rma_windows(b);
+		return;
+	}
 	if (b->raw) {
 		int r = bench_raw_reg(b->raw, b->sbuf, b->sbuf_size);
 
@@ -1079,6 +1071,11 @@ static void bench_free_buffers(struct bench *b)
 /* Registrations go before the memory they cover. */
 static void bench_teardown(struct bench *b)
 {
+	if (b->o.rma) {
+		bench_rma_close(b);
+		bench_free_buffers(b);
+		return;
+	}
 	if (b->raw) {
 		bench_raw_close(b->raw);
 		bench_free_buffers(b);
@@ -1120,7 +1117,7 @@ static void bench_open_plugin(struct bench *b, struct zsm_client_props *props)
 static void bench_open_raw(struct bench *b)
 {
 	const char *why = NULL;
-	int r = bench_raw_open(&b->raw, &why);
+	int r = bench_raw_open(&b->raw, b->o.rma, &why);
 
 	if (r)
 		bench_die("--raw: %s: %s (%d)", why ? why : "open",
@@ -1182,7 +1179,7 @@ static void bench_why_add(char *line, size_t len, const char *prefix,
  * pair cannot run (for both ranks) and tells rank 1, and both skip
  * together.  Returns OOB_PASS to go on or OOB_SKIP.
  */
-static int bench_gpu_check(struct bench *b,
+int bench_gpu_check(struct bench *b,
 			   const struct zsm_client_props *props)
 {
 	struct bench_gpu_report mine, peer;
@@ -1266,7 +1263,8 @@ static void bench_launch(struct bench *b)
 
 int main(int argc, char **argv)
 {
-	static const int order[] = { BENCH_STREAM, BENCH_PINGPONG };
+	static const int order[] = { BENCH_STREAM, BENCH_PINGPONG, BENCH_PUT,
+				     BENCH_PUTSIGNAL };
 	struct zsm_client_props props;
 	struct bench b;
 	int t, i, r;
@@ -1288,7 +1286,9 @@ int main(int argc, char **argv)
 	b.rank = r;
 	if (b.o.raw)
 		bench_open_raw(&b);
-	else
+	if (b.o.rma)
+		bench_rma_open(&b, &props);
+	else if (!b.o.raw)
 		bench_open_plugin(&b, &props);
 	if (b.o.gpu && bench_gpu_check(&b, &props) == OOB_SKIP) {
 		bench_teardown(&b);
@@ -1323,7 +1323,9 @@ int main(int argc, char **argv)
 
 	if (b.raw)
 		bench_raw_connect(&b);
-	else
+	if (b.o.rma)
+		bench_rma_connect(&b);
+	else if (!b.raw)
 		bench_connect(&b);
 	bench_setup_buffers(&b);
 	if (b.rank == 0) {
@@ -1333,7 +1335,9 @@ int main(int argc, char **argv)
 			snprintf(launch, sizeof(launch),
 				 ", pair met at %s (ranks from %s)",
 				 b.o.rendezvous, b.launch_source);
-		if (b.raw)
+		if (b.o.rma)
+			bench_rma_header(&b, &props, launch);
+		else if (b.raw)
 			printf("# zsm-bench: raw libfabric, provider '%s', "
 			       "domain '%s', memory %s, reps %d%s%s\n",
 			       bench_raw_provider(b.raw),
@@ -1346,7 +1350,7 @@ int main(int argc, char **argv)
 			       b.o.dev, props.name ? props.name : "?", b.mem,
 			       b.o.reps, b.o.verify ? "" : ", no verify",
 			       launch);
-		printf("%-8s  %8s  %10s  %10s\n", "test", "size", "GB/s",
+		printf("%-9s  %8s  %10s  %10s\n", "test", "size", "GB/s",
 		       "usec");
 		fflush(stdout);
 		if (b.csv) {
@@ -1354,7 +1358,7 @@ int main(int argc, char **argv)
 			fflush(b.csv);
 		}
 	}
-	for (t = 0; t < 2; t++) {
+	for (t = 0; t < 4; t++) {
 		if (!(b.o.tests & order[t]))
 			continue;
 		for (i = 0; i < b.o.nsizes; i++)

@@ -6,14 +6,15 @@
 # that went on anyway, failed, or skipped without its reason fails it.
 # Where the plugin takes CUDA buffers and a GPU is present, a finished,
 # verified run on GPU memory is the right outcome and passes as well.
-# Usage: gpu-skip.sh ZSM-BENCH
+# Usage: gpu-skip.sh ZSM-BENCH [OPTION...] (such as --rma)
 set -u
 
 bench=$1
+shift
 out=$(mktemp "${TMPDIR:-/tmp}/zsm-gpu-skip.XXXXXX")
 trap 'rm -f "$out"' EXIT
 
-"$bench" --gpu --sizes 8,4096 --reps 1 >"$out" 2>&1
+"$bench" "$@" --gpu --sizes 8,4096 --reps 1 >"$out" 2>&1
 rc=$?
 cat "$out"
 fail() {
