@@ -120,9 +120,13 @@ ncclResult_t zsm_rma_shim_test(void *coll, void *request, int *done)
 
 ncclResult_t zsm_rma_shim_progress(void *ctx)
 {
-	/* zsm's own thread drives every transfer. */
+	/* zsm's thread drives every transfer, but NCCL's RMA proxy calls
+	 * this in its loop, also while its streams wait on signal words
+	 * and call nothing: a pass here lands what came without waiting
+	 * for our thread's next look (and is the only driver with
+	 * ZSM_PROXY=inline). */
 	(void)ctx;
-	return ncclSuccess;
+	return ZSM_R(zsm_progress());
 }
 
 ncclResult_t zsm_rma_shim_last_error(void *ctx, bool *failed)

@@ -130,6 +130,9 @@ const char *zsm_comm_transport(void *comm);
 int zsm_iget(void *send_comm, void *dst, size_t size, void *mh,
 	     const struct zsm_rma_window *src, uint64_t src_off,
 	     void **request);
+/* A progress pass for a caller that polls now and then (NCCL's
+ * rmaProgress): 0, or -errno where the plugin cannot be used. */
+int zsm_progress(void);
 /* sizes: NULL, or room for the request's n ints (sends write one). */
 int zsm_test(void *request, int *done, int *sizes);
 

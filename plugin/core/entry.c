@@ -819,6 +819,15 @@ int zsm_comm_failed(void *comm)
 	return zsm_comm_error(obj) != 0;
 }
 
+int zsm_progress(void)
+{
+	int ret = zsm_plugin_enter("progress");
+
+	if (!ret)
+		zsm_proxy_drive();
+	return ret;
+}
+
 const char *zsm_comm_transport(void *comm)
 {
 	struct zsm_comm *c;
@@ -852,7 +861,12 @@ int zsm_test(void *request, int *done, int *sizes)
 	/* acquire: pairs with the release that publishes the result. */
 	state = atomic_load_explicit(&req->state, memory_order_acquire);
 	if (state == ZSM_REQ_PENDING) {
-		zsm_proxy_assist(req);
+		/* A one-sided request's issuer may next wait on memory,
+		 * calling nothing: our thread must not keep off for it. */
+		if (req->type == ZSM_REQ_PUT || req->type == ZSM_REQ_GET)
+			zsm_proxy_drive();
+		else
+			zsm_proxy_assist(req);
 		/* acquire: as above; the pass may have completed it. */
 		state = atomic_load_explicit(&req->state,
 					     memory_order_acquire);

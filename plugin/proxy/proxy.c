@@ -311,6 +311,21 @@ void zsm_proxy_assist(const void *waiting)
 				      memory_order_relaxed);
 }
 
+void zsm_proxy_drive(void)
+{
+	if (zsm_proxy.inline_mode) {
+		zsm_proxy_pass();
+		return;
+	}
+	if (zsm_proxy.assist == ZSM_PROXY_ASSIST_NEVER ||
+	    pthread_mutex_trylock(&zsm_proxy.lock) != 0) {
+		sched_yield();
+		return;
+	}
+	zsm_proxy_pass_locked();
+	pthread_mutex_unlock(&zsm_proxy.lock);
+}
+
 /*
  * The transports' fds for an idle sleep, after each said nothing is
  * pending (engine lock held): how many went into fds[1..], and in owner[]

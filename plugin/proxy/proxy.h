@@ -69,6 +69,14 @@ void zsm_proxy_submit_wait(struct zsm_desc *desc);
  * the caller do it (ZSM_PROXY_ASSIST). */
 void zsm_proxy_assist(const void *waiting);
 
+/*
+ * One pass now if the engine is free (in inline mode, waiting for it),
+ * without keeping the thread off afterwards: for callers whose next look
+ * may be long in coming, or never (NCCL's rmaProgress; a one-sided
+ * request whose issuer next waits on memory, which calls nothing).  With
+ * ZSM_PROXY_ASSIST=0 only a yield.
+ */
+void zsm_proxy_drive(void);
 /* Who may run passes from test() (ZSM_PROXY_ASSIST). */
 enum zsm_proxy_assist_mode {
 	ZSM_PROXY_ASSIST_NEVER = 0,
