@@ -8,7 +8,8 @@
  * line saying why; the run ends with "N passed, N failed, N skipped".
  * Exit 0 when all pass, 1 on any failure, 2 on bad usage, 77 when nothing
  * could run (no usable device).  docs/conformance.md lists the checks and
- * the NCCL rule behind each.
+ * the NCCL rule behind each.  With --rma the run is conformance_rma.c's
+ * instead: checks of the plugin's NCCL RMA table between N ranks.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include "common/cuda_drv.h"
+#include "conformance_rma.h"
 #include "oob.h"
 #include "pattern.h"
 #include "zsm_client.h"
@@ -3345,6 +3347,12 @@ static void lb_usage(FILE *out)
 		"--nranks N]\n"
 		"                       [--join-timeout SECONDS] [options] "
 		"PLUGIN.so\n"
+		"       zsm-conformance --rma [--ranks 2..8] [--hosts K] "
+		"[--hostid-env NAME]\n"
+		"                       [--rma-abi 13|14] [--max-size "
+		"BYTES[K|M|G]] [--signals N]\n"
+		"                       [--init-fail-env VAR=VALUE] [--gpu G] "
+		"[options] PLUGIN.so\n"
 		"Loads PLUGIN.so as NCCL does and runs two-process checks of "
 		"its ncclNet\n"
 		"table (--plugin PLUGIN.so works too).  By default both "
@@ -3355,6 +3363,9 @@ static void lb_usage(FILE *out)
 		"srun or PMI);\n"
 		"rank 0 listens at HOST:PORT, ranks 2k and 2k+1 run the "
 		"checks as a pair.\n"
+		"--rma checks its NCCL RMA table (ncclRmaPlugin_v14/v13) "
+		"between N forked\n"
+		"ranks instead.  "
 		"--list prints the checks.  Exit status: 0 all passed, 1 a "
 		"check failed,\n"
 		"2 bad usage, 77 nothing could run (no usable device).  See "
@@ -3379,7 +3390,7 @@ static int lb_time_scale(void)
 }
 
 /* Whether name is one of the comma-separated names in only. */
-static int lb_selected(const char *only, const char *name)
+int lb_selected(const char *only, const char *name)
 {
 	size_t len = strlen(name);
 	const char *p = only;
@@ -3394,23 +3405,30 @@ static int lb_selected(const char *only, const char *name)
 	return 0;
 }
 
+/* Whether the len bytes at name name a check of the catalog. */
+static int lb_known(const char *name, size_t len)
+{
+	for (size_t k = 0; k < LB_NCHECKS; k++)
+		if (strlen(lb_checks[k].name) == len &&
+		    !strncmp(lb_checks[k].name, name, len))
+			return 1;
+	return 0;
+}
+
 /*
- * Every name in only must be in the catalog: a typo would otherwise run
- * nothing and pass.  Returns 0 or prints the first unknown name.
+ * Every name in only must be known (lb_known, or the RMA catalog's
+ * rc_known): a typo would otherwise run nothing and pass.  Returns 0 or
+ * prints the first unknown name.
  */
-static int lb_only_valid(const char *only)
+int lb_only_valid(const char *only, int (*known)(const char *, size_t))
 {
 	const char *p = only, *end;
-	size_t len, k;
+	size_t len;
 
 	while (*p) {
 		end = strchr(p, ',');
 		len = end ? (size_t)(end - p) : strlen(p);
-		for (k = 0; k < LB_NCHECKS; k++)
-			if (strlen(lb_checks[k].name) == len &&
-			    !strncmp(lb_checks[k].name, p, len))
-				break;
-		if (k == LB_NCHECKS) {
+		if (!known(p, len)) {
 			fprintf(stderr, "zsm-conformance: no check named "
 					"'%.*s' (see --list)\n",
 				(int)len, p);
@@ -3432,6 +3450,82 @@ static long lb_parse_num(const char *s, long lo, long hi)
 	if (errno || end == s || *end || v < lo || v > hi)
 		return -1;
 	return v;
+}
+
+/* A size in bytes with an optional K, M or G (binary), 1 B to 64 GiB; 0
+ * when malformed. */
+static size_t lb_parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v;
+	int shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || s[0] == '-')
+		return 0;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (shift)
+		end++;
+	if (*end || v == 0 || v > (64ULL << 30) >> shift)
+		return 0;
+	return (size_t)(v << shift);
+}
+
+/*
+ * The options of --rma's checks (conformance_rma.h): 2 for --rma, 1
+ * when argv[*i] was another (its value consumed), 0 when it is none, -1
+ * (said) when its value is bad.
+ */
+static int lb_rma_option(int argc, char **argv, int *i, struct rc_opts *o)
+{
+	const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+	long n;
+
+	if (!strcmp(a, "--rma"))
+		return 2;
+	if (!v)
+		return 0;
+	if (!strcmp(a, "--rma-abi")) {
+		n = lb_parse_num(v, 13, 14);
+		o->abi = (int)n;
+	} else if (!strcmp(a, "--ranks")) {
+		n = lb_parse_num(v, 2, RC_MAX_RANKS);
+		o->nranks = (int)n;
+	} else if (!strcmp(a, "--hosts")) {
+		n = lb_parse_num(v, 1, RC_MAX_RANKS);
+		o->hosts = (int)n;
+	} else if (!strcmp(a, "--hostid-env")) {
+		n = v[0] && !strchr(v, '=') ? 1 : -1;
+		o->hostid_env = strcmp(v, "none") ? v : NULL;
+	} else if (!strcmp(a, "--max-size")) {
+		o->max_size = lb_parse_size(v);
+		n = o->max_size ? 1 : -1;
+	} else if (!strcmp(a, "--signals")) {
+		n = lb_parse_num(v, 1, 1000000000L);
+		o->signals = n;
+	} else if (!strcmp(a, "--init-fail-env")) {
+		n = strchr(v, '=') && v[0] != '=' ? 1 : -1;
+		o->init_fail_env = v;
+	} else {
+		return 0;
+	}
+	if (n < 0) {
+		fprintf(stderr, "zsm-conformance: bad %s '%s': --rma-abi 13 or "
+				"14, --ranks 2..%d, --hosts 1..ranks, "
+				"--hostid-env NAME or none, --max-size "
+				"BYTES[K|M|G], --signals 1..10^9, "
+				"--init-fail-env VAR=VALUE\n",
+			a, v, RC_MAX_RANKS);
+		return -1;
+	}
+	(*i)++;
+	return 1;
 }
 
 /* Whether this process prints the run's lines: one per pair. */
@@ -3468,9 +3562,48 @@ static int lb_summary(int passed, int failed, int skipped)
 	return counts[1] ? OOB_FAIL : OOB_PASS;
 }
 
+/* --rma: the RMA checks take the run (conformance_rma.c). */
+static int lb_rma_main(struct rc_opts *rma, int list, const char *only,
+		       long timeout_s, int gpu_given,
+		       const struct oob_launch *launch)
+{
+	if (list) {
+		rc_list();
+		return 0;
+	}
+	if (lb_opts.abi || lb_opts.zsm_rules || launch->rendezvous ||
+	    launch->rank >= 0 || launch->nranks >= 0) {
+		fprintf(stderr, "zsm-conformance: --abi, --zsm-rules and the "
+				"options across hosts do not go with --rma\n");
+		return LB_USAGE;
+	}
+	if (!lb_opts.plugin) {
+		lb_usage(stderr);
+		return LB_USAGE;
+	}
+	if (only && lb_only_valid(only, rc_known))
+		return LB_USAGE;
+	if (rma->hosts > rma->nranks) {
+		fprintf(stderr, "zsm-conformance: --hosts %d with %d ranks: at "
+				"most one host a rank\n",
+			rma->hosts, rma->nranks);
+		return LB_USAGE;
+	}
+	rma->plugin = lb_opts.plugin;
+	rma->dev = lb_opts.dev;
+	rma->only = only;
+	rma->timeout_s = timeout_s;
+	rma->gpu = gpu_given;
+	rma->scale = lb_time_scale();
+	return rc_main(rma);
+}
+
 int main(int argc, char **argv)
 {
 	struct oob_launch launch = { .rank = -1, .nranks = -1 };
+	struct rc_opts rma = { .nranks = 2, .hostid_env = "ZSM_HOSTID" };
+	const char *rma_opt = NULL;
+	int rma_on = 0, gpu_given = 0;
 	long join_s = 300;
 	const char *only = NULL;
 	int passed = 0, failed = 0, skipped = 0, list = 0, i, r;
@@ -3536,6 +3669,7 @@ int main(int argc, char **argv)
 						"0..63\n");
 				return LB_USAGE;
 			}
+			gpu_given = 1;
 		} else if (!strcmp(a, "--rendezvous") && has_val) {
 			launch.rendezvous = argv[++i];
 		} else if (!strcmp(a, "--join-timeout") && has_val) {
@@ -3550,7 +3684,13 @@ int main(int argc, char **argv)
 			lb_opts.zsm_rules = 1;
 		} else if (!strcmp(a, "--list")) {
 			list = 1;
-
+		} else if ((r = lb_rma_option(argc, argv, &i, &rma)) != 0) {
+			if (r < 0)
+				return LB_USAGE;
+			if (r == 2)
+				rma_on = 1;
+			else
+				rma_opt = a;
 		} else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			lb_usage(stdout);
 			return 0;
@@ -3560,6 +3700,14 @@ int main(int argc, char **argv)
 			lb_usage(stderr);
 			return LB_USAGE;
 		}
+	}
+	if (rma_on)
+		return lb_rma_main(&rma, list, only, timeout_s, gpu_given,
+				   &launch);
+	if (rma_opt) {
+		fprintf(stderr, "zsm-conformance: %s only goes with --rma\n",
+			rma_opt);
+		return LB_USAGE;
 	}
 	if (list) {
 		for (k = 0; k < LB_NCHECKS; k++)
@@ -3571,7 +3719,7 @@ int main(int argc, char **argv)
 		lb_usage(stderr);
 		return LB_USAGE;
 	}
-	if (only && lb_only_valid(only))
+	if (only && lb_only_valid(only, lb_known))
 		return LB_USAGE;
 	if (oob_launch_resolve(&launch, "zsm-conformance"))
 		return LB_USAGE;

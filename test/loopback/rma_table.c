@@ -21,7 +21,6 @@
  * over ce.  With ZSM_RMA=0 the table's init fails, and nothing else is
  * needed: --off checks that.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -33,8 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "abi/nccl_rma.h"
 #include "pattern.h"
+#include "rma_client.h"
 
 #define MAXR 8
 #define SLOT (64 * 1024 + 13)
@@ -74,70 +73,23 @@ static void barrier(int k)
 		return 1;                                                     \
 	} while (0)
 
-/* The table's calls, whichever version. */
-struct table {
-	const char *name;
-	ncclResult_t (*init)(void **, uint64_t, ncclDebugLogger_t);
-	ncclResult_t (*props)(int, ncclNetProperties_v12_t *);
-	ncclResult_t (*listen)(void *, int, void *, void **);
-	ncclResult_t (*connect)(void *, void **, int, int, void *, void **);
-	ncclResult_t (*dereg)(void *, void *);
-	ncclResult_t (*destroy)(void *);
-	ncclResult_t (*close_coll)(void *);
-	ncclResult_t (*close_listen)(void *);
-	ncclResult_t (*iput)(void *, int, uint64_t, void *, size_t, uint64_t,
-			     void *, uint32_t, void **);
-	ncclResult_t (*iget)(void *, int, uint64_t, void *, size_t, uint64_t,
-			     void *, uint32_t, void **);
-	ncclResult_t (*test)(void *, void *, int *);
-	ncclResult_t (*last_error)(void *, bool *);
-	ncclResult_t (*finalize)(void *);
-	const ncclRma_v14_t *v14;
-	const ncclRma_v13_t *v13;
-};
-
-static ncclResult_t create(const struct table *t, void *coll, int n,
+static ncclResult_t create(const struct rma_client *t, void *coll, int n,
 			   void **ctx)
 {
-	if (t->v14) {
-		ncclRmaConfig_v14_t cfg = {.nContexts = n, .rankStride = 1};
-
-		return t->v14->createContext(coll, &cfg, ctx);
-	}
-	ncclGinConfig_v13_t cfg = {.nContexts = n};
 	ncclNetDeviceHandle_t *dh = (void *)1;
-	ncclResult_t r = t->v13->createContext(coll, &cfg, ctx, &dh);
+	ncclResult_t r = rma_client_create(t, coll, n, ctx, &dh);
 
-	return r == ncclSuccess && dh ? ncclInternalError : r;
+	/* v13: a proxy-type plugin hands NCCL no device handle. */
+	return r == ncclSuccess && t->v13 && dh ? ncclInternalError : r;
 }
 
-static ncclResult_t reg(const struct table *t, void *coll, void *data,
+static ncclResult_t reg(const struct rma_client *t, void *coll, void *data,
 			size_t size, uint64_t flags, void **mh)
 {
-	void *gin = (void *)1;
-
-	if (t->v14)
-		return t->v14->regMrSym(coll, data, size, NCCL_PTR_HOST, flags,
-					mh);
-	return t->v13->regMrSym(coll, data, size, NCCL_PTR_HOST, flags, mh,
-				&gin);
+	return rma_client_reg(t, coll, data, size, NCCL_PTR_HOST, flags, mh);
 }
 
-static ncclResult_t put_signal(const struct table *t, void *ctx, int context,
-			       uint64_t src_off, void *src, size_t size,
-			       uint64_t dst_off, void *dst, uint32_t to,
-			       uint64_t sig_off, void *sig, uint64_t value,
-			       uint32_t op, void **req)
-{
-	if (t->v14)
-		return t->v14->iputSignal(ctx, context, src_off, src, size,
-					  dst_off, dst, to, sig_off, sig,
-					  value, op, true, req);
-	return t->v13->iputSignal(ctx, context, src_off, src, size, dst_off,
-				  dst, to, sig_off, sig, value, op, req);
-}
-
-static int wait_req(const struct table *t, void *coll, void *req)
+static int wait_req(const struct rma_client *t, void *coll, void *req)
 {
 	int done = 0;
 	ncclResult_t r;
@@ -147,48 +99,7 @@ static int wait_req(const struct table *t, void *coll, void *req)
 	return r;
 }
 
-static int load(struct table *t, const char *so, int v13)
-{
-	void *lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-
-	if (!lib) {
-		printf("FAIL: dlopen %s: %s\n", so, dlerror());
-		return -1;
-	}
-#define FILL(T)                                                               \
-	do {                                                                  \
-		t->name = T->name;                                            \
-		t->init = T->init;                                            \
-		t->props = T->getProperties;                                  \
-		t->listen = T->listen;                                        \
-		t->connect = T->connect;                                      \
-		t->dereg = T->deregMrSym;                                     \
-		t->destroy = T->destroyContext;                               \
-		t->close_coll = T->closeColl;                                 \
-		t->close_listen = T->closeListen;                             \
-		t->iput = T->iput;                                            \
-		t->iget = T->iget;                                            \
-		t->test = T->test;                                            \
-		t->last_error = T->queryLastError;                            \
-		t->finalize = T->finalize;                                    \
-	} while (0)
-	if (v13) {
-		t->v13 = dlsym(lib, "ncclRmaPlugin_v13");
-		if (t->v13)
-			FILL(t->v13);
-	} else {
-		t->v14 = dlsym(lib, "ncclRmaPlugin_v14");
-		if (t->v14)
-			FILL(t->v14);
-	}
-	if (!t->v13 && !t->v14) {
-		printf("FAIL: %s has no ncclRmaPlugin_v%d\n", so, v13 ? 13 : 14);
-		return -1;
-	}
-	return 0;
-}
-
-static int run(const struct table *t)
+static int run(const struct rma_client *t)
 {
 	unsigned char *data = calloc((size_t)nranks, SLOT);
 	uint64_t *sig = calloc(MAXR, sizeof(uint64_t));
@@ -239,9 +150,9 @@ static int run(const struct table *t)
 		    mh_data, (uint32_t)((rank + 1) % nranks),
 		    &req) == ncclSuccess)
 		FAIL("a put past the window's end was taken");
-	if (put_signal(t, rctx, 0, 0, NULL, 0, 0, NULL,
-		       (uint32_t)((rank + 1) % nranks), 0, mh_sig, 1, 7,
-		       &req) == ncclSuccess)
+	if (rma_client_put_signal(t, rctx, 0, 0, NULL, 0, 0, NULL,
+				  (uint32_t)((rank + 1) % nranks), 0, mh_sig,
+				  1, 7, &req) == ncclSuccess)
 		FAIL("signal op 7 was taken");
 
 	zsm_pattern_fill(mine, SLOT, (uint32_t)(100 + rank));
@@ -249,18 +160,20 @@ static int run(const struct table *t)
 		if (r == rank)
 			continue;
 		req = NULL;
-		if (put_signal(t, rctx, 1, 0, mh_src, SLOT,
-			       (uint64_t)rank * SLOT, mh_data, (uint32_t)r,
-			       (uint64_t)rank * 8, mh_sig, 0,
-			       NCCL_NET_SIGNAL_OP_INC, &req) != ncclSuccess ||
+		if (rma_client_put_signal(t, rctx, 1, 0, mh_src, SLOT,
+					  (uint64_t)rank * SLOT, mh_data,
+					  (uint32_t)r, (uint64_t)rank * 8,
+					  mh_sig, 0, NCCL_NET_SIGNAL_OP_INC,
+					  &req) != ncclSuccess ||
 		    !req)
 			FAIL("iputSignal to rank %d", r);
 		if (wait_req(t, coll, req))
 			FAIL("iputSignal to rank %d completed with an error",
 			     r);
-		if (put_signal(t, rctx, 0, 0, NULL, 0, 0, NULL, (uint32_t)r,
-			       (uint64_t)rank * 8, mh_sig, 40,
-			       NCCL_NET_SIGNAL_OP_ADD, &req) != ncclSuccess ||
+		if (rma_client_put_signal(t, rctx, 0, 0, NULL, 0, 0, NULL,
+					  (uint32_t)r, (uint64_t)rank * 8,
+					  mh_sig, 40, NCCL_NET_SIGNAL_OP_ADD,
+					  &req) != ncclSuccess ||
 		    !req || wait_req(t, coll, req))
 			FAIL("a signal alone to rank %d", r);
 	}
@@ -315,7 +228,8 @@ static int run(const struct table *t)
 
 int main(int argc, char **argv)
 {
-	struct table t = {0};
+	struct rma_client t = {0};
+	char why[256];
 	pid_t pids[MAXR] = {0};
 	int v13 = 0, off = 0, status = 0;
 	const char *so = NULL;
@@ -341,8 +255,10 @@ int main(int argc, char **argv)
 			argv[0], MAXR);
 		return 2;
 	}
-	if (load(&t, so, v13))
+	if (rma_client_open(&t, so, v13 ? 13 : 14, why, sizeof(why))) {
+		printf("FAIL: %s\n", why);
 		return 1;
+	}
 	if (off) {
 		void *ctx = (void *)1;
 
