@@ -130,6 +130,15 @@ const char *zsm_comm_transport(void *comm);
 int zsm_iget(void *send_comm, void *dst, size_t size, void *mh,
 	     const struct zsm_rma_window *src, uint64_t src_off,
 	     void **request);
+/*
+ * Let send_comm hold `sets` times ZSM_MAX_REQUESTS requests (at most
+ * ZSM_MAX_REQUEST_SETS): one set per ordering domain sharing it (NCCL
+ * counts its credits per RMA context), so that one domain's requests
+ * waiting for test() never keep another's from being taken.  0 or
+ * -errno.
+ */
+#define ZSM_MAX_REQUEST_SETS 16
+int zsm_comm_reserve(void *send_comm, int sets);
 /* A progress pass for a caller that polls now and then (NCCL's
  * rmaProgress): 0, or -errno where the plugin cannot be used. */
 int zsm_progress(void);

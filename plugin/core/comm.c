@@ -40,6 +40,7 @@ struct zsm_comm *zsm_comm_new(int type)
 	atomic_store_explicit(&c->state, ZSM_COMM_CONNECTING,
 			      memory_order_relaxed);
 	pthread_mutex_init(&c->pool_lock, NULL);
+	c->max_reqs = ZSM_MAX_REQUESTS;
 	c->close_req.desc.post = zsm_comm_post_desc;
 	c->close_req.desc.fifo = &c->fifo;
 	c->close_req.type = ZSM_REQ_CLOSE;

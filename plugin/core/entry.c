@@ -819,6 +819,26 @@ int zsm_comm_failed(void *comm)
 	return zsm_comm_error(obj) != 0;
 }
 
+int zsm_comm_reserve(void *send_comm, int sets)
+{
+	struct zsm_comm *c;
+	int ret = zsm_entry_lookup("reserve", send_comm, ZSM_H_SEND,
+				   (void **)&c);
+
+	if (ret)
+		return ret;
+	if (sets < 1 || sets > ZSM_MAX_REQUEST_SETS) {
+		ZSM_WARN("reserve: %d request sets on a comm (1 to %d)", sets,
+			 ZSM_MAX_REQUEST_SETS);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&c->pool_lock);
+	if (sets * ZSM_MAX_REQUESTS > c->max_reqs)
+		c->max_reqs = sets * ZSM_MAX_REQUESTS;
+	pthread_mutex_unlock(&c->pool_lock);
+	return 0;
+}
+
 int zsm_progress(void)
 {
 	int ret = zsm_plugin_enter("progress");

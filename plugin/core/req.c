@@ -61,7 +61,7 @@ struct zsm_req *zsm_req_alloc(struct zsm_comm *c)
 	struct zsm_req *req;
 
 	pthread_mutex_lock(&c->pool_lock);
-	if (!c->free_reqs && c->nreqs < ZSM_MAX_REQUESTS)
+	if (!c->free_reqs && c->nreqs < c->max_reqs)
 		zsm_req_grow(c);
 	req = c->free_reqs;
 	if (req)

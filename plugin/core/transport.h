@@ -205,6 +205,7 @@ struct zsm_comm {
 	struct zsm_req *free_reqs;
 	struct zsm_req_slab *slabs;
 	int nreqs;
+	int max_reqs; /* the pool's bound (zsm_comm_reserve) */
 	struct zsm_comm *next, *prev; /* every comm, for teardown */
 };
 

@@ -32,6 +32,10 @@ struct zsm_rma_coll {
 	/* One rank's part, then every rank's (exchanges). */
 	unsigned char *scratch;
 	uint32_t seq; /* exchanges so far: each one's tag */
+	int contexts; /* made by createContext, live */
+	/* A request of this comm failed (test said so): queryLastError
+	 * says so too, whether or not its link failed as a whole. */
+	int failed;
 	uint64_t handle;
 };
 
@@ -71,6 +75,7 @@ static inline void *zsm_rma_sym_mh(const struct zsm_rma_sym *s, int rank)
 
 struct zsm_rma_ctx {
 	struct zsm_rma_coll *coll;
+	uint64_t coll_handle; /* to find it again, if still there */
 	int ncontexts;
 	uint64_t handle;
 };

@@ -37,10 +37,28 @@ int zsm_rma_ctx_create(void *coll, int ncontexts, void **out)
 		ZSM_WARN("rma: createContext with %d contexts", ncontexts);
 		return -EINVAL;
 	}
+	/* NCCL keeps up to 32 x maxRecvs requests in flight per peer and
+	 * context, and frees them only by test(): every context gets its
+	 * own set of requests on each link. */
+	if (ncontexts > ZSM_MAX_REQUEST_SETS - c->contexts) {
+		ZSM_WARN("rma: createContext: %d contexts on top of %d: at "
+			 "most %d share a collective comm's links",
+			 ncontexts, c->contexts, ZSM_MAX_REQUEST_SETS);
+		return -ENOSPC;
+	}
+	for (int p = 0; p < c->nranks; p++) {
+		if (!c->send[p])
+			continue;
+		ret = zsm_comm_reserve(c->send[p], c->contexts + ncontexts);
+		if (ret)
+			return ret;
+	}
+	c->contexts += ncontexts;
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return -ENOMEM;
 	x->coll = c;
+	x->coll_handle = c->handle;
 	x->ncontexts = ncontexts;
 	if (zsm_handle_open(ZSM_H_RMA_CTX, x, &x->handle)) {
 		free(x);
@@ -53,11 +71,15 @@ int zsm_rma_ctx_create(void *coll, int ncontexts, void **out)
 int zsm_rma_ctx_destroy(void *ctx)
 {
 	struct zsm_rma_ctx *x;
+	struct zsm_rma_coll *c;
 	int ret = zsm_rma_release("destroyContext", ctx, ZSM_H_RMA_CTX,
 				  (void **)&x);
 
 	if (ret)
 		return ret;
+	/* Its collective comm may be closed already. */
+	if (!zsm_handle_get(x->coll_handle, ZSM_H_RMA_COLL, (void **)&c))
+		c->contexts -= x->ncontexts;
 	free(x);
 	return 0;
 }
@@ -235,8 +257,17 @@ int zsm_rma_iflush(void *ctx, int context, void *sym, uint32_t rank,
 
 int zsm_rma_test(void *coll, void *request, int *done)
 {
-	(void)coll;
-	return zsm_test(request, done, NULL);
+	struct zsm_rma_coll *c;
+	int ret = zsm_test(request, done, NULL);
+
+	/* A put the provider failed (its peer reset the link) may leave
+	 * the link looking alive until the peer check says otherwise:
+	 * remember it for queryLastError. */
+	if (ret < 0 && ret != -EINVAL &&
+	    !zsm_handle_get((uint64_t)(uintptr_t)coll, ZSM_H_RMA_COLL,
+			    (void **)&c))
+		c->failed = 1;
+	return ret;
 }
 
 int zsm_rma_last_error(void *ctx, int *failed)
@@ -250,6 +281,7 @@ int zsm_rma_last_error(void *ctx, int *failed)
 	*failed = 0;
 	if (ret)
 		return ret;
+	*failed = x->coll->failed;
 	for (int p = 0; p < x->coll->nranks && !*failed; p++)
 		if (p != x->coll->rank)
 			*failed = zsm_comm_failed(x->coll->send[p]) ||
