@@ -765,7 +765,14 @@ static int zsm_entry_rma(const char *call, int type, void *send_comm,
 		req->rma.dst_id = win->id;
 		req->rma.dst_flags = win->flags;
 	}
-	zsm_entry_submit(req, 0, request);
+	/* Posted now where the engine is free: the issuer's next look may
+	 * be long in coming (it waits on a signal word), and the hand-off
+	 * to our thread is most of a small put's time. */
+	if (zsm_proxy_submit_drive(&req->desc)) {
+		zsm_req_free(req);
+		return 0; /* the queue is full: the caller asks again */
+	}
+	*request = zsm_entry_handle_out(zsm_handle_arm(req->handle_index));
 	return 0;
 }
 

@@ -311,19 +311,54 @@ void zsm_proxy_assist(const void *waiting)
 				      memory_order_relaxed);
 }
 
-void zsm_proxy_drive(void)
+/* A pass by the caller, the engine lock held; then unlock. */
+static void zsm_proxy_drive_locked(void)
 {
-	if (zsm_proxy.inline_mode) {
-		zsm_proxy_pass();
-		return;
-	}
+	zsm_proxy_pass_locked();
+	pthread_mutex_unlock(&zsm_proxy.lock);
+	/* As a test() pass: where cores are scarce our thread keeps off
+	 * while callers drive. */
+	if (zsm_proxy.assist == ZSM_PROXY_ASSIST_ALWAYS)
+		/* relaxed: a hint for the thread's back-off, as in
+		 * zsm_proxy_assist. */
+		atomic_store_explicit(&zsm_proxy.last_assist_ns, zsm_now_ns(),
+				      memory_order_relaxed);
+}
+
+/* Whether the caller may drive now: the lock taken, or 0 (yielded). */
+static int zsm_proxy_drive_enter(void)
+{
 	if (zsm_proxy.assist == ZSM_PROXY_ASSIST_NEVER ||
 	    pthread_mutex_trylock(&zsm_proxy.lock) != 0) {
 		sched_yield();
-		return;
+		return 0;
 	}
-	zsm_proxy_pass_locked();
-	pthread_mutex_unlock(&zsm_proxy.lock);
+	return 1;
+}
+
+void zsm_proxy_drive(void)
+{
+	if (zsm_proxy.inline_mode)
+		zsm_proxy_pass();
+	else if (zsm_proxy_drive_enter())
+		zsm_proxy_drive_locked();
+}
+
+int zsm_proxy_submit_drive(struct zsm_desc *desc)
+{
+	int ret;
+
+	if (zsm_proxy.inline_mode || zsm_proxy.assist == ZSM_PROXY_ASSIST_NEVER ||
+	    pthread_mutex_trylock(&zsm_proxy.lock) != 0) {
+		ret = zsm_proxy_submit(desc);
+		if (!ret && zsm_proxy.inline_mode)
+			zsm_proxy_pass();
+		return ret;
+	}
+	/* Our own pass takes it: no need to wake the thread for it. */
+	ret = zsm_ring_push(&zsm_proxy.queue, desc) ? -EAGAIN : 0;
+	zsm_proxy_drive_locked();
+	return ret;
 }
 
 /*

@@ -77,6 +77,10 @@ void zsm_proxy_assist(const void *waiting);
  * ZSM_PROXY_ASSIST=0 only a yield.
  */
 void zsm_proxy_drive(void);
+/* Submit desc and drive (above): the caller's own pass posts it where
+ * the engine is free, without waking the thread for it.  0, or -EAGAIN
+ * when the queue is full. */
+int zsm_proxy_submit_drive(struct zsm_desc *desc);
 /* Who may run passes from test() (ZSM_PROXY_ASSIST). */
 enum zsm_proxy_assist_mode {
 	ZSM_PROXY_ASSIST_NEVER = 0,
