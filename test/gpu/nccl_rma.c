@@ -1324,7 +1324,8 @@ static int part_rma(void)
 		if (fill_pattern(rs.ptr, 0, rs.size, hbuf, err, sizeof(err)))
 			v_set(&v, ST_FAIL, "%s", err);
 		else
-			v_set(&v, ST_PASS, "2 windows of %zu bytes", rs.size);
+			v_set(&v, ST_PASS, "2 windows of %zu bytes, handles "
+			      "%p %p", rs.size, (void *)rs.w, (void *)rr.w);
 	}
 	if (settle("rma", "windows (ncclMemAlloc + ncclCommWindowRegister)",
 		   &v) != ST_PASS || fatal_seen)
@@ -1494,8 +1495,8 @@ static int part_coll(void)
 		v_set(&v, ST_FAIL, "out of host memory");
 	} else if (!win_up(&s, 2 * max, "send", &v) &&
 		   !win_up(&r, 2 * max + GUARD, "recv", &v)) {
-		v_set(&v, ST_PASS, "send %zu bytes, recv %zu bytes", s.size,
-		      r.size);
+		v_set(&v, ST_PASS, "send %zu bytes, recv %zu bytes, handles "
+		      "%p %p", s.size, r.size, (void *)s.w, (void *)r.w);
 	}
 	registered = v.status == ST_PASS;
 	if (settle("coll", "windows (ncclMemAlloc + ncclCommWindowRegister)",
