@@ -109,6 +109,9 @@ void zsm_ce_cuda_mr_release(struct zsm_ce_gpu_mr *mr);
 
 /* regMr of device memory: its IPC handle and context.  0 or -errno. */
 int zsm_ce_cuda_mr_prepare(void *data, size_t size, struct zsm_ce_gpu_mr *out);
+/* The same, saying nothing: why filled on failure. */
+int zsm_ce_cuda_mr_try(void *data, size_t size, struct zsm_ce_gpu_mr *out,
+		       char *why, size_t why_len);
 /*
  * deregMr of device memory registered on ch's sending side: tell the
  * receiver, which closes what it opened for it (caller holds the engine

@@ -53,31 +53,29 @@ static int zsm_ce_cuda_export(zsm_cu_deviceptr base, struct zsm_ce_gpu_mr *out,
 	return 0;
 }
 
-int zsm_ce_cuda_mr_prepare(void *data, size_t size, struct zsm_ce_gpu_mr *out)
+int zsm_ce_cuda_mr_try(void *data, size_t size, struct zsm_ce_gpu_mr *out,
+		       char *why, size_t why_len)
 {
 	zsm_cu_deviceptr p = (zsm_cu_deviceptr)(uintptr_t)data, base = 0;
 	size_t len = 0;
 	zsm_cu_result res;
-	char why[256];
 
 	memset(out, 0, sizeof(*out));
 	res = zsm_cuda_table()->mem_get_address_range(&base, &len, p);
 	if (res != ZSM_CU_SUCCESS || p + size > base + len) {
-		zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
+		zsm_cuda_drv_fail(zsm_cuda_table(), res, why, why_len,
 				  "%zu bytes at %p are not one CUDA "
 				  "allocation",
 				  size, data);
-		ZSM_WARN("ce: regMr: %s", why);
 		return -EINVAL;
 	}
 	out->vmm_fd = -1;
 	res = zsm_cuda_table()->ipc_get_mem_handle(&out->ipc, base);
 	if (res != ZSM_CU_SUCCESS) {
 		/* cuMem memory (NCCL's own): export the allocation. */
-		int ret = zsm_ce_cuda_export(base, out, why, sizeof(why));
+		int ret = zsm_ce_cuda_export(base, out, why, why_len);
 
 		if (ret) {
-			ZSM_WARN("ce: regMr: %s", why);
 			return ret;
 		}
 	}
@@ -88,9 +86,8 @@ int zsm_ce_cuda_mr_prepare(void *data, size_t size, struct zsm_ce_gpu_mr *out)
 		res = zsm_cuda_table()->pointer_get_attribute(
 			&out->ctx, ZSM_CU_POINTER_ATTRIBUTE_CONTEXT, p);
 	if (res != ZSM_CU_SUCCESS) {
-		zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
+		zsm_cuda_drv_fail(zsm_cuda_table(), res, why, why_len,
 				  "the context of %p", data);
-		ZSM_WARN("ce: regMr: %s", why);
 		return -EINVAL;
 	}
 	out->base = base;
@@ -108,16 +105,25 @@ int zsm_ce_cuda_mr_prepare(void *data, size_t size, struct zsm_ce_gpu_mr *out)
 		if (res == ZSM_CU_SUCCESS)
 			res = zsm_cuda_table()->device_primary_ctx_retain(&out->ctx, d);
 		if (res != ZSM_CU_SUCCESS) {
-			zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
+			zsm_cuda_drv_fail(zsm_cuda_table(), res, why, why_len,
 					  "the primary context of GPU %d",
 					  out->dev);
-			ZSM_WARN("ce: regMr: %s", why);
 			zsm_ce_cuda_mr_release(out);
 			return -EIO;
 		}
 		out->primary = 1;
 	}
 	return 0;
+}
+
+int zsm_ce_cuda_mr_prepare(void *data, size_t size, struct zsm_ce_gpu_mr *out)
+{
+	char why[256];
+	int ret = zsm_ce_cuda_mr_try(data, size, out, why, sizeof(why));
+
+	if (ret)
+		ZSM_WARN("ce: regMr: %s", why);
+	return ret;
 }
 
 void zsm_ce_cuda_mr_release(struct zsm_ce_gpu_mr *mr)

@@ -10,6 +10,7 @@
 #include "ce/ce.h"
 #include "ce/ce_wire.h"
 #include "common/cuda_drv.h"
+#include "common/cuda_win.h"
 #include "core/transport.h"
 
 /* ce's request: the core's, and its place in the channel. */
@@ -20,6 +21,7 @@ struct zsm_ce_req {
 	/* A receive's buffers: 0 open, 1 a message took it, 2 done. */
 	uint8_t sub[ZSM_MAX_RECVS];
 	uint64_t got; /* a get's bytes read so far */
+	uint64_t src; /* a send's or put's bytes, where the peer reads them */
 };
 
 static inline struct zsm_ce_req *zsm_ce_req_of(struct zsm_req *r)
@@ -38,6 +40,13 @@ struct zsm_ce_mr {
 	int window;
 	char *start;
 	size_t size;
+	/* A GPU window whose allocation cannot be opened by the peer
+	 * (cuMem memory made without a shareable handle type: NCCL's):
+	 * puts from it go through mirror, its pinned host copy; puts into
+	 * it are copied up by this process as into any GPU buffer.  g then
+	 * holds only its context and device (wctx's). */
+	char *mirror;
+	struct zsm_cuda_win_ctx wctx;
 	struct zsm_ce_mr *next, **prev; /* every one, for teardown */
 };
 

@@ -18,6 +18,18 @@
 static struct zsm_ce_mr *zsm_ce_mrs;
 int zsm_ce_windows;
 
+/* Link mr into every registration, for teardown. */
+static void zsm_ce_mr_link(struct zsm_ce_mr *mr)
+{
+	zsm_proxy_lock();
+	mr->next = zsm_ce_mrs;
+	if (zsm_ce_mrs)
+		zsm_ce_mrs->prev = &mr->next;
+	mr->prev = &zsm_ce_mrs;
+	zsm_ce_mrs = mr;
+	zsm_proxy_unlock();
+}
+
 int zsm_ce_mr_reg(struct zsm_comm *c, void *data, size_t size, int type,
 		  int dmabuf_fd, uint64_t offset, struct zsm_mr **out)
 {
@@ -44,13 +56,7 @@ int zsm_ce_mr_reg(struct zsm_comm *c, void *data, size_t size, int type,
 	mr->base.ops = &zsm_ce_comm_ops;
 	/* relaxed: nobody else knows mr yet. */
 	atomic_init(&mr->base.refs, 1);
-	zsm_proxy_lock();
-	mr->next = zsm_ce_mrs;
-	if (zsm_ce_mrs)
-		zsm_ce_mrs->prev = &mr->next;
-	mr->prev = &zsm_ce_mrs;
-	zsm_ce_mrs = mr;
-	zsm_proxy_unlock();
+	zsm_ce_mr_link(mr);
 	*out = &mr->base;
 	return 0;
 }
@@ -64,9 +70,53 @@ void zsm_ce_mr_free(struct zsm_mr *m)
 		mr->next->prev = mr->prev;
 	if (mr->window)
 		zsm_ce_windows--;
-	if (mr->gpu)
+	if (mr->mirror) {
+		zsm_cuda_win_unpin(mr->mirror);
+		free(mr->mirror);
+		zsm_cuda_win_ctx_put(&mr->wctx);
+	} else if (mr->gpu) {
 		zsm_ce_cuda_mr_release(&mr->g);
+	}
 	free(mr);
+}
+
+/*
+ * A GPU window the peer cannot open: its bytes go out through a pinned
+ * host mirror (puts from it), and come in by this process's own copies
+ * (puts into it).  0, or -errno (said).
+ */
+static int zsm_ce_mr_staged(void *data, size_t size, struct zsm_ce_mr *mr,
+			    const char *export_why)
+{
+	char why[256];
+	void *p = NULL;
+	int ret = zsm_cuda_win_ctx_get(data, &mr->wctx, why, sizeof(why));
+
+	if (ret) {
+		ZSM_WARN("ce: regWindow: %s, and %s", export_why, why);
+		return ret;
+	}
+	if (posix_memalign(&p, 4096, size)) {
+		ZSM_WARN("ce: regWindow: no memory for the host copy of a "
+			 "%zu-byte GPU window",
+			 size);
+		zsm_cuda_win_ctx_put(&mr->wctx);
+		return -ENOMEM;
+	}
+	ret = zsm_cuda_win_pin(mr->wctx.ctx, p, size);
+	if (ret) {
+		free(p);
+		zsm_cuda_win_ctx_put(&mr->wctx);
+		return ret;
+	}
+	ZSM_INFO("ce: a %zu-byte GPU window at %p goes out through host "
+		 "memory: %s",
+		 size, data, export_why);
+	mr->mirror = p;
+	mr->g.ctx = mr->wctx.ctx;
+	mr->g.dev = mr->wctx.dev;
+	mr->g.vmm_fd = -1;
+	return 0;
 }
 
 int zsm_ce_mr_reg_window(struct zsm_comm *c, void *data, size_t size,
@@ -74,11 +124,33 @@ int zsm_ce_mr_reg_window(struct zsm_comm *c, void *data, size_t size,
 			 struct zsm_rma_window *win)
 {
 	struct zsm_ce_mr *mr;
-	int ret = zsm_ce_mr_reg(c, data, size, type, -1, 0, out);
+	char why[256];
+	int ret;
 
-	if (ret)
-		return ret;
-	mr = zsm_container_of(*out, struct zsm_ce_mr, base);
+	if (type != ZSM_MEM_CUDA) {
+		ret = zsm_ce_mr_reg(c, data, size, type, -1, 0, out);
+		if (ret)
+			return ret;
+		mr = zsm_container_of(*out, struct zsm_ce_mr, base);
+	} else {
+		mr = calloc(1, sizeof(*mr));
+		if (!mr)
+			return -ENOMEM;
+		ret = zsm_ce_cuda_mr_try(data, size, &mr->g, why, sizeof(why));
+		if (ret)
+			ret = zsm_ce_mr_staged(data, size, mr, why);
+		if (ret) {
+			free(mr);
+			return ret;
+		}
+		mr->gpu = 1;
+		mr->base.type = type;
+		mr->base.ops = &zsm_ce_comm_ops;
+		/* relaxed: nobody else knows mr yet. */
+		atomic_init(&mr->base.refs, 1);
+		zsm_ce_mr_link(mr);
+		*out = &mr->base;
+	}
 	zsm_proxy_lock();
 	mr->window = 1;
 	mr->start = data;
@@ -111,7 +183,7 @@ void zsm_ce_mr_forget(struct zsm_comm *c, struct zsm_mr *m)
 
 	/* The receiver holds our allocation open (and its memory alive)
 	 * until told: NCCL may free the buffer next. */
-	if (mr->gpu && c->type == ZSM_COMM_SEND && c->tp)
+	if (mr->gpu && !mr->mirror && c->type == ZSM_COMM_SEND && c->tp)
 		zsm_ce_chan_forget(c->tp, &mr->g);
 }
 

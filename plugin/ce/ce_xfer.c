@@ -127,6 +127,33 @@ static ssize_t zsm_ce_peer_copy(struct zsm_ce_chan *ch, void *local,
 }
 
 /*
+ * Where the peer reads buffer 0 of req: the buffer itself, or for a GPU
+ * window it cannot open its place in the window's pinned host mirror,
+ * copied down first (on our stream: a copy engine, no kernel).  0, or
+ * -errno (said).
+ */
+static int zsm_ce_stage_out(struct zsm_ce_chan *ch, struct zsm_ce_req *req,
+			    uint64_t *addr)
+{
+	const struct zsm_mr *m = req->base.mh[0];
+	const struct zsm_ce_mr *mr;
+	size_t off;
+
+	(void)ch;
+	*addr = (uint64_t)(uintptr_t)req->base.data[0];
+	if (!m || m->ops != &zsm_ce_comm_ops)
+		return 0;
+	mr = (const struct zsm_ce_mr *)(const void *)m;
+	if (!mr->mirror || !req->base.len[0])
+		return 0;
+	off = (size_t)((char *)req->base.data[0] - mr->start);
+	*addr = (uint64_t)(uintptr_t)(mr->mirror + off);
+	return zsm_cuda_win_copy(mr->g.ctx, (zsm_cu_deviceptr)*addr,
+				 (zsm_cu_deviceptr)(uintptr_t)req->base.data[0],
+				 req->base.len[0]);
+}
+
+/*
  * A send, or a put: a slot the receiver serves in order.  A put names
  * where its bytes go in one of the receiver's windows, and its signal;
  * the receiver copies the bytes (from our GPU memory too: it opens the
@@ -146,7 +173,11 @@ static int zsm_ce_post_slot(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
 	if (ch->next - ch->oldest >= ZSM_CE_SLOTS)
 		return -EAGAIN;
 	s = zsm_ce_slot_of(ch, ch->next);
-	s->addr = (uint64_t)(uintptr_t)req->base.data[0];
+	if (zsm_ce_stage_out(ch, req, &s->addr)) {
+		req->base.error = -EIO;
+		zsm_ce_publish(req);
+		return 0;
+	}
 	s->size = req->base.len[0];
 	s->tag = req->base.tag[0];
 	s->kind = req->base.type == ZSM_REQ_PUT ? ZSM_CE_KIND_PUT
@@ -160,6 +191,9 @@ static int zsm_ce_post_slot(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
 	s->len = 0;
 	s->gpu = zsm_ce_gpu(req, 0) != NULL;
 	s->vmm_fd = -1;
+	req->src = s->addr;
+	if (s->gpu && (uintptr_t)req->base.data[0] != s->addr)
+		s->gpu = 0; /* staged out: host bytes now */
 	if (s->gpu) {
 		/* The receiver opens our allocation and copies from it. */
 		const struct zsm_ce_gpu_mr *g = zsm_ce_gpu(req, 0);
@@ -341,7 +375,10 @@ static int zsm_ce_help(struct zsm_ce_chan *ch)
 		ch->help_left = 0;
 		s->help_err = 0;
 	}
-	ret = zsm_ce_copy_pieces(ch, s, req->base.len[0], req->base.data[0], s->dst,
+	/* From where the receiver reads too (a staged window's mirror);
+	 * our own note of it, not the slot's, which the peer can write. */
+	ret = zsm_ce_copy_pieces(ch, s, req->base.len[0],
+				 (char *)(uintptr_t)req->src, s->dst,
 				 &ch->help_off, &ch->help_left);
 	if (ret > 0)
 		return 1; /* more next pass */

@@ -148,11 +148,22 @@ int zsm_cuda_win_copy(zsm_cu_context ctx, zsm_cu_deviceptr dst,
 	return zsm_cuda_win_wait(st, n);
 }
 
-int zsm_cuda_win_pin(void *p, size_t n)
+int zsm_cuda_win_pin(zsm_cu_context ctx, void *p, size_t n)
 {
-	zsm_cu_result res = zsm_cuda_table()->mem_host_register(
-		p, n, ZSM_CU_MEMHOSTREGISTER_PORTABLE);
+	const struct zsm_cuda_drv *d = zsm_cuda_table();
+	zsm_cu_context was = NULL;
+	zsm_cu_result res;
 
+	/* Pinning needs a current context; the caller's thread (NCCL's)
+	 * gets its own back. */
+	if (d->ctx_get_current && d->ctx_get_current(&was) != ZSM_CU_SUCCESS)
+		was = NULL;
+	res = d->ctx_set_current(ctx);
+	if (res == ZSM_CU_SUCCESS)
+		res = d->mem_host_register(p, n,
+					   ZSM_CU_MEMHOSTREGISTER_PORTABLE);
+	if (was != ctx)
+		d->ctx_set_current(was);
 	return res == ZSM_CU_SUCCESS
 		       ? 0
 		       : zsm_cuda_win_say(res, "pinning host memory", n);
@@ -169,12 +180,16 @@ int zsm_cuda_win_word_add(zsm_cu_context ctx, zsm_cu_deviceptr word,
 	zsm_cu_deviceptr host;
 	int ret;
 
+	/* Pinning needs a current context, and this may be the first call
+	 * on the engine's thread. */
+	if (!zsm_cuda_win_stream(ctx))
+		return -EIO;
 	if (!zsm_cuda_win_scratch) {
 		void *p = NULL;
 
 		if (posix_memalign(&p, 4096, 4096))
 			return -ENOMEM;
-		if (zsm_cuda_win_pin(p, 4096)) {
+		if (zsm_cuda_win_pin(ctx, p, 4096)) {
 			free(p);
 			return -EIO;
 		}

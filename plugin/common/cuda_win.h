@@ -44,8 +44,9 @@ int zsm_cuda_win_copy(zsm_cu_context ctx, zsm_cu_deviceptr dst,
  */
 int zsm_cuda_win_word_add(zsm_cu_context ctx, zsm_cu_deviceptr word,
 			  uint64_t add);
-/* Pin [p, p + n) for copies: 0 or -errno (said). */
-int zsm_cuda_win_pin(void *p, size_t n);
+/* Pin [p, p + n) for copies in ctx (made current for the call, the
+ * caller's own restored): 0 or -errno (said). */
+int zsm_cuda_win_pin(zsm_cu_context ctx, void *p, size_t n);
 void zsm_cuda_win_unpin(void *p);
 /* Destroy the streams (the engine is stopping). */
 void zsm_cuda_win_fini(void);

@@ -290,7 +290,7 @@ static int zsm_net_mr_mirror(struct zsm_net_ep *ep, struct zsm_net_mr *mr,
 		zsm_cuda_win_ctx_put(&mr->gpu);
 		return -ENOMEM;
 	}
-	ret = zsm_cuda_win_pin(p, size);
+	ret = zsm_cuda_win_pin(mr->gpu.ctx, p, size);
 	if (ret) {
 		free(p);
 		zsm_cuda_win_ctx_put(&mr->gpu);

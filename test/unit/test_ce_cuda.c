@@ -61,6 +61,7 @@ static struct fake {
 	} ev[48];
 	int nev, batches, batch_bad_attr;
 	int fail_copy;
+	int no_export; /* cuMem made without a shareable handle type */
 	/* What the code under test did. */
 	int imports, ipc_opens, unmaps, ipc_closes, releases, copies, pinned;
 	int stream_prio;
@@ -242,7 +243,7 @@ static zsm_cu_result fake_export(void *shareable, zsm_cu_mem_handle h,
 	int i = (int)h - 1, fd;
 
 	(void)flags;
-	if (type != ZSM_CU_MEM_HANDLE_TYPE_POSIX_FD)
+	if (type != ZSM_CU_MEM_HANDLE_TYPE_POSIX_FD || fk.no_export)
 		return ZSM_CU_ERROR_INVALID_VALUE;
 	fd = memfd_create("fake-cumem-export", MFD_CLOEXEC);
 	if (fd < 0 || pwrite(fd, &i, sizeof(i), 0) != (ssize_t)sizeof(i))
@@ -1164,6 +1165,68 @@ static void test_ce_cuda_put_signals_after_its_bytes(void **state)
 	gpu_dereg(p, smr);
 }
 
+/*
+ * A GPU window whose cuMem allocation cannot be exported (NCCL's own):
+ * its registration still works, a put from it goes out through its
+ * pinned host mirror (copied down first) into a host window, and one
+ * into it from host memory is copied up; both byte-exact.
+ */
+static void test_ce_cuda_unexportable_window_goes_through_host(void **state)
+{
+	struct pair *p = need_pair(state);
+	size_t len = (2u << 20) + 77; /* past the shared-copy size */
+	unsigned char *gwin = fake_alloc(len, 1, 5);
+	unsigned char *hwin = calloc(1, len), *src = malloc(len);
+	uint64_t *sig = calloc(8, sizeof(uint64_t));
+	struct zsm_rma_window gw, hw, sw;
+	struct zsm_ce_mr *gmr, *hmr, *smr;
+	struct zsm_ce_req req;
+	struct zsm_mr *m;
+	int pinned;
+
+	assert_non_null(hwin);
+	assert_non_null(src);
+	assert_non_null(sig);
+	fk.no_export = 1;
+	pinned = fk.pinned;
+	gmr = gpu_window(p, gwin, len, &gw);
+	assert_non_null(gmr->mirror);
+	zsm_assert_int_eq(fk.pinned, pinned + 1);
+	zsm_assert_int_eq(zsm_ce_mr_reg_window(&p->rc, hwin, len,
+					       ZSM_MEM_HOST, &m, &hw),
+			  0);
+	zsm_assert_int_eq(zsm_handle_open(ZSM_H_MR, m, &m->handle), 0);
+	hw.id = m->handle;
+	hmr = zsm_container_of(m, struct zsm_ce_mr, base);
+	zsm_assert_int_eq(zsm_ce_mr_reg_window(&p->rc, sig, 64, ZSM_MEM_HOST,
+					       &m, &sw),
+			  0);
+	zsm_assert_int_eq(zsm_handle_open(ZSM_H_MR, m, &m->handle), 0);
+	sw.id = m->handle;
+	smr = zsm_container_of(m, struct zsm_ce_mr, base);
+
+	/* Out of the GPU window, into host memory. */
+	post_put(p, &req, gwin, len, gmr, &hw, 0, &sw, 0, 1);
+	pump_until_done(&req);
+	zsm_assert_int_eq(state_of(&req), ZSM_REQ_DONE);
+	assert_memory_equal(hwin, gwin, len);
+	zsm_assert_int_eq(sig[0], 1);
+	/* Into it, from host memory. */
+	for (size_t i = 0; i < len; i++)
+		src[i] = (unsigned char)(i * 7 + 1);
+	post_put(p, &req, src, len, NULL, &gw, 0, &sw, 0, 1);
+	pump_until_done(&req);
+	zsm_assert_int_eq(state_of(&req), ZSM_REQ_DONE);
+	assert_memory_equal(gwin, src, len);
+	zsm_assert_int_eq(sig[0], 2);
+	gpu_window_drop(gmr);
+	gpu_window_drop(hmr);
+	gpu_window_drop(smr);
+	free(hwin);
+	free(src);
+	free(sig);
+}
+
 /* A put past its window's end fails the put and the owner's comm, and
  * writes nothing. */
 static void test_ce_cuda_put_outside_window_fails(void **state)
@@ -1208,6 +1271,7 @@ int main(void)
 		T(test_ce_cuda_dmabuf_whole_pages),
 		T(test_ce_cuda_put_signals_after_its_bytes),
 		T(test_ce_cuda_put_outside_window_fails),
+		T(test_ce_cuda_unexportable_window_goes_through_host),
 	};
 #undef T
 	if (!ce_possible())
