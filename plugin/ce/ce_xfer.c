@@ -1042,7 +1042,11 @@ static int zsm_ce_progress(void)
 		/* No copy in flight may use a mapping being closed. */
 		if (ch->maps && !ch->gpu_busy && !ch->pipe_n)
 			events += zsm_ce_cuda_forget(ch);
-		if (ch->failed || (!ch->head && !zsm_ce_serves_puts(ch))) {
+		/* A receiver always looks at its next slot (one load): a
+		 * put into a process without windows is refused, not left
+		 * waiting; with windows it also keeps the engine busy. */
+		if (ch->failed ||
+		    (!ch->head && ch->side != ZSM_CE_RECEIVER)) {
 			ch->last_event_ns = 0;
 			continue;
 		}

@@ -1227,6 +1227,25 @@ static void test_ce_cuda_unexportable_window_goes_through_host(void **state)
 	free(sig);
 }
 
+/* A put into a process that has no window at all is refused (the owner
+ * still looks at its slots), not left waiting. */
+static void test_ce_cuda_put_without_windows_is_refused(void **state)
+{
+	struct pair *p = need_pair(state);
+	unsigned char src[64], dst[64] = {0};
+	struct zsm_rma_window w = {.addr = (uint64_t)(uintptr_t)dst,
+				   .key = (uint64_t)getpid(),
+				   .size = sizeof(dst), .id = 0x1234};
+	struct zsm_ce_req req;
+
+	memset(src, 7, sizeof(src));
+	zsm_assert_int_eq(zsm_ce_windows, 0);
+	post_put(p, &req, src, sizeof(src), NULL, &w, 0, NULL, 0, 0);
+	pump_until_done(&req);
+	zsm_assert_int_eq(state_of(&req), -EPROTO);
+	zsm_assert_int_eq(dst[0], 0);
+}
+
 /* A put past its window's end fails the put and the owner's comm, and
  * writes nothing. */
 static void test_ce_cuda_put_outside_window_fails(void **state)
@@ -1272,6 +1291,7 @@ int main(void)
 		T(test_ce_cuda_put_signals_after_its_bytes),
 		T(test_ce_cuda_put_outside_window_fails),
 		T(test_ce_cuda_unexportable_window_goes_through_host),
+		T(test_ce_cuda_put_without_windows_is_refused),
 	};
 #undef T
 	if (!ce_possible())
