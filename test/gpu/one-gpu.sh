@@ -5,10 +5,9 @@
 # machine, in one command: build, then zsm-conformance --gpu 0,0 and
 # --rma --gpu 0 over ce and over net, then NCCL through zsm with two
 # ranks on GPU 0 as two hosts (NCCL_HOSTID per rank; zsm's network
-# path) and as two hosts to
-# NCCL but one to zsm (ZSM_HOSTID shared; ce), exact results checked by
-# nccl_check.py.  Runs ON that machine from the repo root with .debs
-# carried:
+# path) and as two hosts to NCCL but one to zsm (ZSM_HOSTID shared; ce),
+# exact results checked by nccl_check.py.  Runs ON that machine from the
+# repo root with .debs carried:
 #
 #     bash test/gpu/one-gpu.sh [--quick]
 #
