@@ -78,13 +78,16 @@ struct rc_shared {
 	uint64_t violations[RC_MAX_RANKS];
 };
 
-/* A registered window of this rank. */
+/* A registered window of this rank: host memory, or with dp set GPU
+ * memory, which this process reaches only through the driver's copies
+ * (rc_win_read and friends), never through p. */
 struct rc_win {
 	unsigned char *p;
 	size_t size;
 	void *mh;
 	void *map; /* what rc_win_free unmaps, or NULL */
 	size_t map_len;
+	zsm_cu_deviceptr dp; /* what rc_win_free frees, or 0: host memory */
 };
 
 /* A collective comm and what was made on it, for teardown. */
@@ -123,6 +126,11 @@ struct rk {
 	int barrier_target; /* arrivals the next barrier waits for */
 	int progress_res; /* rmaProgress's first error */
 	long slack_ms;	  /* more time for a request or signal (large ones) */
+	/* --gpu: the driver, this rank's device current (rc_gpu_open). */
+	struct zsm_cuda_drv cu;
+	int cu_open;
+	unsigned char *stage; /* host copies of GPU window bytes */
+	size_t stage_len;
 };
 
 struct rc_sig {
@@ -402,6 +410,152 @@ static int rc_put(struct rk *k, const struct rc_comm *c, void *ctx,
 }
 
 /* ---------------------------------------------------------------------- */
+/* Window memory: host, or (--gpu) this rank's CUDA device */
+
+/*
+ * --gpu: the CUDA driver, with this rank's device current.  Opened in the
+ * rank, never in the tool, which forks (cuda_drv.h), and before the
+ * plugin loads, as NCCL makes its device current first.  It stays open
+ * until the rank exits: windows outlive the plugin's teardown.  0, or
+ * -errno with why.
+ */
+static int rc_gpu_open(struct rk *k, char *why, size_t len)
+{
+	int r;
+
+	if (k->cu_open)
+		return 0;
+	r = zsm_cuda_drv_open(&k->cu, why, len);
+	if (!r)
+		r = zsm_cuda_drv_use_device(&k->cu, rc_o.gpu_ord[k->rank % 2],
+					    why, len);
+	if (r) {
+		zsm_cuda_drv_close(&k->cu);
+		return r;
+	}
+	k->cu_open = 1;
+	return 0;
+}
+
+static const char *rc_mem(const struct rc_win *w)
+{
+	return w->dp ? "GPU memory" : "host memory";
+}
+
+/* A host buffer of at least len bytes for copies of GPU bytes; its
+ * contents do not survive the next call. */
+static unsigned char *rc_stage(struct rk *k, size_t len)
+{
+	if (!len)
+		len = 1;
+	if (len > k->stage_len) {
+		unsigned char *p = realloc(k->stage, len);
+
+		if (!p)
+			return NULL;
+		k->stage = p;
+		k->stage_len = len;
+	}
+	return k->stage;
+}
+
+static zsm_cu_deviceptr rc_dptr(const struct rc_win *w, size_t off)
+{
+	return (zsm_cu_deviceptr)(uintptr_t)(w->p + off);
+}
+
+/* len bytes of w at off into dst. */
+static int rc_win_read(struct rk *k, const struct rc_win *w, size_t off,
+		       void *dst, size_t len)
+{
+	char why[RC_WHY];
+
+	if (!len)
+		return OOB_PASS;
+	if (!w->dp) {
+		memcpy(dst, w->p + off, len);
+		return OOB_PASS;
+	}
+	if (zsm_cuda_drv_copy_dtoh(&k->cu, dst, rc_dptr(w, off), len, why,
+				   sizeof(why)))
+		return rc_fail(k, "reading %zu bytes of a GPU window: %s", len,
+			       why);
+	return OOB_PASS;
+}
+
+/* len bytes from src into w at off. */
+static int rc_win_write(struct rk *k, const struct rc_win *w, size_t off,
+			const void *src, size_t len)
+{
+	char why[RC_WHY];
+
+	if (!len)
+		return OOB_PASS;
+	if (!w->dp) {
+		memcpy(w->p + off, src, len);
+		return OOB_PASS;
+	}
+	if (zsm_cuda_drv_copy_htod(&k->cu, rc_dptr(w, off), src, len, why,
+				   sizeof(why)))
+		return rc_fail(k, "writing %zu bytes of a GPU window: %s", len,
+			       why);
+	return OOB_PASS;
+}
+
+static int rc_win_set(struct rk *k, const struct rc_win *w, size_t off,
+		      unsigned char byte, size_t len)
+{
+	char why[RC_WHY];
+
+	if (!len)
+		return OOB_PASS;
+	if (!w->dp) {
+		memset(w->p + off, byte, len);
+		return OOB_PASS;
+	}
+	if (zsm_cuda_drv_memset(&k->cu, rc_dptr(w, off), byte, len, why,
+				sizeof(why)))
+		return rc_fail(k, "setting %zu bytes of a GPU window: %s", len,
+			       why);
+	return OOB_PASS;
+}
+
+/* len bytes of seed's pattern into w at off. */
+static int rc_win_fill(struct rk *k, const struct rc_win *w, size_t off,
+		       size_t len, uint32_t seed)
+{
+	unsigned char *p;
+
+	if (!w->dp) {
+		zsm_pattern_fill(w->p + off, len, seed);
+		return OOB_PASS;
+	}
+	p = rc_stage(k, len);
+	if (!p)
+		return rc_fail(k, "out of memory for %zu bytes", len);
+	zsm_pattern_fill(p, len, seed);
+	return rc_win_write(k, w, off, p, len);
+}
+
+/* The len bytes of w at off, readable here: the window itself, or a
+ * copy valid until the next staged copy. */
+static int rc_win_view(struct rk *k, const struct rc_win *w, size_t off,
+		       size_t len, const unsigned char **out)
+{
+	unsigned char *p;
+
+	if (!w->dp) {
+		*out = w->p + off;
+		return OOB_PASS;
+	}
+	p = rc_stage(k, len);
+	if (!p)
+		return rc_fail(k, "out of memory for %zu bytes", len);
+	*out = p;
+	return rc_win_read(k, w, off, p, len);
+}
+
+/* ---------------------------------------------------------------------- */
 /* Barriers and signals */
 
 static int rc_barrier(struct rk *k, const char *what)
@@ -430,25 +584,37 @@ static int rc_barrier(struct rk *k, const char *what)
 }
 
 /*
- * A signal word as the reader of NCCL's signals reads it.  acquire:
- * pairs with the plugin's update of the word (a remote atomic, or a
- * store after the data); what a strong signal promises is read after.
+ * The signal word at off of w, as the reader of NCCL's signals reads it.
+ * Host memory: an acquire load, which pairs with the plugin's update of
+ * the word (a remote atomic, or a store after the data); what a strong
+ * signal promises is read after.  GPU memory: an 8-byte synchronous copy,
+ * which returns only once the word is read, so the copies of the data
+ * that follow read after it.
  */
-static uint64_t rc_sig_load(const unsigned char *p)
+static int rc_sig_read(struct rk *k, const struct rc_win *w, size_t off,
+		       uint64_t *v)
 {
-	return __atomic_load_n((const uint64_t *)(const void *)p,
-			       __ATOMIC_ACQUIRE);
+	if (!w->dp) {
+		*v = __atomic_load_n((const uint64_t *)(const void *)(w->p +
+								      off),
+				     __ATOMIC_ACQUIRE);
+		return OOB_PASS;
+	}
+	return rc_win_read(k, w, off, v, sizeof(*v));
 }
 
-/* Wait until the signal word at p is at least want. */
-static int rc_wait_sig(struct rk *k, const unsigned char *p, uint64_t want,
-		       const char *what, int from)
+/* Wait until the signal word at off of w is at least want. */
+static int rc_wait_sig(struct rk *k, const struct rc_win *w, size_t off,
+		       uint64_t want, const char *what, int from)
 {
 	uint64_t t0 = zsm_client_now_ns(), v;
 
 	rc_doing(k, "waiting for %s from rank %d to reach %llu", what, from,
 		 (unsigned long long)want);
-	while ((v = rc_sig_load(p)) < want) {
+	for (;;) {
+		RC_TRY(rc_sig_read(k, w, off, &v));
+		if (v >= want)
+			break;
 		if (rc_stopped(k, what))
 			return OOB_FAIL;
 		if (rc_ms_since(t0) > RC_STEP_MS + k->slack_ms)
@@ -466,13 +632,24 @@ static int rc_wait_sig(struct rk *k, const unsigned char *p, uint64_t want,
 /* ---------------------------------------------------------------------- */
 /* Windows */
 
-/* size bytes of zeroed host memory, page-aligned, or one byte past a
- * page when odd (a window at an odd address). */
-static int rc_win_alloc(struct rk *k, struct rc_win *w, size_t size, int odd)
+/* size bytes of zeroed memory, on the GPU when gpu, page-aligned (or as
+ * cuMemAlloc aligns), or one byte past that when odd (a window at an odd
+ * address). */
+static int rc_win_make(struct rk *k, struct rc_win *w, size_t size, int odd,
+		       int gpu)
 {
 	size_t len = size + (odd ? 1 : 0);
+	char why[RC_WHY];
 
 	memset(w, 0, sizeof(*w));
+	if (gpu) {
+		if (zsm_cuda_drv_alloc(&k->cu, len, &w->dp, why, sizeof(why)))
+			return rc_fail(k, "a %zu-byte window in GPU memory: %s",
+				       size, why);
+		w->p = (unsigned char *)(uintptr_t)w->dp + (odd ? 1 : 0);
+		w->size = size;
+		return rc_win_set(k, w, 0, 0, size);
+	}
 	w->map = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (w->map == MAP_FAILED) {
@@ -485,14 +662,27 @@ static int rc_win_alloc(struct rk *k, struct rc_win *w, size_t size, int odd)
 	return OOB_PASS;
 }
 
-static void rc_win_free(struct rc_win *w)
+/* A window of the run's memory: GPU with --gpu, else host. */
+static int rc_win_alloc(struct rk *k, struct rc_win *w, size_t size, int odd)
 {
+	return rc_win_make(k, w, size, odd, rc_o.gpu);
+}
+
+static void rc_win_free(struct rk *k, struct rc_win *w)
+{
+	char why[RC_WHY];
+
 	if (w->map)
 		munmap(w->map, w->map_len);
+	/* Its registration is gone; a failure here changes no verdict. */
+	if (w->dp)
+		zsm_cuda_drv_free(&k->cu, w->dp, why, sizeof(why));
 	memset(w, 0, sizeof(*w));
 }
 
-/* regMrSym, collective: host memory, flags as NCCL gives them (3.3). */
+/* regMrSym, collective: host or GPU memory (NCCL_PTR_CUDA, as NCCL
+ * registers GPU windows without dma-buf), flags as NCCL gives them
+ * (3.3). */
 static int rc_reg(struct rk *k, struct rc_comm *c, struct rc_win *w,
 		  uint64_t flags, const char *what)
 {
@@ -500,13 +690,13 @@ static int rc_reg(struct rk *k, struct rc_comm *c, struct rc_win *w,
 
 	rc_doing(k, "regMrSym of %s", what);
 	w->mh = NULL;
-	r = rma_client_reg(&k->t, c->coll, w->p, w->size, NCCL_PTR_HOST, flags,
-			   &w->mh);
+	r = rma_client_reg(&k->t, c->coll, w->p, w->size,
+			   w->dp ? NCCL_PTR_CUDA : NCCL_PTR_HOST, flags, &w->mh);
 	if (r != ncclSuccess)
-		return rc_fail(k, "regMrSym of %s (%zu bytes of host memory, "
-				  "mrFlags 0x%llx) returned %s",
-			       what, w->size, (unsigned long long)flags,
-			       rc_res(r));
+		return rc_fail(k, "regMrSym of %s (%zu bytes of %s, mrFlags "
+				  "0x%llx) returned %s",
+			       what, w->size, rc_mem(w),
+			       (unsigned long long)flags, rc_res(r));
 	if (!w->mh)
 		return rc_fail(k, "regMrSym of %s returned ncclSuccess and a "
 				  "NULL mhandle",
@@ -558,6 +748,9 @@ static int rc_start(struct rk *k)
 	char why[RC_WHY];
 	int ndev = 0, r;
 
+	rc_doing(k, "opening the CUDA driver");
+	if (rc_o.gpu && rc_gpu_open(k, why, sizeof(why)))
+		return rc_fail(k, "GPU %d: %s", rc_o.gpu_ord[k->rank % 2], why);
 	rc_doing(k, "loading %s", rc_o.plugin);
 	if (rma_client_open(&k->t, rc_o.plugin, rc_o.abi, why, sizeof(why)))
 		return rc_fail(k, "%s", why);
@@ -693,6 +886,9 @@ static int rc_leave(struct rk *k, int strict)
 	free(k->rq);
 	k->rq = NULL;
 	k->rq_cap = 0;
+	free(k->stage);
+	k->stage = NULL;
+	k->stage_len = 0;
 	if (strict && bad)
 		return rc_fail(k, "teardown: %s returned %s", bad, rc_res(res));
 	if (strict && k->progress_res)
@@ -763,8 +959,8 @@ static int rc_exchange(struct rk *k, struct rc_comm *c, void *ctx,
 			     NCCL_NET_SIGNAL_OP_ADD };
 
 	if (len)
-		zsm_pattern_fill(src->p + src_off, len,
-				 seed + (uint32_t)k->rank);
+		RC_TRY(rc_win_fill(k, src, src_off, len,
+				   seed + (uint32_t)k->rank));
 	for (int q = 0; q < k->n; q++) {
 		if (q == k->rank)
 			continue;
@@ -776,13 +972,14 @@ static int rc_exchange(struct rk *k, struct rc_comm *c, void *ctx,
 	}
 	RC_TRY(rc_wait_all(k, what));
 	for (int q = 0; q < k->n; q++) {
-		const unsigned char *w = sig->p + (size_t)(slot + q) * 8;
+		const size_t w = (size_t)(slot + q) * 8;
+		const unsigned char *b;
 		uint64_t v;
 
 		if (q == k->rank)
 			continue;
-		RC_TRY(rc_wait_sig(k, w, expect, what, q));
-		v = rc_sig_load(w);
+		RC_TRY(rc_wait_sig(k, sig, w, expect, what, q));
+		RC_TRY(rc_sig_read(k, sig, w, &v));
 		if (v != expect)
 			return rc_fail(k, "%s: rank %d's signal word is %llu, "
 					  "want %llu (each ADD 1 applied once)",
@@ -790,8 +987,8 @@ static int rc_exchange(struct rk *k, struct rc_comm *c, void *ctx,
 				       (unsigned long long)expect);
 		if (!len)
 			continue;
-		long bad = zsm_pattern_check(dst->p + dst_off + (size_t)q * len,
-					     len, seed + (uint32_t)q);
+		RC_TRY(rc_win_view(k, dst, dst_off + (size_t)q * len, len, &b));
+		long bad = zsm_pattern_check(b, len, seed + (uint32_t)q);
 
 		if (bad >= 0)
 			return rc_fail(k, "%s: byte %ld of the %zu rank %d put "
@@ -849,8 +1046,8 @@ static int rc_check_init_connect(struct rk *k)
 	}
 	RC_TRY(rc_leave(k, 1));
 	for (int i = 0; i < 2; i++) {
-		rc_win_free(&win[i]);
-		rc_win_free(&sig[i]);
+		rc_win_free(k, &win[i]);
+		rc_win_free(k, &sig[i]);
 	}
 	if (k->rank == 0)
 		rc_note(k, "init twice; 2 comms of %d ranks, connected on "
@@ -896,9 +1093,11 @@ static int rc_check_register(struct rk *k)
 	RC_TRY(rc_ctx(k, c, 1, &ctx));
 	/* NCCL's order (3.3): the proxy context's signals, graph mode's
 	 * signals and flush buffer, the GIN proxy's inline values, then the
-	 * user's windows, flags 0. */
+	 * user's windows, flags 0.  The inline values are host memory
+	 * even when the rest is GPU memory (3.3 registration). */
 	for (int i = 0; i < NWIN; i++) {
-		RC_TRY(rc_win_alloc(k, &w[i], size[i], i == W2));
+		RC_TRY(rc_win_make(k, &w[i], size[i], i == W2,
+				   rc_o.gpu && i != INL));
 		RC_TRY(rc_reg(k, c, &w[i], flags[i], what[i]));
 	}
 	for (int i = 0; i < NWIN; i++)
@@ -926,8 +1125,8 @@ static int rc_check_register(struct rk *k)
 			   ++round, 200, "a window registered after two went"));
 	RC_TRY(rc_leave(k, 1));
 	for (int i = 0; i < NWIN; i++)
-		rc_win_free(&w[i]);
-	rc_win_free(&w4);
+		rc_win_free(k, &w[i]);
+	rc_win_free(k, &w4);
 	if (k->rank == 0)
 		rc_note(k, "%d registrations in NCCL's order and flags, each "
 			   "reaching every peer's copy; 2 deregistered out of "
@@ -944,9 +1143,11 @@ static const size_t rc_pg_sizes[] = { 0, 1, 7, 4096 + 3, (1u << 20) + 5,
 
 /* A get of size bytes at remote_off of peer's copy into local_off, then
  * iflush as NCCL's GIN proxy does before reading (3.3). */
+/* *refused: a plugin's refusal of a get from GPU memory (its result),
+ * which is no failure: NCCL's RMA proxy makes no gets. */
 static int rc_get(struct rk *k, struct rc_comm *c, void *ctx,
 		  const struct rc_win *w, uint64_t remote_off,
-		  uint64_t local_off, size_t size, int peer)
+		  uint64_t local_off, size_t size, int peer, int *refused)
 {
 	void *req = NULL;
 	int r, s;
@@ -954,6 +1155,10 @@ static int rc_get(struct rk *k, struct rc_comm *c, void *ctx,
 	rc_doing(k, "iget of %zu bytes from rank %d", size, peer);
 	r = k->t.iget(ctx, 0, remote_off, w->mh, size, local_off, w->mh,
 		      (uint32_t)peer, &req);
+	if (r != ncclSuccess && w->dp) {
+		*refused = r;
+		return OOB_PASS;
+	}
 	if (r != ncclSuccess || !req)
 		return rc_fail(k, "iget of %zu bytes from rank %d returned %s "
 				  "and %s request",
@@ -988,7 +1193,9 @@ static int rc_check_put_get(struct rk *k)
 	struct rc_comm *c = &k->cm[0];
 	struct rc_win w, sig;
 	size_t sizes[8], nsizes = 0;
+	const unsigned char *v;
 	char what[96];
+	int refused = 0;
 	void *ctx;
 
 	for (size_t i = 0; i < sizeof(rc_pg_sizes) / sizeof(rc_pg_sizes[0]);
@@ -1013,8 +1220,8 @@ static int rc_check_put_get(struct rk *k)
 		/* 1 s more per 16 MiB, as the catalog's data_sizes. */
 		k->slack_ms = (long)(s >> 24) * 1000L * rc_o.scale;
 		rc_doing(k, "%s: filling", what);
-		memset(w.p + dst_off - G, RC_GUARD, s + 2 * G);
-		zsm_pattern_fill(w.p + src_off, s, seed);
+		RC_TRY(rc_win_set(k, &w, dst_off - G, RC_GUARD, s + 2 * G));
+		RC_TRY(rc_win_fill(k, &w, src_off, s, seed));
 		RC_TRY(rc_barrier(k, what));
 		/* Bundled with its signal, or a plain put and then a signal
 		 * alone, whose strong ordering covers the put (3.3). */
@@ -1028,33 +1235,50 @@ static int rc_check_put_get(struct rk *k)
 				      &sg, NULL));
 		}
 		RC_TRY(rc_wait_all(k, what));
-		RC_TRY(rc_wait_sig(k, sig.p + (size_t)from * 8, i + 1, what,
+		RC_TRY(rc_wait_sig(k, &sig, (size_t)from * 8, i + 1, what,
 				   from));
 		snprintf(what, sizeof(what), "%s put of %zu bytes from rank %d",
 			 i % 2 ? "a plain" : "a bundled", s, from);
 		rc_doing(k, "checking %s", what);
-		RC_TRY(rc_bytes_check(k, w.p + dst_off, s,
+		RC_TRY(rc_win_view(k, &w, dst_off - G, s + 2 * G, &v));
+		RC_TRY(rc_bytes_check(k, v + G, s,
 				      1000u * (uint32_t)from + (uint32_t)i + 1,
 				      what));
 		snprintf(what, sizeof(what), "get of %zu bytes", s);
 		RC_TRY(rc_barrier(k, what));
 		if (!k->t.iget)
 			continue;
-		/* Our own bytes back from the next rank's copy. */
-		memset(w.p + get_off - G, RC_GUARD, s + 2 * G);
-		RC_TRY(rc_get(k, c, ctx, &w, dst_off, get_off, s, to));
-		snprintf(what, sizeof(what), "a get of %zu bytes from rank %d",
-			 s, to);
-		RC_TRY(rc_bytes_check(k, w.p + get_off, s, seed, what));
+		/* Our own bytes back from the next rank's copy; once refused
+		 * (GPU windows), no more gets, but the barriers all the
+		 * same. */
+		if (!refused) {
+			RC_TRY(rc_win_set(k, &w, get_off - G, RC_GUARD,
+					  s + 2 * G));
+			RC_TRY(rc_get(k, c, ctx, &w, dst_off, get_off, s, to,
+				      &refused));
+		}
+		if (!refused) {
+			snprintf(what, sizeof(what),
+				 "a get of %zu bytes from rank %d", s, to);
+			RC_TRY(rc_win_view(k, &w, get_off - G, s + 2 * G, &v));
+			RC_TRY(rc_bytes_check(k, v + G, s, seed, what));
+		}
 		RC_TRY(rc_barrier(k, "gets checked"));
 	}
+	const char *mem = rc_mem(&w);
+
 	RC_TRY(rc_leave(k, 1));
-	rc_win_free(&w);
-	rc_win_free(&sig);
+	rc_win_free(k, &w);
+	rc_win_free(k, &sig);
+	if (refused)
+		return rc_skip(k, "puts of %zu sizes up to %zu bytes in %s "
+				  "passed; gets not checked: iget from %s "
+				  "returned %s (the plugin refuses them there)",
+			       nsizes, max, mem, mem, rc_res(refused));
 	if (k->rank == 0)
 		rc_note(k, "%zu sizes from 0 to %zu bytes around a ring of %d "
-			   "ranks, odd offsets, %s",
-			nsizes, max, k->n,
+			   "ranks, odd offsets, in %s, %s",
+			nsizes, max, k->n, mem,
 			k->t.iget ? "put and got back"
 				  : "put (iget is NULL: optional, 3.2)");
 	return OOB_PASS;
@@ -1109,6 +1333,7 @@ struct so_run {
 	uint64_t window; /* steps in flight per peer */
 	struct so_peer p[RC_MAX_RANKS];
 	char first[RC_WHY]; /* the first violation, said */
+	unsigned char step[SO_SLOT]; /* a step, made here, then written */
 };
 
 static uint64_t so_load64(const unsigned char *p)
@@ -1142,12 +1367,14 @@ static int so_post(struct rk *k, struct so_run *r, int q)
 				     memory_order_acquire);
 	if (j > acked + SO_SLOTS)
 		return 0;
-	memcpy(r->src.p + sb, &j, sizeof(j));
+	memcpy(r->step, &j, sizeof(j));
 	for (size_t i = 0; i < size / 8; i++) {
 		uint64_t v = so_word(k->rank, q, j, i);
 
-		memcpy(r->src.p + sb + 8 + i * 8, &v, sizeof(v));
+		memcpy(r->step + 8 + i * 8, &v, sizeof(v));
 	}
+	if (rc_win_write(k, &r->src, sb, r->step, 8 + size))
+		return -OOB_FAIL;
 	if (rc_put(k, r->c, r->ctx, 0, sb + 8, r->src.mh, size, db + 8,
 		   r->dst.mh, q, NULL, &p->rq[j % SO_SLOTS][0]) ||
 	    rc_put(k, r->c, r->ctx, 0, sb, r->src.mh, 8, db, r->dst.mh, q, &sg,
@@ -1193,9 +1420,11 @@ static int so_retire(struct rk *k, struct so_run *r, int q)
 static int so_read(struct rk *k, struct so_run *r, int w)
 {
 	struct so_peer *p = &r->p[w];
-	uint64_t s = rc_sig_load(r->sig.p + (size_t)w * 8);
+	uint64_t s;
 	int n = 0;
 
+	if (rc_sig_read(k, &r->sig, (size_t)w * 8, &s))
+		return -OOB_FAIL;
 	if (s > r->count) {
 		rc_fail(k, "rank %d's signal word is %llu, past the %llu "
 			   "signals it sends",
@@ -1204,12 +1433,15 @@ static int so_read(struct rk *k, struct so_run *r, int w)
 	}
 	while (p->seen < s) {
 		const uint64_t j = ++p->seen;
-		const unsigned char *b =
-			r->dst.p + ((size_t)w * SO_SLOTS + j % SO_SLOTS) *
-					   SO_SLOT;
 		const size_t words = so_size(j) / 8;
-		const uint64_t hdr = so_load64(b);
+		const unsigned char *b;
 		size_t i = 0;
+
+		if (rc_win_view(k, &r->dst,
+				((size_t)w * SO_SLOTS + j % SO_SLOTS) * SO_SLOT,
+				8 + words * 8, &b))
+			return -OOB_FAIL;
+		const uint64_t hdr = so_load64(b);
 
 		while (i < words &&
 		       so_load64(b + 8 + i * 8) == so_word(w, k->rank, j, i))
@@ -1334,9 +1566,9 @@ static int rc_check_signal_order(struct rk *k)
 			       (unsigned long long)checked, r->first);
 	RC_TRY(rc_barrier(k, "stream checked"));
 	RC_TRY(rc_leave(k, 1));
-	rc_win_free(&r->src);
-	rc_win_free(&r->dst);
-	rc_win_free(&r->sig);
+	rc_win_free(k, &r->src);
+	rc_win_free(k, &r->dst);
+	rc_win_free(k, &r->sig);
 	free(r);
 	return OOB_PASS;
 }
@@ -1384,14 +1616,15 @@ static int rc_check_signal_only(struct rk *k)
 	RC_TRY(rc_wait_all(k, "signals alone"));
 	for (int q = 0; q < k->n; q++)
 		if (q != k->rank)
-			RC_TRY(rc_wait_sig(k, sig.p + (size_t)q * 8, want,
+			RC_TRY(rc_wait_sig(k, &sig, (size_t)q * 8, want,
 					   "5 INC and one ADD", q));
-	RC_TRY(rc_wait_sig(k, sig.p + agg, want_agg,
+	RC_TRY(rc_wait_sig(k, &sig, agg, want_agg,
 			   "the word every peer adds 3 into", -1));
 	RC_TRY(rc_barrier(k, "signals arrived"));
 	for (int q = 0; q < k->n; q++) {
-		uint64_t v = rc_sig_load(sig.p + (size_t)q * 8);
+		uint64_t v;
 
+		RC_TRY(rc_sig_read(k, &sig, (size_t)q * 8, &v));
 		if (q == k->rank && v)
 			return rc_fail(k, "the word no rank signals is %llu",
 				       (unsigned long long)v);
@@ -1405,8 +1638,9 @@ static int rc_check_signal_only(struct rk *k)
 				       (unsigned long long)inc_value,
 				       (unsigned long long)big);
 	}
-	uint64_t v = rc_sig_load(sig.p + agg);
+	uint64_t v;
 
+	RC_TRY(rc_sig_read(k, &sig, agg, &v));
 	if (v != want_agg)
 		return rc_fail(k, "the word %d peers each ADD 3 into %d times "
 				  "is %llu, want %llu: adds lost or doubled "
@@ -1414,7 +1648,7 @@ static int rc_check_signal_only(struct rk *k)
 			       k->n - 1, ADDS, (unsigned long long)v,
 			       (unsigned long long)want_agg);
 	RC_TRY(rc_leave(k, 1));
-	rc_win_free(&sig);
+	rc_win_free(k, &sig);
 	if (k->rank == 0)
 		rc_note(k, "%d signals alone to each peer, exact: INC adds 1, "
 			   "ADD its value, concurrent ADDs into one word",
@@ -1472,8 +1706,8 @@ static int rc_check_contexts(struct rk *k)
 		struct rc_sig sg = { (3 * n + (size_t)i) * 8, sig.mh, 1,
 				     NCCL_NET_SIGNAL_OP_ADD };
 
-		zsm_pattern_fill(w.p + (size_t)i * unit, unit,
-				 400 + 10 * (uint32_t)me + (uint32_t)i);
+		RC_TRY(rc_win_fill(k, &w, (size_t)i * unit, unit,
+				   400 + 10 * (uint32_t)me + (uint32_t)i));
 		rc_doing(k, "%d requests on %s", count[i], kind[i]);
 		for (int j = 0; j < count[i]; j++) {
 			const int last = j == count[i] - 1;
@@ -1543,13 +1777,16 @@ static int rc_check_contexts(struct rk *k)
 	free(slots);
 	RC_TRY(rc_wait_all(k, "context 0's requests"));
 	for (int i = 0; i < KINDS; i++) {
-		RC_TRY(rc_wait_sig(k, sig.p + (3 * n + (size_t)i) * 8, 1,
+		const unsigned char *b;
+
+		RC_TRY(rc_wait_sig(k, &sig, (3 * n + (size_t)i) * 8, 1,
 				   kind[i], from));
+		RC_TRY(rc_win_view(k, &w, p2 + (size_t)i * (size_t)q * unit,
+				   (size_t)count[i] * unit, &b));
 		for (int j = 0; j < count[i]; j++) {
 			long bad = zsm_pattern_check(
-				w.p + p2 + ((size_t)i * (size_t)q + (size_t)j) *
-						   unit,
-				unit, 400 + 10 * (uint32_t)from + (uint32_t)i);
+				b + (size_t)j * unit, unit,
+				400 + 10 * (uint32_t)from + (uint32_t)i);
 
 			if (bad >= 0)
 				return rc_fail(k, "put %d of %d on %s from "
@@ -1562,8 +1799,8 @@ static int rc_check_contexts(struct rk *k)
 	}
 	RC_TRY(rc_barrier(k, "contexts checked"));
 	RC_TRY(rc_leave(k, 1));
-	rc_win_free(&w);
-	rc_win_free(&sig);
+	rc_win_free(k, &w);
+	rc_win_free(k, &sig);
 	if (k->rank == 0)
 			rc_note(k, "%d requests on context 0 and on a second rmaCtx to "
 			   "one peer, 1 on context 1; the last two completed "
@@ -1593,7 +1830,7 @@ static int rc_check_credits(struct rk *k)
 	RC_TRY(rc_win_alloc(k, &w, run * (size_t)(k->n + 1), 0));
 	RC_TRY(rc_reg(k, c, &sig, RC_SIG_FLAGS, "the signal buffer"));
 	RC_TRY(rc_reg(k, c, &w, 0, "the data window"));
-	zsm_pattern_fill(w.p, run, 500 + (uint32_t)k->rank);
+	RC_TRY(rc_win_fill(k, &w, 0, run, 500 + (uint32_t)k->rank));
 	RC_TRY(rc_barrier(k, "credits ready"));
 	/* q to every peer at once, interleaved, none tested before all are
 	 * out: every other one a put with a signal. */
@@ -1620,14 +1857,15 @@ static int rc_check_credits(struct rk *k)
 	}
 	RC_TRY(rc_wait_all(k, "32 x maxRecvs requests per peer"));
 	for (int p = 0; p < k->n; p++) {
+		const unsigned char *b;
 		long bad;
 
 		if (p == k->rank)
 			continue;
-		RC_TRY(rc_wait_sig(k, sig.p + (size_t)p * 8, (uint64_t)q / 2,
+		RC_TRY(rc_wait_sig(k, &sig, (size_t)p * 8, (uint64_t)q / 2,
 				   "the signals", p));
-		bad = zsm_pattern_check(w.p + run * (size_t)(p + 1), run,
-					500 + (uint32_t)p);
+		RC_TRY(rc_win_view(k, &w, run * (size_t)(p + 1), run, &b));
+		bad = zsm_pattern_check(b, run, 500 + (uint32_t)p);
 		if (bad >= 0)
 			return rc_fail(k, "the %d puts from rank %d: byte %ld "
 					  "differs after their last signal",
@@ -1635,8 +1873,8 @@ static int rc_check_credits(struct rk *k)
 	}
 	RC_TRY(rc_barrier(k, "credits checked"));
 	RC_TRY(rc_leave(k, 1));
-	rc_win_free(&w);
-	rc_win_free(&sig);
+	rc_win_free(k, &w);
+	rc_win_free(k, &sig);
 	if (k->rank == 0)
 		rc_note(k, "%d requests in flight to each of %d peers (32 x "
 			   "maxRecvs %d), each taken; slowest call %.1f ms",
@@ -1847,8 +2085,8 @@ static int rc_peer_death(struct rk *k, int last_error)
 	}
 	/* Teardown with a dead peer must end; its calls may fail. */
 	RC_TRY(rc_leave(k, 0));
-	rc_win_free(&w);
-	rc_win_free(&sig);
+	rc_win_free(k, &w);
+	rc_win_free(k, &sig);
 	if (k->rank == 0)
 		rc_note(k, "rank %d killed; rank 0 saw it %ld ms later: %s%s",
 			victim, ms, how,
@@ -1912,34 +2150,30 @@ static int rc_check_finalize_failed_init(struct rk *k)
 }
 
 /* ---------------------------------------------------------------------- */
-/* rma_gpu_windows */
+/* rma_gpu: what --gpu needs, before any check */
 
-static int rc_check_gpu_windows(struct rk *k)
+static int rc_check_gpu(struct rk *k)
 {
-	struct zsm_cuda_drv cu;
 	char why[RC_WHY];
-	int used;
+	unsigned ptr;
 
-	if (k->rank)
-		return OOB_PASS;
-	if (!rc_o.gpu)
-		return rc_skip(k, "not asked for (--gpu)");
-	if (zsm_cuda_drv_open(&cu, why, sizeof(why)))
-		return rc_skip(k, "no CUDA driver: %s", why);
-	used = zsm_cuda_drv_use_device(&cu, 0, why, sizeof(why));
-	zsm_cuda_drv_close(&cu);
-	if (used)
-		return rc_skip(k, "no CUDA device: %s", why);
+	rc_doing(k, "opening the CUDA driver");
+	if (rc_gpu_open(k, why, sizeof(why)))
+		return rc_skip(k, "GPU %d: %s", rc_o.gpu_ord[k->rank % 2], why);
 	RC_TRY(rc_start(k));
-	if (!(k->props.ptrSupport & NCCL_PTR_CUDA)) {
-		RC_TRY(rc_leave(k, 1));
-		return rc_skip(k, "the plugin does not advertise NCCL_PTR_CUDA "
-				  "(ptrSupport 0x%x)",
-			       (unsigned)k->props.ptrSupport);
-	}
+	ptr = (unsigned)k->props.ptrSupport;
 	RC_TRY(rc_leave(k, 1));
-	return rc_skip(k, "windows in GPU memory are not checked yet "
-			  "(docs/conformance.md, Not there yet)");
+	if (!(ptr & NCCL_PTR_CUDA))
+		return rc_skip(k, "getProperties(%d): ptrSupport 0x%x lacks "
+				  "NCCL_PTR_CUDA: NCCL registers no GPU window "
+				  "with this plugin",
+			       rc_o.dev, ptr);
+	if (k->rank == 0)
+		rc_note(k, "CUDA driver %d, even ranks on GPU %d, odd ranks on "
+			   "GPU %d; ptrSupport 0x%x",
+			k->cu.driver_version, rc_o.gpu_ord[0], rc_o.gpu_ord[1],
+			ptr);
+	return OOB_PASS;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -2006,6 +2240,14 @@ static const struct rc_check rc_load = {
 	"the table loads, init succeeds, devices > 0", NULL
 };
 
+/* With --gpu every check's windows are GPU memory, once this passed. */
+static const struct rc_check rc_gpu = {
+	"rma_gpu", rc_check_gpu, 30, 0,
+	"every rank's CUDA device is there and the plugin advertises "
+	"NCCL_PTR_CUDA",
+	NULL
+};
+
 static const struct rc_check rc_checks[] = {
 	{ "rma_init_connect", rc_check_init_connect, 60, 0,
 	  "init twice, connect on contexts not listen's, GIN_PROXY, every "
@@ -2050,8 +2292,6 @@ static const struct rc_check rc_checks[] = {
 	{ "rma_finalize_failed_init", rc_check_finalize_failed_init, 30, 1,
 	  "finalize after a failed init does not crash",
 	  "NCCL 2.28.9 calls finalize even when init failed (1.5, 6.13)" },
-	{ "rma_gpu_windows", rc_check_gpu_windows, 30, 1,
-	  "windows in GPU memory (--gpu)", NULL },
 };
 
 #define RC_NCHECKS (sizeof(rc_checks) / sizeof(rc_checks[0]))
@@ -2242,8 +2482,10 @@ static int rc_run(const struct rc_check *c, unsigned limit_s)
 			result = OOB_SKIP;
 	}
 	/* The reasons: first-hand ones, or the others when there are none;
-	 * two in full, then the other ranks' numbers. */
-	for (int pass = 0, shown = 0; pass < 2 && !why[0]; pass++) {
+	 * two in full, then the other ranks' numbers (with the first's
+	 * reason, or one not shown). */
+	for (int pass = 0, shown = 0, first = -1; pass < 2 && !why[0];
+	     pass++) {
 		char more[64] = "";
 
 		for (int r = 0; r < n; r++) {
@@ -2253,7 +2495,12 @@ static int rc_run(const struct rc_check *c, unsigned limit_s)
 				continue;
 			if (result == OOB_FAIL && res[r] != OOB_FAIL)
 				continue;
-			if (shown++ < 2) {
+			if (first < 0)
+				first = r;
+			/* The first reason again is only one rank more. */
+			if ((r == first ||
+			     strcmp(rc_sh->why[r], rc_sh->why[first])) &&
+			    shown++ < 2) {
 				snprintf(why + used, sizeof(why) - used,
 					 "%srank %d: %s", used ? "; " : "", r,
 					 rc_sh->why[r]);
@@ -2312,7 +2559,8 @@ int rc_main(const struct rc_opts *o)
 	if (!rc_o.max_size)
 		rc_o.max_size = rc_default_max_size(rc_o.nranks);
 	if (!rc_o.signals)
-		rc_o.signals = RC_DEFAULT_SIGNALS;
+		rc_o.signals = rc_o.gpu ? RC_DEFAULT_SIGNALS_GPU
+					: RC_DEFAULT_SIGNALS;
 	if (rc_o.scale < 1)
 		rc_o.scale = 1;
 	if (access(rc_o.plugin, R_OK)) {
@@ -2328,6 +2576,8 @@ int rc_main(const struct rc_opts *o)
 	}
 	memset(rc_sh, 0, sizeof(*rc_sh));
 	r = rc_run(&rc_load, rc_limit(&rc_load));
+	if (r == OOB_PASS && rc_o.gpu)
+		r = rc_run(&rc_gpu, rc_limit(&rc_gpu));
 	if (r == OOB_SKIP) {
 		for (size_t i = 0; i < RC_NCHECKS; i++)
 			skipped += lb_selected(rc_o.only, rc_checks[i].name);
@@ -2347,15 +2597,19 @@ int rc_main(const struct rc_opts *o)
 		failed += r == OOB_FAIL;
 	}
 	printf("# plugin %s, %s, %d ranks as %d host%s (%s), device %d, "
-	       "max size %zu, %ld signals\n",
+	       "max size %zu, %ld signals",
 	       rc_o.plugin, rc_sh->sym, rc_o.nranks, rc_o.hosts,
 	       rc_o.hosts == 1 ? "" : "s",
 	       rc_o.hostid_env ? rc_o.hostid_env : "no host variable",
 	       rc_o.dev, rc_o.max_size, rc_o.signals);
+	if (rc_o.gpu)
+		printf(", windows on GPU %d (even ranks) and %d (odd)",
+		       rc_o.gpu_ord[0], rc_o.gpu_ord[1]);
+	printf("\n");
 	printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
 	fflush(stdout);
 	if (failed)
 		return OOB_FAIL;
-	/* Nothing could run (no GPU for --gpu, say): a skip. */
+	/* Nothing could run: a skip. */
 	return passed ? OOB_PASS : OOB_SKIP;
 }

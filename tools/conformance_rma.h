@@ -25,7 +25,8 @@ struct rc_opts {
 	size_t max_size;	   /* rma_put_get's largest put and get */
 	long signals;		   /* rma_signal_order's strong signals, all ranks */
 	const char *init_fail_env; /* VAR=VALUE making init fail, or NULL */
-	int gpu;		   /* --gpu was given */
+	int gpu;		   /* --gpu: windows in CUDA memory */
+	int gpu_ord[2];		   /* CUDA device of even and odd ranks */
 	const char *only;	   /* comma-separated check names, or NULL */
 	long timeout_s;		   /* every check's limit, 0: the catalog's */
 	int scale;		   /* every limit's multiplier (valgrind: 10) */
@@ -33,8 +34,10 @@ struct rc_opts {
 
 /* rma_put_get's default largest size: about 4 GiB of windows in all. */
 size_t rc_default_max_size(int nranks);
-/* rma_signal_order's default count. */
+/* rma_signal_order's default count; with --gpu each signal read is a
+ * device copy, so fewer. */
 #define RC_DEFAULT_SIGNALS 1000000L
+#define RC_DEFAULT_SIGNALS_GPU 10000L
 
 /* Runs the selected checks; the exit status (0, 1, 77). */
 int rc_main(const struct rc_opts *o);

@@ -3351,7 +3351,7 @@ static void lb_usage(FILE *out)
 		"[--hostid-env NAME]\n"
 		"                       [--rma-abi 13|14] [--max-size "
 		"BYTES[K|M|G]] [--signals N]\n"
-		"                       [--init-fail-env VAR=VALUE] [--gpu G] "
+		"                       [--init-fail-env VAR=VALUE] [--gpu G0[,G1]] "
 		"[options] PLUGIN.so\n"
 		"Loads PLUGIN.so as NCCL does and runs two-process checks of "
 		"its ncclNet\n"
@@ -3594,6 +3594,8 @@ static int lb_rma_main(struct rc_opts *rma, int list, const char *only,
 	rma->only = only;
 	rma->timeout_s = timeout_s;
 	rma->gpu = gpu_given;
+	rma->gpu_ord[0] = lb_opts.gpu[0];
+	rma->gpu_ord[1] = lb_opts.gpu[1];
 	rma->scale = lb_time_scale();
 	return rc_main(rma);
 }
