@@ -45,7 +45,8 @@ for ce in $([ "${ZSM_ONE_GPU_KIT:-1}" = 1 ] && echo 1 0); do
 	say "zsm-conformance --gpu 0,0 over $name: rc $rc, $line"
 	[ $rc = 0 ] || { fail=1; grep -E '^FAIL' "$OUT/kit-$name.log" | head -5 | tee -a "$sum"; }
 	# The RMA table with GPU windows: --hosts 1 takes ce, 2 the network.
-	ZSM_RMA=1 timeout 300 "$BUILD/tools/zsm-conformance" --rma --gpu 0 \
+	ZSM_RMA=1 timeout 240 "$BUILD/tools/zsm-conformance" --rma --gpu 0 \
+		--max-size 256M \
 		--hosts $((2 - ce)) "$plugin" >"$OUT/kit-rma-$name.log" 2>&1
 	rc=$?
 	say "zsm-conformance --rma --gpu 0 over $name: rc $rc, $(tail -n 1 "$OUT/kit-rma-$name.log")"
