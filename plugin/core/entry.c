@@ -888,8 +888,10 @@ int zsm_test(void *request, int *done, int *sizes)
 	/* acquire: pairs with the release that publishes the result. */
 	state = atomic_load_explicit(&req->state, memory_order_acquire);
 	if (state == ZSM_REQ_PENDING) {
-		/* A one-sided request's issuer may next wait on memory,
-		 * calling nothing: our thread must not keep off for it. */
+		/* A pass for a one-sided request whatever the caller polled
+		 * before: NCCL's RMA proxy goes round its puts and peers, which
+		 * the waiter rule (ZSM_PROXY_ASSIST=auto on many CPUs) would
+		 * leave to our thread's next look. */
 		if (req->type == ZSM_REQ_PUT || req->type == ZSM_REQ_GET)
 			zsm_proxy_drive();
 		else

@@ -71,10 +71,10 @@ void zsm_proxy_assist(const void *waiting);
 
 /*
  * One pass now if the engine is free (in inline mode, waiting for it),
- * without keeping the thread off afterwards: for callers whose next look
- * may be long in coming, or never (NCCL's rmaProgress; a one-sided
- * request whose issuer next waits on memory, which calls nothing).  With
- * ZSM_PROXY_ASSIST=0 only a yield.
+ * whatever the caller polled before: for callers that drive now and then
+ * among other work (NCCL's rmaProgress and its RMA proxy's tests of
+ * puts).  Where cores are scarce the thread then keeps off, as after a
+ * test() pass.  With ZSM_PROXY_ASSIST=0 only a yield.
  */
 void zsm_proxy_drive(void);
 /* Submit desc and drive (above): the caller's own pass posts it where
