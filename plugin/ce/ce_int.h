@@ -44,9 +44,8 @@ struct zsm_ce_mr {
 	 * (cuMem memory made without a shareable handle type: NCCL's):
 	 * puts from it go through mirror, its pinned host copy; puts into
 	 * it are copied up by this process as into any GPU buffer.  g then
-	 * holds only its context and device (wctx's). */
-	char *mirror;
-	struct zsm_cuda_win_ctx wctx;
+	 * holds only its context and device (mirror.ctx's). */
+	struct zsm_cuda_win_mirror mirror;
 	struct zsm_ce_mr *next, **prev; /* every one, for teardown */
 };
 

@@ -70,10 +70,8 @@ void zsm_ce_mr_free(struct zsm_mr *m)
 		mr->next->prev = mr->prev;
 	if (mr->window)
 		zsm_ce_windows--;
-	if (mr->mirror) {
-		zsm_cuda_win_unpin(mr->mirror);
-		free(mr->mirror);
-		zsm_cuda_win_ctx_put(&mr->wctx);
+	if (mr->mirror.host) {
+		zsm_cuda_win_mirror_free(&mr->mirror);
 	} else if (mr->gpu) {
 		zsm_ce_cuda_mr_release(&mr->g);
 	}
@@ -89,32 +87,18 @@ static int zsm_ce_mr_staged(void *data, size_t size, struct zsm_ce_mr *mr,
 			    const char *export_why)
 {
 	char why[256];
-	void *p = NULL;
-	int ret = zsm_cuda_win_ctx_get(data, &mr->wctx, why, sizeof(why));
+	int ret = zsm_cuda_win_mirror_new(&mr->mirror, data, size, why,
+					  sizeof(why));
 
 	if (ret) {
 		ZSM_WARN("ce: regWindow: %s, and %s", export_why, why);
 		return ret;
 	}
-	if (posix_memalign(&p, 4096, size)) {
-		ZSM_WARN("ce: regWindow: no memory for the host copy of a "
-			 "%zu-byte GPU window",
-			 size);
-		zsm_cuda_win_ctx_put(&mr->wctx);
-		return -ENOMEM;
-	}
-	ret = zsm_cuda_win_pin(mr->wctx.ctx, p, size);
-	if (ret) {
-		free(p);
-		zsm_cuda_win_ctx_put(&mr->wctx);
-		return ret;
-	}
 	ZSM_INFO("ce: a %zu-byte GPU window at %p goes out through host "
 		 "memory: %s",
 		 size, data, export_why);
-	mr->mirror = p;
-	mr->g.ctx = mr->wctx.ctx;
-	mr->g.dev = mr->wctx.dev;
+	mr->g.ctx = mr->mirror.ctx.ctx;
+	mr->g.dev = mr->mirror.ctx.dev;
 	mr->g.vmm_fd = -1;
 	return 0;
 }
@@ -183,7 +167,7 @@ void zsm_ce_mr_forget(struct zsm_comm *c, struct zsm_mr *m)
 
 	/* The receiver holds our allocation open (and its memory alive)
 	 * until told: NCCL may free the buffer next. */
-	if (mr->gpu && !mr->mirror && c->type == ZSM_COMM_SEND && c->tp)
+	if (mr->gpu && !mr->mirror.host && c->type == ZSM_COMM_SEND && c->tp)
 		zsm_ce_chan_forget(c->tp, &mr->g);
 }
 

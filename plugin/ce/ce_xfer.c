@@ -132,25 +132,23 @@ static ssize_t zsm_ce_peer_copy(struct zsm_ce_chan *ch, void *local,
  * copied down first (on our stream: a copy engine, no kernel).  0, or
  * -errno (said).
  */
-static int zsm_ce_stage_out(struct zsm_ce_chan *ch, struct zsm_ce_req *req,
-			    uint64_t *addr)
+static int zsm_ce_stage_out(struct zsm_ce_req *req, uint64_t *addr)
 {
 	const struct zsm_mr *m = req->base.mh[0];
 	const struct zsm_ce_mr *mr;
-	size_t off;
+	void *host;
+	int ret;
 
-	(void)ch;
 	*addr = (uint64_t)(uintptr_t)req->base.data[0];
 	if (!m || m->ops != &zsm_ce_comm_ops)
 		return 0;
 	mr = (const struct zsm_ce_mr *)(const void *)m;
-	if (!mr->mirror || !req->base.len[0])
+	if (!mr->mirror.host || !req->base.len[0])
 		return 0;
-	off = (size_t)((char *)req->base.data[0] - mr->start);
-	*addr = (uint64_t)(uintptr_t)(mr->mirror + off);
-	return zsm_cuda_win_copy(mr->g.ctx, (zsm_cu_deviceptr)*addr,
-				 (zsm_cu_deviceptr)(uintptr_t)req->base.data[0],
-				 req->base.len[0]);
+	ret = zsm_cuda_win_mirror_down(&mr->mirror, req->base.data[0],
+				       req->base.len[0], &host);
+	*addr = (uint64_t)(uintptr_t)host;
+	return ret;
 }
 
 /*
@@ -173,7 +171,7 @@ static int zsm_ce_post_slot(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
 	if (ch->next - ch->oldest >= ZSM_CE_SLOTS)
 		return -EAGAIN;
 	s = zsm_ce_slot_of(ch, ch->next);
-	if (zsm_ce_stage_out(ch, req, &s->addr)) {
+	if (zsm_ce_stage_out(req, &s->addr)) {
 		req->base.error = -EIO;
 		zsm_ce_publish(req);
 		return 0;

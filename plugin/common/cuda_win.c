@@ -203,6 +203,64 @@ int zsm_cuda_win_word_add(zsm_cu_context ctx, zsm_cu_deviceptr word,
 	return zsm_cuda_win_copy(ctx, word, host, 8);
 }
 
+int zsm_cuda_win_mirror_new(struct zsm_cuda_win_mirror *m, void *dev,
+			    size_t size, char *why, size_t why_len)
+{
+	void *p = NULL;
+	int ret;
+
+	memset(m, 0, sizeof(*m));
+	ret = zsm_cuda_win_ctx_get(dev, &m->ctx, why, why_len);
+	if (ret)
+		return ret;
+	if (posix_memalign(&p, 4096, size)) {
+		snprintf(why, why_len, "no memory for a %zu-byte host copy",
+			 size);
+		zsm_cuda_win_ctx_put(&m->ctx);
+		return -ENOMEM;
+	}
+	ret = zsm_cuda_win_pin(m->ctx.ctx, p, size);
+	if (ret) {
+		snprintf(why, why_len, "its %zu-byte host copy cannot be "
+				       "pinned", size);
+		free(p);
+		zsm_cuda_win_ctx_put(&m->ctx);
+		return ret;
+	}
+	m->host = p;
+	m->dev = dev;
+	return 0;
+}
+
+void zsm_cuda_win_mirror_free(struct zsm_cuda_win_mirror *m)
+{
+	if (!m->host)
+		return;
+	zsm_cuda_win_unpin(m->host);
+	free(m->host);
+	zsm_cuda_win_ctx_put(&m->ctx);
+	memset(m, 0, sizeof(*m));
+}
+
+int zsm_cuda_win_mirror_down(const struct zsm_cuda_win_mirror *m,
+			     const void *p, size_t n, void **host)
+{
+	size_t off = (size_t)((const char *)p - m->dev);
+
+	*host = m->host + off;
+	return zsm_cuda_win_copy(m->ctx.ctx, (zsm_cu_deviceptr)(uintptr_t)*host,
+				 (zsm_cu_deviceptr)(uintptr_t)p, n);
+}
+
+int zsm_cuda_win_mirror_up(const struct zsm_cuda_win_mirror *m, size_t off,
+			   size_t n)
+{
+	return zsm_cuda_win_copy(m->ctx.ctx,
+				 (zsm_cu_deviceptr)(uintptr_t)(m->dev + off),
+				 (zsm_cu_deviceptr)(uintptr_t)(m->host + off),
+				 n);
+}
+
 void zsm_cuda_win_fini(void)
 {
 	for (int i = 0; i < ZSM_CUDA_WIN_STREAMS; i++) {

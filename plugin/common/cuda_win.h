@@ -48,6 +48,27 @@ int zsm_cuda_win_word_add(zsm_cu_context ctx, zsm_cu_deviceptr word,
  * caller's own restored): 0 or -errno (said). */
 int zsm_cuda_win_pin(zsm_cu_context ctx, void *p, size_t n);
 void zsm_cuda_win_unpin(void *p);
+/*
+ * A GPU window's pinned host mirror, for transports whose peers cannot
+ * reach the window's GPU memory: puts out of it copy bytes down first,
+ * puts into it land in the mirror and are copied up.
+ */
+struct zsm_cuda_win_mirror {
+	char *host; /* NULL: none */
+	char *dev;  /* the window */
+	struct zsm_cuda_win_ctx ctx;
+};
+/* 0, or -errno with why filled (nothing to free then). */
+int zsm_cuda_win_mirror_new(struct zsm_cuda_win_mirror *m, void *dev,
+			    size_t size, char *why, size_t why_len);
+void zsm_cuda_win_mirror_free(struct zsm_cuda_win_mirror *m);
+/* Bytes [p, p + n) of the window down into the mirror; *host is their
+ * place there.  0 or -errno (said). */
+int zsm_cuda_win_mirror_down(const struct zsm_cuda_win_mirror *m,
+			     const void *p, size_t n, void **host);
+/* Bytes [off, off + n) of the mirror up into the window. */
+int zsm_cuda_win_mirror_up(const struct zsm_cuda_win_mirror *m, size_t off,
+			   size_t n);
 /* Destroy the streams (the engine is stopping). */
 void zsm_cuda_win_fini(void);
 

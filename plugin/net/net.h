@@ -477,10 +477,9 @@ struct zsm_net_mr {
 	char *start;
 	size_t size;
 	/* A GPU window on a device that writes host memory only: start is
-	 * the GPU memory, the registration covers mirror, its pinned host
-	 * copy, and copies between them run in gpu's context. */
-	char *mirror;
-	struct zsm_cuda_win_ctx gpu;
+	 * the GPU memory, and the registration covers its pinned host copy
+	 * (mirror.host). */
+	struct zsm_cuda_win_mirror mirror;
 };
 
 static inline struct zsm_net_mr *zsm_net_mr_of(struct zsm_mr *m)

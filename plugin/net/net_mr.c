@@ -269,47 +269,6 @@ int zsm_net_mr_reg(struct zsm_net_ep *ep, void *data, size_t size, int type,
  * cache entry may be shared with registrations peers must not write),
  * even where host memory needs none for local use.
  */
-/* A GPU window's host mirror, pinned for the copies to and from it, and
- * the context they run in. */
-static int zsm_net_mr_mirror(struct zsm_net_ep *ep, struct zsm_net_mr *mr,
-			     void *data, size_t size)
-{
-	char why[256];
-	void *p = NULL;
-	int ret = zsm_cuda_win_ctx_get(data, &mr->gpu, why, sizeof(why));
-
-	if (ret) {
-		ZSM_WARN("net: %s: a %zu-byte GPU window: %s", ep->dev->name,
-			 size, why);
-		return ret;
-	}
-	if (posix_memalign(&p, 4096, size)) {
-		ZSM_WARN("net: %s: no memory for the host copy of a %zu-byte "
-			 "GPU window",
-			 ep->dev->name, size);
-		zsm_cuda_win_ctx_put(&mr->gpu);
-		return -ENOMEM;
-	}
-	ret = zsm_cuda_win_pin(mr->gpu.ctx, p, size);
-	if (ret) {
-		free(p);
-		zsm_cuda_win_ctx_put(&mr->gpu);
-		return ret;
-	}
-	mr->mirror = p;
-	return 0;
-}
-
-static void zsm_net_mr_mirror_free(struct zsm_net_mr *mr)
-{
-	if (!mr->mirror)
-		return;
-	zsm_cuda_win_unpin(mr->mirror);
-	free(mr->mirror);
-	mr->mirror = NULL;
-	zsm_cuda_win_ctx_put(&mr->gpu);
-}
-
 int zsm_net_mr_reg_window(struct zsm_net_ep *ep, void *data, size_t size,
 			  int type, struct zsm_net_mr **out)
 {
@@ -324,19 +283,24 @@ int zsm_net_mr_reg_window(struct zsm_net_ep *ep, void *data, size_t size,
 	/* No provider here writes GPU memory: its writes land in the
 	 * mirror, and the engine copies them up when told. */
 	if (type == ZSM_MEM_CUDA) {
-		ret = zsm_net_mr_mirror(ep, mr, data, size);
+		char why[256];
+
+		ret = zsm_cuda_win_mirror_new(&mr->mirror, data, size, why,
+					      sizeof(why));
 		if (ret) {
+			ZSM_WARN("net: %s: a %zu-byte GPU window: %s",
+				 ep->dev->name, size, why);
 			free(mr);
 			return ret;
 		}
-		iov.iov_base = mr->mirror;
+		iov.iov_base = mr->mirror.host;
 	}
 	attr.mr_iov = &iov;
 	attr.iov_count = 1;
 	attr.access = zsm_net_mr_access(ep) | FI_REMOTE_WRITE | FI_REMOTE_READ;
 	attr.iface = FI_HMEM_SYSTEM;
 	snprintf(what, sizeof(what), "a %zu-byte window%s", size,
-		 mr->mirror ? " (a GPU window's host copy)" : "");
+		 mr->mirror.host ? " (a GPU window's host copy)" : "");
 	/* FI_THREAD_DOMAIN: registrations serialise with the engine. */
 	zsm_proxy_lock();
 	ret = zsm_net_mr_attr_reg(ep, &attr, 0, what, "", &mr->window);
@@ -350,7 +314,7 @@ int zsm_net_mr_reg_window(struct zsm_net_ep *ep, void *data, size_t size,
 	}
 	zsm_proxy_unlock();
 	if (ret) {
-		zsm_net_mr_mirror_free(mr);
+		zsm_cuda_win_mirror_free(&mr->mirror);
 		free(mr);
 		return ret;
 	}
@@ -455,7 +419,7 @@ static void zsm_net_mr_free_locked(struct zsm_net_mr *mr)
 	if (mr->window) {
 		fi_close(&mr->window->fid);
 		mr->ep->windows--;
-		zsm_net_mr_mirror_free(mr);
+		zsm_cuda_win_mirror_free(&mr->mirror);
 	} else
 		zsm_mr_cache_put(mr->ep->mr_cache, mr->entry);
 	free(mr);

@@ -59,11 +59,11 @@ int zsm_net_rma_reg_window_op(struct zsm_comm *c, void *data, size_t size,
 	/* Without FI_MR_VIRT_ADDR, remote addresses count from the start of
 	 * the registration, which is the window's own (or its mirror's). */
 	win->addr = !(ep->mr_mode & FI_MR_VIRT_ADDR) ? 0
-		    : mr->mirror			 ? (uint64_t)(uintptr_t)mr->mirror
+		    : mr->mirror.host ? (uint64_t)(uintptr_t)mr->mirror.host
 							 : (uint64_t)(uintptr_t)data;
 	win->key = fi_mr_key(mr->window);
 	win->size = size;
-	win->flags = mr->mirror ? ZSM_WIN_GPU | ZSM_WIN_STAGED : 0;
+	win->flags = mr->mirror.host ? ZSM_WIN_GPU | ZSM_WIN_STAGED : 0;
 	*out = &mr->base;
 	return 0;
 }
@@ -108,16 +108,12 @@ static int zsm_net_rma_source(struct zsm_net_req *req, void **buf)
 	struct zsm_net_mr *mr = b->mh[0] && b->mh[0]->ops == &zsm_net_comm_ops
 					? zsm_net_mr_of(b->mh[0])
 					: NULL;
-	size_t off;
 
 	*buf = b->data[0];
-	if (!mr || !mr->mirror)
+	if (!mr || !mr->mirror.host)
 		return 0;
-	off = (size_t)((char *)b->data[0] - mr->start);
-	*buf = mr->mirror + off;
-	return zsm_cuda_win_copy(mr->gpu.ctx, (zsm_cu_deviceptr)(uintptr_t)*buf,
-				 (zsm_cu_deviceptr)(uintptr_t)b->data[0],
-				 b->len[0]);
+	return zsm_cuda_win_mirror_down(&mr->mirror, b->data[0], b->len[0],
+					buf);
 }
 
 /* A put's write whose completion says its bytes are at the target. */
@@ -242,9 +238,9 @@ static int zsm_net_rma_land(struct zsm_net_comm *c,
 	int ret;
 
 	base = mr && (c->ep->mr_mode & FI_MR_VIRT_ADDR)
-		       ? (uint64_t)(uintptr_t)mr->mirror
+		       ? (uint64_t)(uintptr_t)mr->mirror.host
 		       : 0;
-	if (!mr || !mr->mirror || m->put_addr < base ||
+	if (!mr || !mr->mirror.host || m->put_addr < base ||
 	    m->put_addr - base > mr->size ||
 	    m->put_len > mr->size - (m->put_addr - base)) {
 		snprintf(why, why_len,
@@ -253,15 +249,12 @@ static int zsm_net_rma_land(struct zsm_net_comm *c,
 			 (unsigned long long)m->put_addr,
 			 (unsigned long long)m->put_win,
 			 !mr	       ? "which is not one of this endpoint's"
-			 : !mr->mirror ? "which is not a GPU window"
+			 : !mr->mirror.host ? "which is not a GPU window"
 				       : "past its end");
 		return -EPROTO;
 	}
 	off = m->put_addr - base;
-	ret = zsm_cuda_win_copy(mr->gpu.ctx,
-				(zsm_cu_deviceptr)(uintptr_t)(mr->start + off),
-				(zsm_cu_deviceptr)(uintptr_t)(mr->mirror + off),
-				m->put_len);
+	ret = zsm_cuda_win_mirror_up(&mr->mirror, off, m->put_len);
 	if (ret)
 		snprintf(why, why_len,
 			 "copying a put's %llu bytes up to its GPU window "
@@ -392,10 +385,10 @@ static void zsm_net_rma_apply(struct zsm_net_comm *c,
 		zsm_net_comm_fail(c, -EPROTO, why);
 		return;
 	}
-	if (mr->mirror) {
+	if (mr->mirror.host) {
 		/* A word in GPU memory: we are its one writer. */
 		ret = zsm_cuda_win_word_add(
-			mr->gpu.ctx,
+			mr->mirror.ctx.ctx,
 			(zsm_cu_deviceptr)(uintptr_t)(mr->start + m->off),
 			m->add);
 		if (ret)

@@ -1190,7 +1190,7 @@ static void test_ce_cuda_unexportable_window_goes_through_host(void **state)
 	fk.no_export = 1;
 	pinned = fk.pinned;
 	gmr = gpu_window(p, gwin, len, &gw);
-	assert_non_null(gmr->mirror);
+	assert_non_null(gmr->mirror.host);
 	zsm_assert_int_eq(fk.pinned, pinned + 1);
 	zsm_assert_int_eq(zsm_ce_mr_reg_window(&p->rc, hwin, len,
 					       ZSM_MEM_HOST, &m, &hw),
