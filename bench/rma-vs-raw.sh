@@ -50,6 +50,9 @@ if [ -z "$out" ]; then
 	trap 'rm -rf "$out"' EXIT
 fi
 mkdir -p "$out"
+# Figures are appended per round: a folder used before must not lend its
+# rounds to this run's medians and pairs.
+rm -f "$out"/v-* "$out"/paired
 export ZSM_PROVIDER=tcp ZSM_DOMAIN=lo ZSM_RMA=1
 
 # run PATH NAME ARGS...: one zsm-bench run, its CSV in $out/NAME.csv and
