@@ -22,8 +22,8 @@
 #
 # Each round runs every case once per tool, back to back, the two in
 # turn (zsm first on odd rounds, the other first on even ones), each run
-# one timed repetition for put and stream and the median of 3 for
-# putsignal.  A figure is the median over the rounds; a comparison is the
+# the median of 3 timed repetitions (a put or stream repetition moves
+# 1 GiB: one alone spread by a fifth on a shared 2-core machine).  A figure is the median over the rounds; a comparison is the
 # median of the rounds' own ratios (differences for latency), as in
 # bench/ab.sh, so that a machine whose speed drifts between rounds moves
 # both halves of a pair and not the comparison.
@@ -74,7 +74,7 @@ tcp_runs() {
 	local tool=$1 r=$2 flag=
 	[ "$tool" = raw ] && flag=--raw
 	ZSM_CE=0 run tcp "$tool-put-$r" $flag --rma --test put \
-		--sizes 1M,16M,64M --reps 1 &&
+		--sizes 1M,16M,64M --reps 3 &&
 		ZSM_CE=0 run tcp "$tool-putsignal-$r" $flag --rma \
 			--test putsignal --sizes 8 --reps 3
 }
@@ -84,10 +84,10 @@ ce_run() {
 	local what=$1 r=$2
 	if [ "$what" = rma ]; then
 		ZSM_CE=1 ZSM_HOSTID=rma-vs-raw run ce "ce-put-$r" --rma \
-			--test put --sizes 16M --reps 1
+			--test put --sizes 16M --reps 3
 	else
 		ZSM_CE=1 ZSM_HOSTID=rma-vs-raw run ce "ce-stream-$r" \
-			--test stream --sizes 16M --reps 1
+			--test stream --sizes 16M --reps 3
 	fi
 }
 
