@@ -3,7 +3,7 @@
 #
 # one-gpu.sh: what one GPU can show of zsm's two paths, on the GPU
 # machine, in one command: build, then zsm-conformance --gpu 0,0 and
-# --rma --gpu 0 over ce and over net, then NCCL through zsm with two
+# --rma --gpu 0,0 over ce and over net, then NCCL through zsm with two
 # ranks on GPU 0 as two hosts (NCCL_HOSTID per rank; zsm's network
 # path) and as two hosts to NCCL but one to zsm (ZSM_HOSTID shared; ce),
 # exact results checked by nccl_check.py.  Runs ON that machine from the
@@ -45,11 +45,11 @@ for ce in $([ "${ZSM_ONE_GPU_KIT:-1}" = 1 ] && echo 1 0); do
 	say "zsm-conformance --gpu 0,0 over $name: rc $rc, $line"
 	[ $rc = 0 ] || { fail=1; grep -E '^FAIL' "$OUT/kit-$name.log" | head -5 | tee -a "$sum"; }
 	# The RMA table with GPU windows: --hosts 1 takes ce, 2 the network.
-	ZSM_RMA=1 timeout 240 "$BUILD/tools/zsm-conformance" --rma --gpu 0 \
+	ZSM_RMA=1 timeout 240 "$BUILD/tools/zsm-conformance" --rma --gpu 0,0 \
 		--max-size 256M \
 		--hosts $((2 - ce)) "$plugin" >"$OUT/kit-rma-$name.log" 2>&1
 	rc=$?
-	say "zsm-conformance --rma --gpu 0 over $name: rc $rc, $(tail -n 1 "$OUT/kit-rma-$name.log")"
+	say "zsm-conformance --rma --gpu 0,0 over $name: rc $rc, $(tail -n 1 "$OUT/kit-rma-$name.log")"
 	[ $rc = 0 ] || { fail=1; grep -E '^(FAIL|SKIP)' "$OUT/kit-rma-$name.log" | head -5 | tee -a "$sum"; }
 done
 
