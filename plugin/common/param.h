@@ -55,6 +55,11 @@ enum zsm_param_type {
 	X(MR_CACHE, ZSM_PARAM_BOOL, "1", 0, 1, NULL,                          \
 	  "Share one provider registration among overlapping live "          \
 	  "registrations of the same domain.")                                \
+	X(MR_LOCAL, ZSM_PARAM_BOOL, "0", 0, 1, NULL,                          \
+	  "1: register every buffer zsm sends from or receives into, and "    \
+	  "pass its descriptor, on every provider, as those that ask for "    \
+	  "FI_MR_LOCAL (verbs, efa-direct) need: tests that path where no "   \
+	  "such NIC is. Costs a registration per buffer.")                    \
 	X(CE, ZSM_PARAM_BOOL, "1", 0, 1, NULL,                                \
 	  "Move the data of comms whose peer runs on this host through the "  \
 	  "same-host transport (one copy by cross-memory attach) instead "    \

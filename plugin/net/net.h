@@ -24,6 +24,7 @@
 #include "net/net_fi_lib.h"
 #include "net/net_hmem.h"
 #include "net/net_rma_plan.h"
+#include "net/net_txpool.h"
 #include "net/net_wire.h"
 #include "proxy/proxy.h"
 
@@ -119,6 +120,7 @@ struct zsm_net_nack {
 	struct zsm_net_op op;
 	struct zsm_ctrl_msg msg;
 	fi_addr_t to;
+	void *slot; /* msg's copy in the send pool (needs_mr), or NULL */
 };
 
 /* Why control messages are dropped, each counted and said once. */
@@ -182,6 +184,9 @@ struct zsm_net_ep {
 	int ctrl_rx_unposted;	/* refused by the provider: post again */
 	size_t ctrl_len;	/* each control receive's buffer */
 	struct zsm_net_nack nacks[ZSM_NET_NACKS];
+	/* Where zsm's own messages are sent from when the provider wants
+	 * descriptors (needs_mr); unused otherwise. */
+	struct zsm_net_txpool txpool;
 	uint64_t drops[ZSM_DROP_NKINDS];
 	uint64_t drops_said[ZSM_DROP_NKINDS];
 	uint64_t drops_said_ns;
@@ -267,8 +272,10 @@ struct zsm_net_req {
 	uint64_t rma_key;
 	/* Send: the remote CQ data it carries (key, checksum). */
 	uint64_t cq_data;
-	/* Put with a signal: the message that follows its write. */
+	/* Put with a signal: the message that follows its write, and its
+	 * copy in the send pool while posted (needs_mr). */
 	struct zsm_sig_msg sig;
+	void *sig_slot;
 };
 
 static inline struct zsm_net_req *zsm_net_req_of(struct zsm_req *r)
@@ -342,6 +349,7 @@ struct zsm_net_comm {
 	int ctrl_queued;
 	struct zsm_net_op ctrl_send_op;
 	struct zsm_ctrl_msg ctrl_out;
+	void *ctrl_slot; /* ctrl_out's copy in the send pool, or NULL */
 	/* The offer (REQ), answer (ACK) or word (DONE) to send: the
 	 * core's (core/transport.h). */
 	struct zsm_offer offer;
@@ -509,9 +517,10 @@ void zsm_net_mr_flush_fini(struct zsm_net_ep *ep);
 int zsm_net_mr_flush_target(const struct zsm_net_mr *mr, const void *data,
 			    uint64_t *addr, uint64_t *key);
 /* A registration of len bytes at buf for the endpoint's own use (control
- * receives, the spill buffer): *mr and *desc, or -errno. */
+ * receives, the spill buffer, send slots) with access (FI_SEND, ...):
+ * *mr and *desc, or -errno. */
 int zsm_net_mr_reg_internal(struct zsm_net_ep *ep, void *buf, size_t len,
-			    void **mr, void **desc);
+			    uint64_t access, void **mr, void **desc);
 void zsm_net_mr_dereg_internal(void *mr);
 
 #endif

@@ -130,7 +130,7 @@ int zsm_net_ctrl_init(struct zsm_net_ep *ep)
 	if (ep->needs_mr) {
 		ret = zsm_net_mr_reg_internal(ep, bufs,
 					      ep->ctrl_len * ZSM_NET_CTRL_RX,
-					      &mr, &desc);
+					      FI_SEND | FI_RECV, &mr, &desc);
 		if (ret) {
 			free(bufs);
 			free(ep->ctrl_rx);
@@ -230,6 +230,8 @@ static void zsm_net_ctrl_build(struct zsm_net_comm *comm, enum zsm_ctrl_type t,
 static int zsm_net_ctrl_send_next(struct zsm_net_comm *comm)
 {
 	struct zsm_net_op *op = &comm->ctrl_send_op;
+	struct zsm_net_ep *ep = comm->ep;
+	void *buf = &comm->ctrl_out, *desc = NULL;
 	enum zsm_ctrl_type t;
 	ssize_t ret;
 
@@ -240,9 +242,18 @@ static int zsm_net_ctrl_send_next(struct zsm_net_comm *comm)
 	op->kind = ZSM_OP_CTRL_SEND;
 	op->owner = comm;
 	op->index = (uint8_t)t;
-	ret = fi_tsend(comm->ep->ep, &comm->ctrl_out, sizeof(comm->ctrl_out),
-		       NULL, comm->peer, zsm_tag_ctrl(comm->peer_id, t),
-		       &op->fi_ctx);
+	if (ep->needs_mr) {
+		buf = zsm_net_txpool_copy(&ep->txpool, &comm->ctrl_out,
+					  sizeof(comm->ctrl_out), &desc);
+		if (!buf)
+			return 0; /* every slot in flight: next pass */
+	}
+	ret = fi_tsend(ep->ep, buf, sizeof(comm->ctrl_out), desc, comm->peer,
+		       zsm_tag_ctrl(comm->peer_id, t), &op->fi_ctx);
+	if (ret && ep->needs_mr)
+		zsm_net_txpool_put(&ep->txpool, buf);
+	else if (ep->needs_mr)
+		comm->ctrl_slot = buf;
 	/* rxm refuses, for ever, to send to a process that is gone: the
 	 * peer check and the connect timeout judge that, not a spin. */
 	if (ret == -FI_EAGAIN)
@@ -293,6 +304,7 @@ void zsm_net_ctrl_nack(struct zsm_net_ep *ep, const struct zsm_ctrl_msg *m,
 		       fi_addr_t to, int err)
 {
 	struct zsm_net_nack *n = NULL;
+	void *buf, *desc = NULL;
 
 	for (int i = 0; i < ZSM_NET_NACKS && !n; i++)
 		if (ep->nacks[i].op.posted != 1)
@@ -312,11 +324,21 @@ void zsm_net_ctrl_nack(struct zsm_net_ep *ep, const struct zsm_ctrl_msg *m,
 	n->to = to;
 	n->op.kind = ZSM_OP_NACK;
 	n->op.owner = ep;
-	if (fi_tsend(ep->ep, &n->msg, sizeof(n->msg), NULL, to,
+	buf = &n->msg;
+	if (ep->needs_mr) {
+		buf = zsm_net_txpool_copy(&ep->txpool, &n->msg, sizeof(n->msg),
+					  &desc);
+		if (!buf)
+			return; /* as with no nack free */
+	}
+	if (fi_tsend(ep->ep, buf, sizeof(n->msg), desc, to,
 		     zsm_tag_ctrl(m->src_id, ZSM_CTRL_CONN_ACK),
 		     &n->op.fi_ctx) == 0) {
 		n->op.posted = 1;
+		n->slot = ep->needs_mr ? buf : NULL;
 		ep->ctrl_tx++;
+	} else if (ep->needs_mr) {
+		zsm_net_txpool_put(&ep->txpool, buf);
 	}
 }
 
@@ -510,12 +532,20 @@ void zsm_net_ctrl_complete(struct zsm_net_op *op, int err, size_t len,
 		return;
 	}
 	if (op->kind == ZSM_OP_NACK) {
+		struct zsm_net_ep *ep = op->owner;
+		struct zsm_net_nack *n =
+			zsm_container_of(op, struct zsm_net_nack, op);
+
 		op->posted = 2;
-		((struct zsm_net_ep *)op->owner)->ctrl_tx--;
+		ep->ctrl_tx--;
+		zsm_net_txpool_put(&ep->txpool, n->slot);
+		n->slot = NULL;
 		return;
 	}
 	comm = op->owner;
 	op->posted = 2;
+	zsm_net_txpool_put(&comm->ep->txpool, comm->ctrl_slot);
+	comm->ctrl_slot = NULL;
 	comm->ops_posted--;
 	comm->ep->ctrl_tx--;
 	/* A send that completed was taken by our own provider, not by the

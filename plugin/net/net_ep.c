@@ -59,7 +59,11 @@ int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 	ep->dmabuf_fd = -1;
 	ep->self = FI_ADDR_NOTAVAIL;
 	ep->mr_mode = fi->domain_attr->mr_mode;
-	ep->needs_mr = (fi->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
+	/* ZSM_MR_LOCAL: the path of providers that want every buffer
+	 * registered (verbs, efa-direct), taken on any provider, where
+	 * none of those NICs is. */
+	ep->needs_mr = (fi->domain_attr->mr_mode & FI_MR_LOCAL) != 0 ||
+		       zsm_param_int(ZSM_P_MR_LOCAL);
 	ep->rma = dev->rma_info ? dev->rma.mech : ZSM_RMA_MECH_NONE;
 
 	step = "fi_fabric";
@@ -157,6 +161,17 @@ int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 			goto err;
 		}
 	}
+	if (ep->needs_mr) {
+		size_t slot = sizeof(struct zsm_ctrl_msg);
+
+		if (slot < sizeof(struct zsm_sig_msg))
+			slot = sizeof(struct zsm_sig_msg);
+		step = "registering the send slots";
+		ret = zsm_net_txpool_init(ep, &ep->txpool, slot,
+					  ZSM_NET_TXPOOL_SLOTS);
+		if (ret)
+			goto err;
+	}
 	ret = zsm_net_ctrl_init(ep);
 	if (ret) {
 		step = "posting the control receives";
@@ -169,18 +184,23 @@ int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 		if (!ret && ep->needs_mr)
 			ret = zsm_net_mr_reg_internal(ep, ep->spill,
 						      dev->trunc_unsafe,
+						      FI_SEND | FI_RECV,
 						      &ep->spill_mr,
 						      &ep->spill_desc);
 		if (ret)
 			goto err;
 	}
 	ZSM_INFO("net: endpoint open on %s (%s), address %zu bytes, "
-		 "receives %s, %s",
+		 "receives %s, %s%s",
 		 dev->name, fi->fabric_attr->prov_name, ep->addr_len,
 		 ep->directed ? "for one source" : "from any source",
 		 ep->cq_data ? "keys in remote CQ data"
 			     : "no remote CQ data: data messages carry no "
-			       "key");
+			       "key",
+		 !ep->needs_mr ? ""
+		 : (fi->domain_attr->mr_mode & FI_MR_LOCAL)
+			 ? ", every buffer registered (FI_MR_LOCAL)"
+			 : ", every buffer registered (ZSM_MR_LOCAL)");
 	dev->ep = ep;
 	*out = ep;
 	return 0;
@@ -243,6 +263,7 @@ static void zsm_net_ep_destroy(struct zsm_net_ep *ep)
 	ep->comms = NULL;
 	zsm_net_ctrl_drop_summary(ep, zsm_now_ns(), 1);
 	zsm_net_ctrl_fini(ep);
+	zsm_net_txpool_fini(&ep->txpool);
 	if (ep->spill_mr)
 		zsm_net_mr_dereg_internal(ep->spill_mr);
 	free(ep->spill);

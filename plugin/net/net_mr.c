@@ -345,7 +345,7 @@ int zsm_net_mr_flush_target(const struct zsm_net_mr *mr, const void *data,
 }
 
 int zsm_net_mr_reg_internal(struct zsm_net_ep *ep, void *buf, size_t len,
-			    void **mr, void **desc)
+			    uint64_t access, void **mr, void **desc)
 {
 	struct zsm_fi_mr_attr attr = {0};
 	struct iovec iov = {.iov_base = buf, .iov_len = len};
@@ -354,7 +354,7 @@ int zsm_net_mr_reg_internal(struct zsm_net_ep *ep, void *buf, size_t len,
 
 	attr.mr_iov = &iov;
 	attr.iov_count = 1;
-	attr.access = FI_SEND | FI_RECV;
+	attr.access = access;
 	attr.iface = FI_HMEM_SYSTEM;
 	ret = zsm_net_mr_attr_reg(ep, &attr, 0, "the endpoint's own buffers",
 				  "", &m);

@@ -73,14 +73,11 @@ int zsm_net_rma_can_signal(struct zsm_comm *c)
 	const struct zsm_net_comm *comm = c->tp;
 	const struct zsm_net_ep *ep = comm->ep;
 
-	if ((ep->rma == ZSM_RMA_MECH_SAW || ep->rma == ZSM_RMA_MECH_FENCE ||
-	     ep->rma == ZSM_RMA_MECH_WRITEDATA) &&
-	    !ep->needs_mr)
+	if (ep->rma == ZSM_RMA_MECH_SAW || ep->rma == ZSM_RMA_MECH_FENCE ||
+	    ep->rma == ZSM_RMA_MECH_WRITEDATA)
 		return 0;
-	ZSM_WARN("net: %s: signals by %s%s are not built yet",
-		 ep->dev->name, zsm_net_rma_mech_name(ep->rma),
-		 ep->needs_mr ? " on a provider that needs registered buffers"
-			      : "");
+	ZSM_WARN("net: %s: signals by %s are not built yet", ep->dev->name,
+		 zsm_net_rma_mech_name(ep->rma));
 	return -EOPNOTSUPP;
 }
 
@@ -141,10 +138,43 @@ static ssize_t zsm_net_rma_write_delivered(struct zsm_net_req *req,
 
 void zsm_net_rma_op_done(struct zsm_net_op *op)
 {
-	struct zsm_req *b = &op->req->base;
+	struct zsm_net_req *req = op->req;
+	struct zsm_req *b = &req->base;
+	struct zsm_net_comm *comm = b->comm->tp;
 
 	if (b->type == ZSM_REQ_PUT && b->len[0] > 0 && op->index == 0)
-		((struct zsm_net_comm *)b->comm->tp)->rma_writes--;
+		comm->rma_writes--;
+	else if (req->sig_slot) {
+		/* The signal's send: its copy may go. */
+		zsm_net_txpool_put(&comm->ep->txpool, req->sig_slot);
+		req->sig_slot = NULL;
+	}
+}
+
+/* req's signal message, from a registered copy where the provider wants
+ * descriptors: none free is a refusal for now, as the provider's own. */
+static ssize_t zsm_net_rma_send_sig(struct zsm_net_req *req,
+				    struct zsm_net_op *op)
+{
+	struct zsm_net_comm *comm = req->base.comm->tp;
+	struct zsm_net_ep *ep = comm->ep;
+	void *buf = &req->sig, *desc = NULL;
+	ssize_t ret;
+
+	if (ep->needs_mr) {
+		buf = zsm_net_txpool_copy(&ep->txpool, &req->sig,
+					  sizeof(req->sig), &desc);
+		if (!buf)
+			return -FI_EAGAIN;
+	}
+	ret = fi_tsend(ep->ep, buf, sizeof(req->sig), desc, comm->peer,
+		       zsm_tag_ctrl(comm->peer_id, ZSM_CTRL_SIGNAL),
+		       &op->fi_ctx);
+	if (ret)
+		zsm_net_txpool_put(&ep->txpool, ep->needs_mr ? buf : NULL);
+	else if (ep->needs_mr)
+		req->sig_slot = buf;
+	return ret;
 }
 
 /* Op i of a put or get: the write or read of its bytes, or the signal
@@ -205,9 +235,7 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 		m->put_addr = b->rma.addr;
 		m->put_len = b->len[0];
 	}
-	return fi_tsend(ep->ep, m, sizeof(*m), NULL, comm->peer,
-			zsm_tag_ctrl(comm->peer_id, ZSM_CTRL_SIGNAL),
-			&op->fi_ctx);
+	return zsm_net_rma_send_sig(req, op);
 }
 
 /* The window a peer's signal names, when it is one of ep's. */
