@@ -21,21 +21,20 @@
 #include "net/net.h"
 #include "proxy/proxy.h"
 
-#define ZSM_NET_RMA_CAPS                                                      \
-	(FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 /* How long the writedata probe waits for its loopback write. */
 #define ZSM_NET_RMA_PROBE_NS (1000ULL * 1000000ULL)
 
 /*
  * dev's provider and domain asked for caps and message order on top of
- * what its endpoint has; the offer when one grants them for writes of any
- * size, else NULL.
+ * what its endpoint has; a copy of the offer zsm_net_rma_offer_pick()
+ * takes from the answer, else NULL.
  */
 static struct fi_info *zsm_net_rma_offer(const struct zsm_net_dev *dev,
 					 uint64_t caps, uint64_t order)
 {
 	struct fi_info *hints = zsm_fi_dupinfo(dev->info), *list = NULL;
-	struct fi_info *pick = NULL;
+	const struct fi_info *pick;
+	struct fi_info *offer = NULL;
 
 	if (!hints)
 		return NULL;
@@ -46,23 +45,12 @@ static struct fi_info *zsm_net_rma_offer(const struct zsm_net_dev *dev,
 			   hints, &list))
 		list = NULL;
 	zsm_fi_freeinfo(hints);
-	for (struct fi_info *o = list; o && !pick; o = o->next) {
-		size_t max = o->ep_attr->max_msg_size;
-
-		if ((o->caps & caps) != caps ||
-		    (o->tx_attr->msg_order & order) != order ||
-		    (o->rx_attr->msg_order & order) != order)
-			continue;
-		/* Ordered writes only up to a size would need puts cut to
-		 * it: taken as not ordered. */
-		if ((order & FI_ORDER_WAW) &&
-		    o->ep_attr->max_order_waw_size < max)
-			continue;
-		pick = zsm_fi_dupinfo(o);
-	}
+	pick = zsm_net_rma_offer_pick(list, caps, order);
+	if (pick)
+		offer = zsm_fi_dupinfo(pick);
 	if (list)
 		zsm_fi_freeinfo(list);
-	return pick;
+	return offer;
 }
 
 static void zsm_net_rma_offer_free(struct fi_info *fi)
@@ -194,15 +182,11 @@ void zsm_net_dev_plan_rma(struct zsm_net_dev *dev)
 
 	/* FI_ATOMIC asked with WAW: a provider that emulates atomics by
 	 * messages (rxm) gives up the ordering then, and offers nothing. */
-	atomic = zsm_net_rma_offer(dev, ZSM_NET_RMA_CAPS | FI_ATOMIC,
-				   FI_ORDER_WAW);
-	saw = zsm_net_rma_offer(dev, ZSM_NET_RMA_CAPS,
-				FI_ORDER_WAW | FI_ORDER_SAW);
+	atomic = zsm_net_rma_offer(dev, ZSM_NET_RMA_ATOMIC_CAPS,
+				   ZSM_NET_RMA_ATOMIC_ORDER);
+	saw = zsm_net_rma_offer(dev, ZSM_NET_RMA_CAPS, ZSM_NET_RMA_SAW_ORDER);
 	plain = zsm_net_rma_offer(dev, ZSM_NET_RMA_CAPS, 0);
-	in.rma = plain || saw || atomic;
-	in.atomic_ordered = atomic != NULL;
-	in.saw_ordered = saw != NULL;
-	in.cq_data_size = plain ? plain->domain_attr->cq_data_size : 0;
+	zsm_net_rma_in_fill(&in, atomic, saw, plain);
 	zsm_net_rma_decide(&in, &dev->rma);
 	if (dev->rma.needs_probe && plain) {
 		in.writedata = zsm_net_rma_probe_writedata(plain) == 1;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Owns the choice of net_rma_plan.h. */
+/* Owns the reading of offers and the choice of net_rma_plan.h. */
 #include "net/net_rma_plan.h"
 
 #include <stdio.h>
@@ -21,6 +21,36 @@ const char *zsm_net_rma_mech_name(enum zsm_net_rma_mech mech)
 	default:
 		return "none";
 	}
+}
+
+const struct fi_info *zsm_net_rma_offer_pick(const struct fi_info *list,
+					     uint64_t caps, uint64_t order)
+{
+	for (const struct fi_info *o = list; o; o = o->next) {
+		if ((o->caps & caps) != caps ||
+		    (o->tx_attr->msg_order & order) != order ||
+		    (o->rx_attr->msg_order & order) != order)
+			continue;
+		/* Ordered writes only up to a size would need puts cut to
+		 * it: taken as not ordered. */
+		if ((order & FI_ORDER_WAW) &&
+		    o->ep_attr->max_order_waw_size < o->ep_attr->max_msg_size)
+			continue;
+		return o;
+	}
+	return NULL;
+}
+
+void zsm_net_rma_in_fill(struct zsm_net_rma_in *in,
+			 const struct fi_info *atomic,
+			 const struct fi_info *saw,
+			 const struct fi_info *plain)
+{
+	in->rma = plain || saw || atomic;
+	in->atomic_ordered = atomic != NULL;
+	in->saw_ordered = saw != NULL;
+	/* Sequence numbers ride on the plain offer's writes. */
+	in->cq_data_size = plain ? plain->domain_attr->cq_data_size : 0;
 }
 
 static const char *zsm_net_rma_prov(const struct zsm_net_rma_in *in)

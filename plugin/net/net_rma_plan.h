@@ -22,13 +22,28 @@
  *   fence      the signal waits until the earlier writes completed with
  *              FI_DELIVERY_COMPLETE: a round trip per signal, any RMA.
  *
- * Pure, so unit tests walk every provider's case on a machine that has
- * only tcp.
+ * What libfabric granted is read from three offers a device asks for
+ * (net_rma_dev.c makes the calls): atomic, saw and plain below.  Reading
+ * them and choosing are pure, so unit tests walk every provider's case,
+ * from its recorded fi_info answers, on a machine that has only tcp.
  */
 #ifndef ZSM_NET_RMA_PLAN_H
 #define ZSM_NET_RMA_PLAN_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+
+/* Every offer asked adds writes and reads both ways to the endpoint's. */
+#define ZSM_NET_RMA_CAPS                                                      \
+	(FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+/* The atomic offer: FI_ATOMIC too, atomics ordered after writes. */
+#define ZSM_NET_RMA_ATOMIC_CAPS (ZSM_NET_RMA_CAPS | FI_ATOMIC)
+#define ZSM_NET_RMA_ATOMIC_ORDER FI_ORDER_WAW
+/* The saw offer: no FI_ATOMIC, messages ordered after writes. */
+#define ZSM_NET_RMA_SAW_ORDER (FI_ORDER_WAW | FI_ORDER_SAW)
+/* The plain offer: ZSM_NET_RMA_CAPS and no order. */
 
 enum zsm_net_rma_mech {
 	ZSM_RMA_MECH_NONE = 0,
@@ -67,6 +82,22 @@ struct zsm_net_rma_plan {
 	int refused;
 	char why[320];
 };
+
+/*
+ * The first offer of list (fi_getinfo's answer) that grants all of caps
+ * and, both ways, all of order, for writes of any size where order has
+ * WAW; NULL when none does.  A provider may answer with less than was
+ * asked (rxm drops WAW and SAW when FI_ATOMIC is asked), so the answer is
+ * checked, not trusted.
+ */
+const struct fi_info *zsm_net_rma_offer_pick(const struct fi_info *list,
+					     uint64_t caps, uint64_t order);
+/* What the picks of the three offers (NULL: none) grant, into in; the
+ * other fields of in are left as they are. */
+void zsm_net_rma_in_fill(struct zsm_net_rma_in *in,
+			 const struct fi_info *atomic,
+			 const struct fi_info *saw,
+			 const struct fi_info *plain);
 
 void zsm_net_rma_decide(const struct zsm_net_rma_in *in,
 			struct zsm_net_rma_plan *out);
