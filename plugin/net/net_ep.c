@@ -493,9 +493,15 @@ int zsm_net_ep_progress(struct zsm_net_ep *ep)
 					zsm_net_rma_on_write(ep, cqe[i].data);
 				continue;
 			}
+			/* Every data message of ours carries remote CQ data
+			 * where the endpoint has it, and sockets (1.17)
+			 * hands it over without FI_REMOTE_CQ_DATA: a
+			 * receive's data is taken either way. */
 			zsm_net_op_complete(ep, cqe[i].op_context, 0,
 					    cqe[i].len, cqe[i].tag,
-					    cqe[i].flags & FI_REMOTE_CQ_DATA
+					    (cqe[i].flags & FI_REMOTE_CQ_DATA) ||
+						    (ep->cq_data &&
+						     (cqe[i].flags & FI_RECV))
 						    ? cqe[i].data
 						    : 0);
 		}
