@@ -105,6 +105,10 @@ struct zsm_rma_window {
 /* Remote writes land in a host copy of it, which the owner copies up to
  * the GPU when told: every put into it is followed by a notice. */
 #define ZSM_WIN_STAGED 2ULL
+/* Its byte 0 is not 8-byte aligned in its owner's memory, so no word of
+ * it is a signal word: net sends signals into it to the owner, whatever
+ * its mechanism, and the owner refuses them. */
+#define ZSM_WIN_UNALIGNED 4ULL
 /* regMr of a window on comm's transport; *win describes it to peers. */
 int zsm_reg_window(void *comm, void *data, size_t size, int type, void **mh,
 		   struct zsm_rma_window *win);

@@ -798,6 +798,9 @@ int zsm_iput(void *send_comm, void *src, size_t size, void *mh,
 		s.sig_id = sig->id;
 		s.sig_off = sig_off;
 		s.sig_add = sig_add;
+		s.sig_addr = sig->addr + sig_off;
+		s.sig_key = sig->key;
+		s.sig_flags = sig->flags;
 	} else if (!size) {
 		ZSM_WARN("iput of 0 bytes without a signal: nothing to do");
 		return -EINVAL;

@@ -56,6 +56,10 @@ struct zsm_req_rma {
 	uint64_t sig_id;    /* the window of the signal, 0: none */
 	uint64_t sig_off;
 	uint64_t sig_add;
+	/* The signal word as the NIC names it (its window's address plus
+	 * sig_off, and key), and its window's ZSM_WIN_*. */
+	uint64_t sig_addr, sig_key;
+	uint64_t sig_flags;
 };
 
 /* Request states published to test(); negative values are -errno. */

@@ -273,9 +273,12 @@ struct zsm_net_req {
 	/* Send: the remote CQ data it carries (key, checksum). */
 	uint64_t cq_data;
 	/* Put with a signal: the message that follows its write, and its
-	 * copy in the send pool while posted (needs_mr). */
+	 * copy in the send pool while posted (needs_mr); (atomic) the value
+	 * the NIC adds, and its copy likewise. */
 	struct zsm_sig_msg sig;
 	void *sig_slot;
+	uint64_t operand;
+	void *add_slot;
 };
 
 static inline struct zsm_net_req *zsm_net_req_of(struct zsm_req *r)
@@ -328,6 +331,14 @@ struct zsm_net_comm {
 	uint64_t rma_posted;
 	uint64_t rma_landed;
 	struct zsm_net_sig_wait *sig_head, *sig_tail;
+	/* atomic: SIGNALs this send comm sent asking to hear back, and how
+	 * many of them the peer said it applied (its adds wait for all);
+	 * those this receive comm handled, and the error it failed on one
+	 * with (a SIGNALED says both). */
+	uint64_t rma_asked;
+	uint64_t rma_acked;
+	uint64_t rma_applied;
+	int rma_status;
 	/* The largest of them posted since the comm last had none: how
 	 * long the peer may stay silent while a message fills it
 	 * (net_peer.c). */
@@ -415,6 +426,10 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i);
 void zsm_net_rma_op_done(struct zsm_net_op *op);
 void zsm_net_rma_on_signal(struct zsm_net_comm *c,
 			   const struct zsm_sig_msg *m);
+/* atomic: the peer's receive comm says how many of send comm c's SIGNALs
+ * it handled, and whether one failed it. */
+void zsm_net_rma_on_signaled(struct zsm_net_comm *c,
+			     const struct zsm_ctrl_msg *m);
 /* writedata: a put's write landed here, its remote CQ data data. */
 void zsm_net_rma_on_write(struct zsm_net_ep *ep, uint64_t data);
 /* The comm goes: the signals it still held back go with it. */

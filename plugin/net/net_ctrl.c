@@ -214,6 +214,11 @@ static void zsm_net_ctrl_build(struct zsm_net_comm *comm, enum zsm_ctrl_type t,
 		/* Built as it goes out: every receive posted until now. */
 		m->credit = zsm_net_credit_grant(&comm->credit);
 		break;
+	case ZSM_CTRL_SIGNALED:
+		/* Likewise: every SIGNAL handled until now. */
+		m->applied = comm->rma_applied;
+		m->status = comm->rma_status;
+		break;
 	default:
 		break;
 	}
@@ -484,6 +489,15 @@ static void zsm_net_ctrl_on_message(struct zsm_net_ep *ep,
 		c = zsm_net_ctrl_for(ep, m, ZSM_COMM_SEND, -1);
 		if (c)
 			zsm_net_comm_on_grant(c, m);
+		return;
+	case ZSM_CTRL_SIGNALED:
+		/* Like a GRANT, it may cross its send comm's close. */
+		c = zsm_idmap_find(&ep->ids, m->dst_id);
+		if (!c || c->type != ZSM_COMM_SEND || c->closing)
+			return;
+		c = zsm_net_ctrl_for(ep, m, ZSM_COMM_SEND, ZSM_COMM_CONNECTED);
+		if (c)
+			zsm_net_rma_on_signaled(c, m);
 		return;
 	default: /* PING, PONG: for a send or a receive comm */
 		c = zsm_idmap_find(&ep->ids, m->dst_id);

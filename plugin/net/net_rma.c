@@ -14,7 +14,10 @@
  * nothing: efa) every write carries the id of the peer's receive comm
  * in remote CQ data, the peer's engine counts the writes that landed,
  * and a signal, which says how many writes its sender had posted, waits
- * at the peer until that many have.
+ * at the peer until that many have.  Under atomic (providers whose NIC
+ * adds in hardware, ordered with writes: cxi) a signal into a host word
+ * is an fi_atomic FI_SUM posted right after the put's write on the same
+ * endpoint, which FI_ORDER_WAW makes land after it: no target CPU.
  *
  * GPU windows are staged: no provider here writes GPU memory, so a GPU
  * window's registration covers a pinned host mirror of it.  A put from a
@@ -23,12 +26,26 @@
  * into a GPU window lands in the owner's mirror and is followed by a
  * SIGNAL naming its bytes, on which the owner copies them up before it
  * applies the signal, so the strong guarantee holds for GPU windows too.
+ *
+ * Under atomic, what the NIC cannot do still takes that SIGNAL: the copy
+ * up of a put into a staged window, and a signal into a staged window's
+ * word (the owner adds it in GPU memory; one word is only ever updated
+ * one way).  Nothing orders a message after writes there, so the SIGNAL
+ * goes with FI_FENCE: after every earlier write and add of the link.  And
+ * nothing orders a later add after the owner's engine: each such SIGNAL
+ * asks the owner to say when it was applied (SIGNALED), and the link's
+ * next add waits in the comm's fifo, and the link's later requests with
+ * it, until the owner said so for every SIGNAL before it.  A staged put
+ * or GPU word followed by a host word's signal thus costs a round trip
+ * through the owner's engine; links whose words are all host (or all
+ * staged) never wait.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
@@ -64,6 +81,8 @@ int zsm_net_rma_reg_window_op(struct zsm_comm *c, void *data, size_t size,
 	win->key = fi_mr_key(mr->window);
 	win->size = size;
 	win->flags = mr->mirror.host ? ZSM_WIN_GPU | ZSM_WIN_STAGED : 0;
+	if ((uintptr_t)data % 8)
+		win->flags |= ZSM_WIN_UNALIGNED;
 	*out = &mr->base;
 	return 0;
 }
@@ -73,25 +92,56 @@ int zsm_net_rma_can_signal(struct zsm_comm *c)
 	const struct zsm_net_comm *comm = c->tp;
 	const struct zsm_net_ep *ep = comm->ep;
 
-	if (ep->rma == ZSM_RMA_MECH_SAW || ep->rma == ZSM_RMA_MECH_FENCE ||
-	    ep->rma == ZSM_RMA_MECH_WRITEDATA)
+	if (ep->rma != ZSM_RMA_MECH_NONE)
 		return 0;
-	ZSM_WARN("net: %s: signals by %s are not built yet", ep->dev->name,
-		 zsm_net_rma_mech_name(ep->rma));
+	ZSM_WARN("net: %s: no one-sided operations: %s", ep->dev->name,
+		 ep->dev->rma.why);
 	return -EOPNOTSUPP;
 }
 
-/* A put into a staged window is always followed by a SIGNAL naming it. */
+static struct zsm_net_ep *zsm_net_rma_ep(const struct zsm_req *b)
+{
+	return ((struct zsm_net_comm *)b->comm->tp)->ep;
+}
+
+/* atomic: the NIC adds b's signal, into a host word of an aligned window
+ * (the owner refuses the others, which go to it as messages). */
+static int zsm_net_rma_nic_adds(const struct zsm_req *b)
+{
+	return zsm_net_rma_ep(b)->rma == ZSM_RMA_MECH_ATOMIC &&
+	       b->rma.sig_id &&
+	       !(b->rma.sig_flags & (ZSM_WIN_STAGED | ZSM_WIN_UNALIGNED));
+}
+
+/* A SIGNAL follows b: for a signal the NIC does not add, and after every
+ * put into a staged window, naming it. */
 static int zsm_net_rma_notice(const struct zsm_req *b)
 {
 	return b->type == ZSM_REQ_PUT &&
-	       (b->rma.sig_id ||
+	       ((b->rma.sig_id && !zsm_net_rma_nic_adds(b)) ||
 		(b->len[0] > 0 && (b->rma.dst_flags & ZSM_WIN_STAGED)));
 }
 
 int zsm_net_rma_nops(const struct zsm_req *b)
 {
-	return (b->len[0] > 0) + zsm_net_rma_notice(b);
+	return (b->len[0] > 0) + zsm_net_rma_notice(b) +
+	       zsm_net_rma_nic_adds(b);
+}
+
+/* What op i of b is, in posting order: its bytes, its SIGNAL, its add. */
+enum zsm_net_rma_op {
+	ZSM_NET_RMA_BYTES,
+	ZSM_NET_RMA_SIGNAL,
+	ZSM_NET_RMA_ADD,
+};
+
+static enum zsm_net_rma_op zsm_net_rma_op_of(const struct zsm_req *b, int i)
+{
+	if (b->len[0] > 0 && i-- == 0)
+		return ZSM_NET_RMA_BYTES;
+	if (zsm_net_rma_notice(b) && i == 0)
+		return ZSM_NET_RMA_SIGNAL;
+	return ZSM_NET_RMA_ADD;
 }
 
 /*
@@ -142,43 +192,105 @@ void zsm_net_rma_op_done(struct zsm_net_op *op)
 	struct zsm_req *b = &req->base;
 	struct zsm_net_comm *comm = b->comm->tp;
 
-	if (b->type == ZSM_REQ_PUT && b->len[0] > 0 && op->index == 0)
+	switch (zsm_net_rma_op_of(b, op->index)) {
+	case ZSM_NET_RMA_BYTES:
 		comm->rma_writes--;
-	else if (req->sig_slot) {
+		break;
+	case ZSM_NET_RMA_SIGNAL:
 		/* The signal's send: its copy may go. */
 		zsm_net_txpool_put(&comm->ep->txpool, req->sig_slot);
 		req->sig_slot = NULL;
+		break;
+	case ZSM_NET_RMA_ADD:
+		zsm_net_txpool_put(&comm->ep->txpool, req->add_slot);
+		req->add_slot = NULL;
+		break;
 	}
 }
 
-/* req's signal message, from a registered copy where the provider wants
- * descriptors: none free is a refusal for now, as the provider's own. */
+/*
+ * req's signal message, from a registered copy where the provider wants
+ * descriptors: none free is a refusal for now, as the provider's own.
+ * Under atomic it goes after every earlier write and add of the link
+ * (FI_FENCE: nothing else orders a message after them there), and asks
+ * to be acknowledged.
+ */
 static ssize_t zsm_net_rma_send_sig(struct zsm_net_req *req,
 				    struct zsm_net_op *op)
 {
 	struct zsm_net_comm *comm = req->base.comm->tp;
 	struct zsm_net_ep *ep = comm->ep;
-	void *buf = &req->sig, *desc = NULL;
+	int fenced = ep->rma == ZSM_RMA_MECH_ATOMIC;
+	struct iovec iov = {.iov_base = &req->sig,
+			    .iov_len = sizeof(req->sig)};
+	void *desc = NULL;
+	struct fi_msg_tagged msg = {
+		.msg_iov = &iov,
+		.desc = &desc,
+		.iov_count = 1,
+		.addr = comm->peer,
+		.tag = zsm_tag_ctrl(comm->peer_id, ZSM_CTRL_SIGNAL),
+		.context = &op->fi_ctx,
+	};
 	ssize_t ret;
 
+	if (fenced)
+		req->sig.flags = ZSM_SIG_ACK;
 	if (ep->needs_mr) {
-		buf = zsm_net_txpool_copy(&ep->txpool, &req->sig,
-					  sizeof(req->sig), &desc);
-		if (!buf)
+		iov.iov_base = zsm_net_txpool_copy(&ep->txpool, &req->sig,
+						   sizeof(req->sig), &desc);
+		if (!iov.iov_base)
 			return -FI_EAGAIN;
 	}
-	ret = fi_tsend(ep->ep, buf, sizeof(req->sig), desc, comm->peer,
-		       zsm_tag_ctrl(comm->peer_id, ZSM_CTRL_SIGNAL),
-		       &op->fi_ctx);
+	ret = fenced ? fi_tsendmsg(ep->ep, &msg, FI_FENCE | FI_COMPLETION)
+		     : fi_tsend(ep->ep, iov.iov_base, iov.iov_len, desc,
+				comm->peer, msg.tag, &op->fi_ctx);
+	if (ret) {
+		zsm_net_txpool_put(&ep->txpool,
+				   ep->needs_mr ? iov.iov_base : NULL);
+		return ret;
+	}
+	if (ep->needs_mr)
+		req->sig_slot = iov.iov_base;
+	comm->rma_asked += fenced;
+	return 0;
+}
+
+/* atomic: the NIC adds the signal into the peer's host word, once the
+ * owner said it applied every SIGNAL the link sent before (their copies
+ * up and GPU words must show before this add does); until then the
+ * request waits in its comm's fifo, and so do the comm's later ones. */
+static ssize_t zsm_net_rma_post_add(struct zsm_net_req *req,
+				    struct zsm_net_op *op)
+{
+	struct zsm_req *b = &req->base;
+	struct zsm_net_comm *comm = b->comm->tp;
+	struct zsm_net_ep *ep = comm->ep;
+	uint64_t *operand = &req->operand;
+	void *desc = NULL;
+	ssize_t ret;
+
+	if (comm->rma_acked < comm->rma_asked)
+		return -FI_EAGAIN;
+	req->operand = b->rma.sig_add;
+	if (ep->needs_mr) {
+		operand = zsm_net_txpool_copy(&ep->txpool, &req->operand,
+					      sizeof(req->operand), &desc);
+		if (!operand)
+			return -FI_EAGAIN;
+	}
+	ret = fi_atomic(ep->ep, operand, 1, desc, comm->peer,
+			b->rma.sig_addr, b->rma.sig_key, FI_UINT64, FI_SUM,
+			&op->fi_ctx);
 	if (ret)
-		zsm_net_txpool_put(&ep->txpool, ep->needs_mr ? buf : NULL);
+		zsm_net_txpool_put(&ep->txpool, ep->needs_mr ? operand : NULL);
 	else if (ep->needs_mr)
-		req->sig_slot = buf;
+		req->add_slot = operand;
 	return ret;
 }
 
-/* Op i of a put or get: the write or read of its bytes, or the signal
- * after them (the last op). */
+/* Op i of a put or get: the write or read of its bytes, the SIGNAL after
+ * them, or (atomic) the NIC's add (net_rma_op_of). */
 ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 {
 	struct zsm_req *b = &req->base;
@@ -186,8 +298,11 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 	struct zsm_net_ep *ep = comm->ep;
 	struct zsm_net_op *op = &req->ops[i];
 	struct zsm_sig_msg *m = &req->sig;
+	enum zsm_net_rma_op what = zsm_net_rma_op_of(b, i);
 
-	if (b->len[0] > 0 && i == 0) {
+	if (what == ZSM_NET_RMA_ADD)
+		return zsm_net_rma_post_add(req, op);
+	if (what == ZSM_NET_RMA_BYTES) {
 		ssize_t ret;
 		void *buf;
 
@@ -226,9 +341,12 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 	m->src_id = comm->local_id;
 	m->dst_id = comm->peer_id;
 	m->key = comm->peer_key;
-	m->win = b->rma.sig_id;
-	m->off = b->rma.sig_off;
-	m->add = b->rma.sig_add;
+	/* A signal the NIC adds is not the message's (its put's notice). */
+	if (!zsm_net_rma_nic_adds(b)) {
+		m->win = b->rma.sig_id;
+		m->off = b->rma.sig_off;
+		m->add = b->rma.sig_add;
+	}
 	m->writes = comm->rma_posted;
 	if (b->len[0] > 0 && (b->rma.dst_flags & ZSM_WIN_STAGED)) {
 		m->put_win = b->rma.dst_id;
@@ -371,47 +489,43 @@ void zsm_net_rma_on_signal(struct zsm_net_comm *c,
 }
 
 /* m's put is in place (its bytes landed): copy it up where staged, then
- * add the signal. */
-static void zsm_net_rma_apply(struct zsm_net_comm *c,
-			      const struct zsm_sig_msg *m)
+ * add the signal.  0, or -errno with why filled. */
+static int zsm_net_rma_apply_one(struct zsm_net_comm *c,
+				 const struct zsm_sig_msg *m, char *why,
+				 size_t why_len)
 {
 	struct zsm_net_mr *mr;
-	char why[200];
 	int ret;
 
 	if (m->put_len) {
-		ret = zsm_net_rma_land(c, m, why, sizeof(why));
-		if (ret) {
-			zsm_net_comm_fail(c, ret, why);
-			return;
-		}
+		ret = zsm_net_rma_land(c, m, why, why_len);
+		if (ret)
+			return ret;
 		if (!m->win)
-			return; /* the notice of a put without a signal */
+			return 0; /* the notice of a put without a signal */
 	}
 	mr = zsm_net_rma_window(c->ep, m->win);
 	/* The peer's puts went to memory it took for a window, or its
 	 * signal would land outside one: what it put cannot be trusted to
 	 * mean what it wanted. */
 	if (!mr) {
-		snprintf(why, sizeof(why),
+		snprintf(why, why_len,
 			 "a signal for window %llx, which is not one of this "
 			 "endpoint's",
 			 (unsigned long long)m->win);
-		zsm_net_comm_fail(c, -EPROTO, why);
-		return;
+		return -EPROTO;
 	}
 	/* The word must be whole inside the window and 8-byte aligned in
 	 * memory: an atomic add across two cache lines is a split lock,
 	 * which some kernels answer with SIGBUS. */
 	if (mr->size < 8 || m->off % 8 || m->off > mr->size - 8 ||
 	    (uintptr_t)(mr->start + m->off) % 8) {
-		snprintf(why, sizeof(why),
+		snprintf(why, why_len,
 			 "a signal at offset %llu of a %zu-byte window at %p "
 			 "(the word must lie inside it, 8-byte aligned)",
 			 (unsigned long long)m->off, mr->size,
 			 (void *)mr->start);
-		zsm_net_comm_fail(c, -EPROTO, why);
-		return;
+		return -EPROTO;
 	}
 	if (mr->mirror.host) {
 		/* A word in GPU memory: we are its one writer. */
@@ -420,13 +534,65 @@ static void zsm_net_rma_apply(struct zsm_net_comm *c,
 			(zsm_cu_deviceptr)(uintptr_t)(mr->start + m->off),
 			m->add);
 		if (ret)
-			zsm_net_comm_fail(c, ret,
-					  "a signal into a GPU window failed");
-		return;
+			snprintf(why, why_len,
+				 "a signal into a GPU window failed");
+		return ret;
+	}
+	/* Under atomic the NIC adds into host words, and a word takes one
+	 * kind of update only: a NIC's read-modify-write need not be
+	 * atomic with the CPU's. */
+	if (c->ep->rma == ZSM_RMA_MECH_ATOMIC) {
+		snprintf(why, why_len,
+			 "a signal message for a host word, which only the "
+			 "NIC adds under the atomic mechanism (is "
+			 "ZSM_RMA_SIGNAL alike on every rank?)");
+		return -EPROTO;
 	}
 	/* release: pairs with the acquire load of whoever waits on the
 	 * word; the write before it landed when the provider read it off
 	 * the link, before this message. */
 	__atomic_fetch_add((uint64_t *)(void *)(mr->start + m->off), m->add,
 			   __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Apply m; when its sender waits to hear (atomic), say it applied it, or
+ * that it failed the comm: then the sender's comm fails too rather than
+ * wait. */
+static void zsm_net_rma_apply(struct zsm_net_comm *c,
+			      const struct zsm_sig_msg *m)
+{
+	char why[200];
+	int ret = zsm_net_rma_apply_one(c, m, why, sizeof(why));
+
+	if (ret)
+		zsm_net_comm_fail(c, ret, why);
+	if (!(m->flags & ZSM_SIG_ACK))
+		return;
+	if (ret && !c->rma_status)
+		c->rma_status = ret;
+	c->rma_applied++;
+	zsm_net_ctrl_want(c, ZSM_CTRL_SIGNALED);
+}
+
+void zsm_net_rma_on_signaled(struct zsm_net_comm *c,
+			     const struct zsm_ctrl_msg *m)
+{
+	char why[160];
+
+	zsm_net_peer_heard(c->peer_obj, c->ep->pass_ns);
+	if (m->status || m->applied > c->rma_asked) {
+		snprintf(why, sizeof(why),
+			 m->status ? "the peer failed its comm on a signal "
+				     "of ours (%s)"
+				   : "the peer said it applied signals never "
+				     "sent%s",
+			 m->status ? strerror(-m->status) : "");
+		zsm_net_comm_fail(c, -EPROTO, why);
+		return;
+	}
+	/* Counts only grow, and SIGNALEDs come in order: the newest is
+	 * the largest. */
+	if (m->applied > c->rma_acked)
+		c->rma_acked = m->applied;
 }

@@ -42,7 +42,8 @@
  * once with a refusing CONN_ACK.  PING and PONG probe a silent peer
  * (net_peer.c).  CONN_ACK and GRANT tell a sender how many data
  * messages it may have sent in all (net_credit.h).  SIGNAL, shorter than
- * the rest, applies a put's signal (net_rma.c).
+ * the rest, applies a put's signal (net_rma.c); SIGNALED tells its sender
+ * how many of the SIGNALs that asked for it were applied.
  */
 #ifndef ZSM_NET_WIRE_H
 #define ZSM_NET_WIRE_H
@@ -73,6 +74,7 @@ enum zsm_ctrl_type {
 	ZSM_CTRL_PONG = 5,
 	ZSM_CTRL_GRANT = 6, /* receiver to sender: how far it may send */
 	ZSM_CTRL_SIGNAL = 7, /* a put's signal, after its writes */
+	ZSM_CTRL_SIGNALED = 8, /* receiver to sender: SIGNALs applied */
 	ZSM_CTRL_NTYPES,
 };
 
@@ -84,10 +86,11 @@ enum zsm_ctrl_type {
  * the ce window made by the listener.  5: flow control (the credit of
  * CONN_ACK, GRANT).  6: the other transports' fields become one opaque
  * offer of ZSM_OFFER_BYTES.  7: SIGNAL.  8: a SIGNAL names the put
-before it when its window is staged.  magic and version keep their
+ * before it when its window is staged.  9: a SIGNAL may ask to be
+ * acknowledged (its flags), SIGNALED.  magic and version keep their
  * offsets in every version, so either side can name the other's.
  */
-#define ZSM_HANDLE_VERSION 8
+#define ZSM_HANDLE_VERSION 9
 
 /* The 128-byte connection handle NCCL ships from listener to connector. */
 struct zsm_net_handle {
@@ -127,14 +130,21 @@ struct zsm_ctrl_msg {
 	uint32_t src_id;    /* the sending comm: where answers go */
 	uint32_t dst_id;    /* the receiving comm (its tag says it too) */
 	uint64_t key;	    /* the receiving comm's key (CONN_REQ: nonce) */
-	int32_t status;	    /* CONN_ACK: 0, or -errno: refused */
+	int32_t status;	    /* CONN_ACK: 0, or -errno: refused;
+			       SIGNALED: 0, or -errno: a SIGNAL failed
+			       the receiver's comm */
 	uint32_t pid;	    /* the sender's process id */
 	uint64_t host_hash; /* the sender's zsm_host_hash() */
 	uint64_t reply_key; /* REQ, ACK: what messages back must carry */
 	uint32_t data_key;  /* ACK: what data messages to R must carry */
 	uint32_t offer_len; /* REQ, ACK, DONE: bytes of offer used */
-	uint64_t credit;    /* ACK, GRANT: data messages the sender may
-			       have sent in all */
+	union {
+		uint64_t credit;  /* ACK, GRANT: data messages the sender
+				     may have sent in all */
+		uint64_t applied; /* SIGNALED: SIGNALs with ZSM_SIG_ACK
+				     the receiver handled, in all; status
+				     says whether it failed on one */
+	};
 	uint32_t addr_len;  /* REQ: the connector's address */
 	uint32_t pad;
 	uint8_t addr[ZSM_NET_ADDR_MAX];
@@ -169,8 +179,11 @@ _Static_assert(offsetof(struct zsm_ctrl_msg, version) == 4 &&
  * host copy) always sends one, naming its bytes (`put_win`, the address
  * the write used, `put_len`): the engine copies them up to the GPU
  * before it applies the signal.  Under writedata the signal waits for
- * the writes before it to land.  Small enough to be injected; its first
- * 24 bytes are a control message's.
+ * the writes before it to land.  Under atomic (whose signals into host
+ * words the NIC adds) every SIGNAL asks for a SIGNALED (ZSM_SIG_ACK):
+ * the sender holds its later atomic adds until the receiver has applied
+ * it.  Small enough to be injected; its first 24 bytes are a control
+ * message's.
  */
 struct zsm_sig_msg {
 	uint32_t magic;
@@ -189,7 +202,10 @@ struct zsm_sig_msg {
 	 * sent this (each names the receive comm in its remote CQ data):
 	 * the engine applies the signal once that many have landed. */
 	uint64_t writes;
+	uint64_t flags; /* ZSM_SIG_* */
 };
+/* The sender waits to hear that this was applied (a SIGNALED). */
+#define ZSM_SIG_ACK 1ULL
 _Static_assert(offsetof(struct zsm_sig_msg, type) ==
 			       offsetof(struct zsm_ctrl_msg, type) &&
 		       offsetof(struct zsm_sig_msg, src_id) ==
@@ -199,7 +215,7 @@ _Static_assert(offsetof(struct zsm_sig_msg, type) ==
 		       offsetof(struct zsm_sig_msg, key) ==
 			       offsetof(struct zsm_ctrl_msg, key) &&
 		       offsetof(struct zsm_sig_msg, win) == 24 &&
-		       sizeof(struct zsm_sig_msg) == 80,
+		       sizeof(struct zsm_sig_msg) == 88,
 	       "signal message layout is wire format: change "
 	       "ZSM_HANDLE_VERSION");
 
