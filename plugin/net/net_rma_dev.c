@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -170,6 +171,34 @@ out:
 	return ret;
 }
 
+/*
+ * Whether fi's domain adds 64-bit words (FI_SUM on FI_UINT64, no fetch),
+ * which is what the atomic mechanism's signals are: 1 or 0 (also when the
+ * domain could not be opened to ask, said at INFO).
+ */
+static int zsm_net_rma_query_sum(const struct fi_info *fi)
+{
+	struct fi_atomic_attr attr = {0};
+	struct fid_fabric *fabric = NULL;
+	struct fid_domain *domain = NULL;
+	int ret = 0;
+
+	if (zsm_fi_fabric(fi->fabric_attr, &fabric, NULL) ||
+	    fi_domain(fabric, (struct fi_info *)fi, &domain, NULL))
+		ZSM_INFO("net: %s: could not open a domain to ask for atomic "
+			 "adds",
+			 fi->fabric_attr->prov_name);
+	else
+		ret = fi_query_atomic(domain, FI_UINT64, FI_SUM, &attr, 0) ==
+			      0 &&
+		      attr.count >= 1;
+	if (domain)
+		fi_close(&domain->fid);
+	if (fabric)
+		fi_close(&fabric->fid);
+	return ret;
+}
+
 void zsm_net_dev_plan_rma(struct zsm_net_dev *dev)
 {
 	struct fi_info *atomic, *saw, *plain;
@@ -181,12 +210,19 @@ void zsm_net_dev_plan_rma(struct zsm_net_dev *dev)
 	};
 
 	/* FI_ATOMIC asked with WAW: a provider that emulates atomics by
-	 * messages (rxm) gives up the ordering then, and offers nothing. */
-	atomic = zsm_net_rma_offer(dev, ZSM_NET_RMA_ATOMIC_CAPS,
+	 * messages (rxm) gives up the ordering then, and offers nothing.
+	 * FI_FENCE, which orders the messages staged windows still need
+	 * there, is asked too, then without it where that gives nothing:
+	 * the choice says which one is missing. */
+	atomic = zsm_net_rma_offer(dev, ZSM_NET_RMA_ATOMIC_CAPS | FI_FENCE,
 				   ZSM_NET_RMA_ATOMIC_ORDER);
+	if (!atomic)
+		atomic = zsm_net_rma_offer(dev, ZSM_NET_RMA_ATOMIC_CAPS,
+					   ZSM_NET_RMA_ATOMIC_ORDER);
 	saw = zsm_net_rma_offer(dev, ZSM_NET_RMA_CAPS, ZSM_NET_RMA_SAW_ORDER);
 	plain = zsm_net_rma_offer(dev, ZSM_NET_RMA_CAPS, 0);
 	zsm_net_rma_in_fill(&in, atomic, saw, plain);
+	in.atomic_sum = atomic && zsm_net_rma_query_sum(atomic);
 	zsm_net_rma_decide(&in, &dev->rma);
 	if (dev->rma.needs_probe && plain) {
 		in.writedata = zsm_net_rma_probe_writedata(plain) == 1;

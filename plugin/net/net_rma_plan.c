@@ -48,6 +48,7 @@ void zsm_net_rma_in_fill(struct zsm_net_rma_in *in,
 {
 	in->rma = plain || saw || atomic;
 	in->atomic_ordered = atomic != NULL;
+	in->atomic_fence = atomic && (atomic->caps & FI_FENCE);
 	in->saw_ordered = saw != NULL;
 	/* Sequence numbers ride on the plain offer's writes. */
 	in->cq_data_size = plain ? plain->domain_attr->cq_data_size : 0;
@@ -68,9 +69,18 @@ static const char *zsm_net_rma_lacks(const struct zsm_net_rma_in *in,
 		return "no RMA writes and reads";
 	switch (mech) {
 	case ZSM_RMA_MECH_ATOMIC:
-		return in->atomic_ordered ? NULL
-					  : "no atomics ordered after writes "
-					    "(FI_ATOMIC with FI_ORDER_WAW)";
+		if (!in->atomic_ordered)
+			return "no atomics ordered after writes (FI_ATOMIC "
+			       "with FI_ORDER_WAW)";
+		if (!in->atomic_sum)
+			return "no 64-bit atomic add (fi_query_atomic: FI_SUM "
+			       "on FI_UINT64)";
+		/* The messages staged windows still need must follow the
+		 * writes, which nothing else orders them after here. */
+		if (!in->atomic_fence)
+			return "no FI_FENCE with its atomics (the messages of "
+			       "staged windows need it)";
+		return NULL;
 	case ZSM_RMA_MECH_SAW:
 		return in->saw_ordered ? NULL
 				       : "no messages ordered after writes "
@@ -93,7 +103,8 @@ static const char *zsm_net_rma_lacks(const struct zsm_net_rma_in *in,
 
 static const char *const zsm_net_rma_cost[] = {
 	[ZSM_RMA_MECH_ATOMIC] = "the NIC applies the signal after the "
-				"writes, no target CPU",
+				"writes, no target CPU; staged windows by "
+				"fenced messages",
 	[ZSM_RMA_MECH_SAW] = "the signal message follows the writes, the "
 			     "target's engine applies it",
 	[ZSM_RMA_MECH_WRITEDATA] = "writes carry sequence numbers, the "

@@ -7,9 +7,13 @@
  * chosen per device from what libfabric granted when asked (never from
  * the provider's name), best first:
  *
- *   atomic     writes, then fi_atomic(FI_SUM) on the same endpoint, which
- *              orders RMA and atomic writes (FI_ORDER_WAW, any size):
- *              no target CPU, no extra round trip (cxi's hardware AMOs).
+ *   atomic     writes, then fi_atomic(FI_SUM, FI_UINT64) on the same
+ *              endpoint, which orders RMA and atomic writes (FI_ORDER_WAW,
+ *              any size): no target CPU, no extra round trip (cxi's
+ *              hardware AMOs).  Words and puts the NIC cannot reach
+ *              (staged GPU windows) still take a message, which FI_FENCE
+ *              orders after the writes and which later atomics wait to
+ *              hear applied (net_rma.c).
  *   saw        writes, then a signal message the provider orders after
  *              them (FI_ORDER_SAW and WAW, any size, without FI_ATOMIC,
  *              whose emulation takes that ordering away on rxm); the
@@ -38,7 +42,8 @@
 /* Every offer asked adds writes and reads both ways to the endpoint's. */
 #define ZSM_NET_RMA_CAPS                                                      \
 	(FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
-/* The atomic offer: FI_ATOMIC too, atomics ordered after writes. */
+/* The atomic offer: FI_ATOMIC too, atomics ordered after writes (and
+ * FI_FENCE asked first, for the messages of staged windows). */
 #define ZSM_NET_RMA_ATOMIC_CAPS (ZSM_NET_RMA_CAPS | FI_ATOMIC)
 #define ZSM_NET_RMA_ATOMIC_ORDER FI_ORDER_WAW
 /* The saw offer: no FI_ATOMIC, messages ordered after writes. */
@@ -60,6 +65,10 @@ struct zsm_net_rma_in {
 	const char *prov;     /* provider name, for the reason */
 	int rma;	      /* an offer with writes and reads both ways */
 	int atomic_ordered;   /* one with FI_ATOMIC and WAW of any size */
+	int atomic_fence;     /* that offer with FI_FENCE too */
+	int atomic_sum;	      /* its domain does FI_SUM on FI_UINT64
+			       * (fi_query_atomic, asked of a domain:
+			       * not in_fill's) */
 	int saw_ordered;      /* one without FI_ATOMIC, WAW and SAW, any size */
 	size_t cq_data_size;  /* remote CQ data of the RMA offer */
 	int writedata;	      /* loopback fi_writedata: 1 works, 0 not,
@@ -69,8 +78,8 @@ struct zsm_net_rma_in {
 	 * ZSM_RMA_UNBUILT for the real choice. */
 	unsigned unbuilt;
 };
-/* atomic: its data path is not written yet. */
-#define ZSM_RMA_UNBUILT (1u << ZSM_RMA_MECH_ATOMIC)
+/* Every mechanism is built; the mask stays for the next one. */
+#define ZSM_RMA_UNBUILT 0u
 
 struct zsm_net_rma_plan {
 	enum zsm_net_rma_mech mech;

@@ -4,9 +4,10 @@
  * provider in data/rma_offers/, rma_offers.h) to the signal mechanism it
  * takes: the offer kept from each answer (zsm_net_rma_offer_pick), what
  * they grant (zsm_net_rma_in_fill) and the choice (zsm_net_rma_decide),
- * as net_rma_dev.c chains them, with the writedata probe stubbed by what
- * the recording says it gives.  Each choice is checked with every
- * mechanism built and with atomic unbuilt (ZSM_RMA_UNBUILT, this build).
+ * as net_rma_dev.c chains them, with the writedata probe and the atomic
+ * add's fi_query_atomic stubbed by what the recording says they give.
+ * Each choice is checked with every mechanism built (ZSM_RMA_UNBUILT,
+ * this build) and with atomic unbuilt, as before it was.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +18,9 @@
 #include "net/net_rma_plan.h"
 #include "rma_offers.h"
 #include "zsm_test.h"
+
+/* The pass-over of a mechanism this build would lack, on atomic. */
+#define ATOMIC_UNBUILT (1u << ZSM_RMA_MECH_ATOMIC)
 
 static void load(const char *file, struct offers_rec *rec)
 {
@@ -29,6 +33,18 @@ static void load(const char *file, struct offers_rec *rec)
 		fail_msg("%s", err);
 }
 
+/* The place of o in its answer, and that it is there. */
+static int offer_index(const struct offers_answer *a, const struct fi_info *o)
+{
+	int i = 0;
+
+	for (const struct fi_info *p = a->list; p; p = p->next, i++)
+		if (p == o)
+			return i;
+	fail_msg("the offer taken is not in the answer");
+	return -1;
+}
+
 struct choice {
 	struct zsm_net_rma_plan plan;
 	const struct fi_info *pick[OFFERS_ASKS];
@@ -36,8 +52,11 @@ struct choice {
 	int probed;
 };
 
+/* atomic: the answer the atomic list is, for its offers' fi_query_atomic
+ * (NULL: a list of the test's own, FI_SUM taken as not done). */
 static void choose_from(const char *prov, struct fi_info *const list[],
-			int writedata, unsigned unbuilt, struct choice *c)
+			const struct offers_answer *atomic, int writedata,
+			unsigned unbuilt, struct choice *c)
 {
 	static const struct {
 		uint64_t caps, order;
@@ -58,6 +77,10 @@ static void choose_from(const char *prov, struct fi_info *const list[],
 						    ask[i].order);
 	zsm_net_rma_in_fill(&in, c->pick[OFFERS_ATOMIC], c->pick[OFFERS_SAW],
 			    c->pick[OFFERS_PLAIN]);
+	/* fi_query_atomic on the picked offer's domain, stubbed. */
+	in.atomic_sum = atomic && c->pick[OFFERS_ATOMIC] &&
+			atomic->sum_u64[offer_index(
+				atomic, c->pick[OFFERS_ATOMIC])] == 1;
 	zsm_net_rma_decide(&in, &c->plan);
 	if (c->plan.needs_probe && c->pick[OFFERS_PLAIN]) {
 		/* The loopback fi_writedata, stubbed. */
@@ -88,7 +111,8 @@ static void choose(const struct offers_rec *rec, unsigned unbuilt,
 
 	for (int i = 0; i < OFFERS_ASKS; i++)
 		list[i] = rec->ask[i].list;
-	choose_from(rec->prov, list, rec->writedata, unbuilt, c);
+	choose_from(rec->prov, list, &rec->ask[OFFERS_ATOMIC], rec->writedata,
+		    unbuilt, c);
 }
 
 static void assert_why(const struct choice *c, const char *s)
@@ -97,17 +121,6 @@ static void assert_why(const struct choice *c, const char *s)
 		fail_msg("reason '%s' lacks '%s'", c->plan.why, s);
 }
 
-/* The place of o in its answer, and that it is there. */
-static int offer_index(const struct offers_answer *a, const struct fi_info *o)
-{
-	int i = 0;
-
-	for (const struct fi_info *p = a->list; p; p = p->next, i++)
-		if (p == o)
-			return i;
-	fail_msg("the offer taken is not in the answer");
-	return -1;
-}
 
 /* What a recording must give, with all built and with atomic unbuilt. */
 struct expect {
@@ -123,7 +136,7 @@ static void check(const struct expect *e)
 	struct choice c;
 
 	load(e->file, &rec);
-	choose(&rec, 0, &c);
+	choose(&rec, ZSM_RMA_UNBUILT, &c);
 	zsm_assert_int_eq(c.plan.mech, e->mech);
 	zsm_assert_int_eq(c.plan.needs_probe, 0);
 	zsm_assert_int_eq(c.plan.refused, 0);
@@ -137,7 +150,7 @@ static void check(const struct expect *e)
 		 * offer taken must do it. */
 		zsm_assert_int_eq(a->sum_u64[offer_index(a, c.info)], 1);
 	}
-	choose(&rec, ZSM_RMA_UNBUILT, &c);
+	choose(&rec, ATOMIC_UNBUILT, &c);
 	zsm_assert_int_eq(c.plan.mech, e->mech_unbuilt);
 	zsm_assert_int_eq(c.plan.needs_probe, 0);
 	zsm_assert_int_eq(c.plan.refused, 0);
@@ -196,7 +209,7 @@ static void test_net_rma_offer_efa_takes_writedata_after_its_probe(void **state)
 	/* A probe that fails: the fence. */
 	load("efa.txt", &rec);
 	rec.writedata = 0;
-	choose(&rec, ZSM_RMA_UNBUILT, &c);
+	choose(&rec, ATOMIC_UNBUILT, &c);
 	zsm_assert_int_eq(c.plan.mech, ZSM_RMA_MECH_FENCE);
 	assert_why(&c, "signals by fence: efa grants it (");
 	offers_free(&rec);
@@ -275,7 +288,7 @@ static void test_net_rma_offer_waw_up_to_a_size_is_not_ordered(void **state)
 	list[OFFERS_SAW]->ep_attr->max_order_waw_size = 65536;
 	assert_null(zsm_net_rma_offer_pick(list[OFFERS_SAW], ZSM_NET_RMA_CAPS,
 					   ZSM_NET_RMA_SAW_ORDER));
-	choose_from(rec.prov, list, 1, ZSM_RMA_UNBUILT, &c);
+	choose_from(rec.prov, list, NULL, 1, ATOMIC_UNBUILT, &c);
 	zsm_assert_int_eq(c.plan.mech, ZSM_RMA_MECH_WRITEDATA);
 	zsm_assert_int_eq(c.probed, 1);
 	/* The order size does not matter where no order is asked. */
@@ -302,7 +315,7 @@ static void test_net_rma_offer_cq_data_too_small_leaves_fence(void **state)
 	list[OFFERS_PLAIN] = copy(rec.ask[OFFERS_PLAIN].list);
 	/* Two bytes cannot carry a sequence number: no probe, the fence. */
 	list[OFFERS_PLAIN]->domain_attr->cq_data_size = 2;
-	choose_from(rec.prov, list, 1, ZSM_RMA_UNBUILT, &c);
+	choose_from(rec.prov, list, NULL, 1, ATOMIC_UNBUILT, &c);
 	zsm_assert_int_eq(c.plan.mech, ZSM_RMA_MECH_FENCE);
 	zsm_assert_int_eq(c.probed, 0);
 	assert_why(&c, "signals by fence: efa grants it (");
@@ -372,7 +385,7 @@ static void test_net_rma_offer_fill_reads_the_picks(void **state)
 	struct zsm_net_rma_in in = {.prov = "p",
 				    .writedata = 1,
 				    .want = ZSM_RMA_MECH_FENCE,
-				    .unbuilt = ZSM_RMA_UNBUILT};
+				    .unbuilt = ATOMIC_UNBUILT};
 	const struct fi_info *saw;
 
 	(void)state;
@@ -389,14 +402,68 @@ static void test_net_rma_offer_fill_reads_the_picks(void **state)
 	zsm_assert_int_eq(in.cq_data_size, 0);
 	zsm_net_rma_in_fill(&in, saw, NULL, tcp.ask[OFFERS_PLAIN].list);
 	zsm_assert_int_eq(in.atomic_ordered, 1);
+	/* rxm grants no FI_FENCE. */
+	zsm_assert_int_eq(in.atomic_fence, 0);
 	zsm_assert_int_eq(in.saw_ordered, 0);
 	zsm_assert_int_eq(in.cq_data_size, 8);
 	/* What is not the offers' is left alone. */
 	assert_string_equal(in.prov, "p");
 	zsm_assert_int_eq(in.writedata, 1);
 	zsm_assert_int_eq(in.want, ZSM_RMA_MECH_FENCE);
-	zsm_assert_int_eq(in.unbuilt, ZSM_RMA_UNBUILT);
+	zsm_assert_int_eq(in.unbuilt, ATOMIC_UNBUILT);
 	offers_free(&tcp);
+}
+
+/*
+ * atomic needs, besides the ordered offer, its fi_query_atomic FI_SUM on
+ * FI_UINT64 and FI_FENCE for the messages of staged windows: cxi's offer
+ * without either is not atomic, and the next mechanism is taken; forced,
+ * it is refused naming what is missing.
+ */
+static void test_net_rma_offer_atomic_needs_sum_and_fence(void **state)
+{
+	struct offers_rec rec;
+	struct fi_info *list[OFFERS_ASKS] = {NULL};
+	struct offers_answer atomic = {0};
+	struct zsm_net_rma_in in = {.prov = "cxi", .writedata = 0};
+	struct zsm_net_rma_plan plan;
+	struct choice c;
+
+	(void)state;
+	load("cxi.txt", &rec);
+	list[OFFERS_ATOMIC] = copy(rec.ask[OFFERS_ATOMIC].list);
+	list[OFFERS_PLAIN] = copy(rec.ask[OFFERS_PLAIN].list);
+	atomic.list = list[OFFERS_ATOMIC];
+	atomic.n = 1;
+	atomic.sum_u64[0] = 1;
+	choose_from(rec.prov, list, &atomic, 0, ZSM_RMA_UNBUILT, &c);
+	zsm_assert_int_eq(c.plan.mech, ZSM_RMA_MECH_ATOMIC);
+	/* The domain does no 64-bit add: the fence (writedata a stub). */
+	atomic.sum_u64[0] = 0;
+	choose_from(rec.prov, list, &atomic, 0, ZSM_RMA_UNBUILT, &c);
+	zsm_assert_int_eq(c.plan.mech, ZSM_RMA_MECH_FENCE);
+	zsm_net_rma_in_fill(&in, c.pick[OFFERS_ATOMIC], NULL,
+			    c.pick[OFFERS_PLAIN]);
+	in.want = ZSM_RMA_MECH_ATOMIC;
+	zsm_net_rma_decide(&in, &plan);
+	zsm_assert_int_eq(plan.refused, 1);
+	if (!strstr(plan.why, "FI_SUM on FI_UINT64"))
+		fail_msg("reason '%s'", plan.why);
+	/* The add, but no FI_FENCE. */
+	atomic.sum_u64[0] = 1;
+	list[OFFERS_ATOMIC]->caps &= ~FI_FENCE;
+	choose_from(rec.prov, list, &atomic, 0, ZSM_RMA_UNBUILT, &c);
+	zsm_assert_int_eq(c.plan.mech, ZSM_RMA_MECH_FENCE);
+	zsm_net_rma_in_fill(&in, c.pick[OFFERS_ATOMIC], NULL,
+			    c.pick[OFFERS_PLAIN]);
+	in.atomic_sum = 1;
+	zsm_net_rma_decide(&in, &plan);
+	zsm_assert_int_eq(plan.refused, 1);
+	if (!strstr(plan.why, "no FI_FENCE"))
+		fail_msg("reason '%s'", plan.why);
+	fi_freeinfo(list[OFFERS_ATOMIC]);
+	fi_freeinfo(list[OFFERS_PLAIN]);
+	offers_free(&rec);
 }
 
 /* A recording missing a field is refused, naming it: nothing defaults. */
@@ -441,6 +508,7 @@ int main(void)
 			test_net_rma_offer_less_than_asked_is_not_taken),
 		cmocka_unit_test(test_net_rma_offer_first_that_fits_is_taken),
 		cmocka_unit_test(test_net_rma_offer_fill_reads_the_picks),
+		cmocka_unit_test(test_net_rma_offer_atomic_needs_sum_and_fence),
 		cmocka_unit_test(
 			test_net_rma_offer_record_lacking_a_field_is_refused),
 	};

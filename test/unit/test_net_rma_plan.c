@@ -13,9 +13,11 @@
 /* What each provider of the reference's matrix grants. */
 static struct zsm_net_rma_in cxi_like(void)
 {
-	/* Hardware AMOs ordered with writes; writedata a stub (< 2.5). */
+	/* Hardware AMOs ordered with writes, FI_FENCE; writedata a stub
+	 * (< 2.5). */
 	return (struct zsm_net_rma_in){.prov = "cxi", .rma = 1,
-				       .atomic_ordered = 1, .saw_ordered = 0,
+				       .atomic_ordered = 1, .atomic_fence = 1,
+				       .atomic_sum = 1, .saw_ordered = 0,
 				       .cq_data_size = 8, .writedata = 0};
 }
 
@@ -150,6 +152,52 @@ static void test_net_rma_plan_forced_choice(void **state)
 	assert_why(&plan, "stub");
 }
 
+/* atomic needs all three: the ordering, the add itself, and the fence
+ * its messages take; each lack is said, and the next mechanism taken. */
+static void test_net_rma_plan_atomic_needs_sum_and_fence(void **state)
+{
+	struct zsm_net_rma_in in = cxi_like();
+	struct zsm_net_rma_plan plan;
+
+	(void)state;
+	/* Every mechanism is built now: atomic is the choice. */
+	in.unbuilt = ZSM_RMA_UNBUILT;
+	decide(&in, &plan);
+	zsm_assert_int_eq(plan.mech, ZSM_RMA_MECH_ATOMIC);
+	assert_why(&plan, "no target CPU");
+	in.atomic_sum = 0;
+	decide(&in, &plan);
+	zsm_assert_int_eq(plan.mech, ZSM_RMA_MECH_FENCE);
+	zsm_assert_int_eq(plan.refused, 0);
+	in.want = ZSM_RMA_MECH_ATOMIC;
+	decide(&in, &plan);
+	zsm_assert_int_eq(plan.refused, 1);
+	assert_why(&plan, "FI_SUM on FI_UINT64");
+	in = cxi_like();
+	in.atomic_fence = 0;
+	decide(&in, &plan);
+	zsm_assert_int_eq(plan.mech, ZSM_RMA_MECH_FENCE);
+	in.want = ZSM_RMA_MECH_ATOMIC;
+	decide(&in, &plan);
+	zsm_assert_int_eq(plan.refused, 1);
+	assert_why(&plan, "no FI_FENCE");
+	/* The add and the fence alone, without the ordering: not enough. */
+	in = cxi_like();
+	in.atomic_ordered = 0;
+	in.want = ZSM_RMA_MECH_ATOMIC;
+	decide(&in, &plan);
+	zsm_assert_int_eq(plan.refused, 1);
+	assert_why(&plan, "FI_ORDER_WAW");
+	/* A provider granting saw as well (sockets): atomic first. */
+	in = rxm_like();
+	in.atomic_ordered = 1;
+	in.atomic_fence = 1;
+	in.atomic_sum = 1;
+	decide(&in, &plan);
+	zsm_assert_int_eq(plan.mech, ZSM_RMA_MECH_ATOMIC);
+	zsm_assert_int_eq(plan.needs_probe, 0);
+}
+
 /* A mechanism this build lacks is passed over for the next one granted,
  * and the reason names it; asked for by name, it is refused. */
 static void test_net_rma_plan_passes_over_what_is_not_built(void **state)
@@ -158,7 +206,7 @@ static void test_net_rma_plan_passes_over_what_is_not_built(void **state)
 	struct zsm_net_rma_plan plan;
 
 	(void)state;
-	in.unbuilt = ZSM_RMA_UNBUILT;
+	in.unbuilt = 1u << ZSM_RMA_MECH_ATOMIC;
 	decide(&in, &plan);
 	zsm_assert_int_eq(plan.mech, ZSM_RMA_MECH_FENCE);
 	zsm_assert_int_eq(plan.refused, 0);
@@ -171,12 +219,12 @@ static void test_net_rma_plan_passes_over_what_is_not_built(void **state)
 	assert_why(&plan, "lacks it");
 	/* What is built is chosen as before. */
 	in = efa_like();
-	in.unbuilt = ZSM_RMA_UNBUILT;
+	in.unbuilt = 1u << ZSM_RMA_MECH_ATOMIC;
 	in.writedata = 1;
 	decide(&in, &plan);
 	zsm_assert_int_eq(plan.mech, ZSM_RMA_MECH_WRITEDATA);
 	in = rxm_like();
-	in.unbuilt = ZSM_RMA_UNBUILT;
+	in.unbuilt = 1u << ZSM_RMA_MECH_ATOMIC;
 	decide(&in, &plan);
 	zsm_assert_int_eq(plan.mech, ZSM_RMA_MECH_SAW);
 }
@@ -202,6 +250,7 @@ int main(void)
 			test_net_rma_plan_writedata_waits_for_its_probe),
 		cmocka_unit_test(test_net_rma_plan_no_rma_no_puts),
 		cmocka_unit_test(test_net_rma_plan_forced_choice),
+		cmocka_unit_test(test_net_rma_plan_atomic_needs_sum_and_fence),
 		cmocka_unit_test(test_net_rma_plan_passes_over_what_is_not_built),
 		cmocka_unit_test(test_net_rma_plan_names),
 	};
