@@ -6,18 +6,23 @@
 # at init and said by zsm-info.  tcp;ofi_rxm grants messages ordered after
 # writes (saw) and no ordered atomics; a forced mechanism it can build is
 # taken, writedata after its loopback probe of fi_writedata passed, and
-# one it cannot is refused with a WARN naming the variable.
+# one it cannot is refused with a WARN naming the variable.  sockets
+# grants atomic (FI_ATOMIC ordered after writes, FI_FENCE, and FI_SUM on
+# FI_UINT64 by fi_query_atomic), which auto takes there.
 info=$1
 status=0
-# expect SIGNAL WANT: zsm-info's one-sided line (and a WARN) holds WANT.
+prov=tcp
+# expect SIGNAL WANT: zsm-info's one-sided line (and a WARN) on $prov
+# holds WANT.
 expect() {
-	out=$(env ZSM_PROVIDER=tcp ZSM_DOMAIN=lo ZSM_RMA_SIGNAL="$1" \
+	out=$(env ZSM_PROVIDER=$prov ZSM_DOMAIN=lo ZSM_RMA_SIGNAL="$1" \
 		ZSM_LOG=info "$info" 2>&1)
 	line=$(printf '%s\n' "$out" | grep 'one-sided (put, signal, get):')
 	if printf '%s\n' "$line" | grep -q -- "$2"; then
-		echo "ZSM_RMA_SIGNAL=$1: $line"
+		echo "$prov, ZSM_RMA_SIGNAL=$1: $line"
 	else
-		echo "FAIL: ZSM_RMA_SIGNAL=$1: wanted '$2' in: ${line:-no line}"
+		echo "FAIL: $prov, ZSM_RMA_SIGNAL=$1: wanted '$2' in:" \
+			"${line:-no line}"
 		printf '%s\n' "$out" | tail -n 20
 		status=1
 	fi
@@ -40,6 +45,10 @@ if [ "$n" != 1 ]; then
 	echo "FAIL: ZSM_RMA_SIGNAL=atomic gave $n WARN lines, not 1"
 	status=1
 fi
+prov=sockets
+expect auto "signals by atomic: sockets grants it"
+expect atomic "signals by atomic (ZSM_RMA_SIGNAL)"
+expect saw "signals by saw (ZSM_RMA_SIGNAL)"
 # An unknown value is refused by the settings table, naming it.
 if env ZSM_PROVIDER=tcp ZSM_DOMAIN=lo ZSM_RMA_SIGNAL=fast "$info" 2>&1 |
 	grep -q 'ZSM_RMA_SIGNAL'; then

@@ -21,7 +21,17 @@
  * byte-exact puts) GPU memory: over net the staged path runs (writes
  * land in a host mirror, the owner copies them up on the notice, signal
  * words are read, added and written back), and gets from GPU windows are
- * refused with -EOPNOTSUPP.
+ * refused with -EOPNOTSUPP.  --mixed (with --fake-gpu) keeps the signal
+ * window in host memory and adds a host stress window and a GPU signal
+ * window: the stress's puts go to both stress windows and its signals
+ * alternate between a host word and a GPU word, and whenever rank 1
+ * reads one word it checks the other against it (a signal shows every
+ * earlier one) as well as the puts.  Under the atomic mechanism that
+ * mixes the NIC's adds with the owner's copies up and GPU words.
+ * --nic-signals says the NIC adds signals into host words (the atomic
+ * mechanism): it checks no window id, so the forged signal names a key
+ * the peer never gave instead, which the peer's provider refuses: the
+ * request fails, and the peer's words and comm are left as they were.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -43,6 +53,10 @@ static int over_ce;
 static int misaligned;
 /* --fake-gpu: windows in (fake) GPU memory. */
 static int fake_gpu;
+/* --mixed: host and GPU windows and words in the stress. */
+static int mixed;
+/* --nic-signals: host words' signals are the NIC's adds. */
+static int nic_signals;
 static int copies; /* the fake driver's */
 
 static zsm_cu_result fake_ok(void)
@@ -149,12 +163,39 @@ static int win_type(void)
 {
 	return fake_gpu ? ZSM_MEM_CUDA : ZSM_MEM_HOST;
 }
+
+/* The signal window's: host memory under --mixed. */
+static int sig_type(void)
+{
+	return mixed ? ZSM_MEM_HOST : win_type();
+}
 #define STRESS_SLOT 64
 #define STRESS_DEPTH 128
 
 struct windows {
 	struct zsm_rma_window data, sig, stress, odd;
+	/* --mixed: a host stress window, and GPU signal words. */
+	struct zsm_rma_window stress_host, sig_gpu;
 };
+
+/* --mixed: put i of the stress goes to the host stress window when
+ * i % 3 is 1, to the GPU one otherwise; its signal to the GPU word when
+ * i is even, to the host word when odd (every pairing of the two). */
+static int stress_to_host(unsigned i)
+{
+	return mixed && i % 3 == 1;
+}
+
+static int signal_to_gpu(unsigned i)
+{
+	return mixed && i % 2 == 0;
+}
+
+/* --nic-signals on a host signal word: the forged signal's key is. */
+static int forged_key(void)
+{
+	return nic_signals && sig_type() == ZSM_MEM_HOST && !misaligned;
+}
 
 static void nap(void)
 {
@@ -202,18 +243,84 @@ static const size_t sizes[] = {1, 7, 4093, 65537, (1u << 20) + 3,
 static const size_t offs[] = {0, 3, 1001, 77777, 5, 5};
 #define NCASES (sizeof(sizes) / sizeof(sizes[0]))
 
+/* Put i of the stress is all there, in its window. */
+static int stress_put_there(unsigned char *stress, unsigned char *stress_host,
+			    uint64_t i)
+{
+	unsigned char *win = stress_to_host((unsigned)i) ? stress_host : stress;
+
+	return zsm_pattern_check(win + i * STRESS_SLOT, STRESS_SLOT,
+				 (uint32_t)(1000 + i)) < 0;
+}
+
+/*
+ * --mixed: signals alternate between the GPU word (even puts) and the
+ * host word (odd ones).  One word read, the other, read after it, must
+ * show every signal that came before: host word at h means signals up to
+ * 2h-1 are visible, so the GPU word is at least h; GPU word at g means up
+ * to 2g-2, so the host word is at least g-1.  Each pass reads them in
+ * the other order, and checks the puts of every signal known visible.
+ */
+static int stress_mixed(const uint64_t *host_word, const uint64_t *gpu_word,
+			unsigned char *stress, unsigned char *stress_host)
+{
+	uint64_t seen = 0, h, g, known;
+	unsigned pass = 0;
+
+	while (seen < STRESS) {
+		if (pass++ % 2) {
+			h = load_acquire(host_word);
+			g = load_acquire(gpu_word);
+			if (g < h)
+				return oob_fail("host word at %llu, then the GPU "
+						"word at %llu: GPU signals "
+						"before it not there",
+						(unsigned long long)h,
+						(unsigned long long)g);
+		} else {
+			g = load_acquire(gpu_word);
+			h = load_acquire(host_word);
+			if (g && h < g - 1)
+				return oob_fail("GPU word at %llu, then the host "
+						"word at %llu: host signals "
+						"before it not there",
+						(unsigned long long)g,
+						(unsigned long long)h);
+		}
+		if (2 * h > STRESS || (g && 2 * g - 1 > STRESS))
+			return oob_fail("signal counts %llu (host) and %llu "
+					"(GPU) above %u signals",
+					(unsigned long long)h,
+					(unsigned long long)g, STRESS);
+		known = g ? 2 * g - 1 : 0;
+		if (2 * h > known)
+			known = 2 * h;
+		for (; seen < known; seen++)
+			if (!stress_put_there(stress, stress_host, seen))
+				return oob_fail("signals up to %llu seen, but "
+						"put %llu not all there",
+						(unsigned long long)known - 1,
+						(unsigned long long)seen);
+		if (seen < STRESS)
+			nap();
+	}
+	return OOB_PASS;
+}
+
 static int target(void)
 {
 	unsigned char *data = calloc(1, WIN_BYTES);
 	uint64_t *sig = calloc(SIG_WORDS, sizeof(uint64_t));
+	uint64_t *sig_gpu = calloc(SIG_WORDS, sizeof(uint64_t));
 	unsigned char *stress = calloc(STRESS, STRESS_SLOT);
-	struct windows w;
+	unsigned char *stress_host = calloc(STRESS, STRESS_SLOT);
+	struct windows w = {0};
 	char handle[ZSM_HANDLE_BYTES];
-	void *ctx, *lc, *rc = NULL, *mh[4];
-	uint64_t seen = 0;
+	void *ctx, *lc, *rc = NULL, *mh[6] = {0};
+	uint64_t seen = 0, words[SIG_WORDS];
 	int ret;
 
-	if (!data || !sig || !stress)
+	if (!data || !sig || !sig_gpu || !stress || !stress_host)
 		return oob_fail("out of memory");
 	if (fake_gpu)
 		fake_driver();
@@ -231,13 +338,17 @@ static int target(void)
 	}
 	if (zsm_reg_window(rc, data, WIN_BYTES, win_type(), &mh[0],
 			   &w.data) ||
-	    zsm_reg_window(rc, sig, SIG_WORDS * 8, win_type(), &mh[1],
+	    zsm_reg_window(rc, sig, SIG_WORDS * 8, sig_type(), &mh[1],
 			   &w.sig) ||
 	    zsm_reg_window(rc, stress, STRESS * STRESS_SLOT, win_type(),
 			   &mh[2], &w.stress) ||
 	    /* 4 bytes off alignment: no signal word of it is aligned. */
 	    zsm_reg_window(rc, (char *)sig + 4, 16, ZSM_MEM_HOST, &mh[3],
-			   &w.odd))
+			   &w.odd) ||
+	    (mixed && (zsm_reg_window(rc, stress_host, STRESS * STRESS_SLOT,
+				      ZSM_MEM_HOST, &mh[4], &w.stress_host) ||
+		       zsm_reg_window(rc, sig_gpu, SIG_WORDS * 8, ZSM_MEM_CUDA,
+				      &mh[5], &w.sig_gpu))))
 		return oob_fail("regWindow failed");
 	if (!w.data.id || w.data.size != WIN_BYTES)
 		return oob_fail("window descriptor not filled");
@@ -270,7 +381,9 @@ static int target(void)
 		return OOB_FAIL;
 
 	oob_doing("strong signals");
-	while (seen < STRESS) {
+	if (mixed && stress_mixed(&sig[3], &sig_gpu[3], stress, stress_host))
+		return OOB_FAIL;
+	while (!mixed && seen < STRESS) {
 		uint64_t n = load_acquire(&sig[3]);
 
 		if (n > STRESS)
@@ -296,9 +409,18 @@ static int target(void)
 
 	/* Rank 0 gets the data back, then sends a forged signal. */
 	oob_doing("gets, then a forged signal");
+	memcpy(words, sig, sizeof(words));
 	if (oob_barrier())
 		return OOB_FAIL;
-	{
+	if (forged_key()) {
+		/* Its request failed at the initiator; nothing here saw
+		 * it. */
+		if (zsm_comm_failed(rc) || memcmp(words, sig, sizeof(words)))
+			return oob_fail("a signal under a forged key %s",
+					zsm_comm_failed(rc)
+						? "failed the comm"
+						: "changed a signal word");
+	} else {
 		/* A receive posted on the comm reports its failure. */
 		char buf[8];
 		void *bufs[1] = {buf}, *req = NULL;
@@ -317,14 +439,17 @@ static int target(void)
 						     "not ours",
 					ret);
 	}
-	for (int i = 0; i < 4; i++)
-		zsm_dereg_mr(rc, mh[i]);
+	for (int i = 0; i < 6; i++)
+		if (mh[i])
+			zsm_dereg_mr(rc, mh[i]);
 	zsm_close_recv(rc);
 	zsm_close_listen(lc);
 	zsm_finalize(ctx);
 	free(data);
 	free(sig);
+	free(sig_gpu);
 	free(stress);
+	free(stress_host);
 	return OOB_PASS;
 }
 
@@ -437,9 +562,12 @@ static int initiator(void)
 			continue;
 		zsm_pattern_fill(slot, STRESS_SLOT, 1000 + i);
 		do {
-			ret = zsm_iput(sc, slot, STRESS_SLOT, NULL, &w.stress,
-				       (uint64_t)i * STRESS_SLOT, &w.sig, 24,
-				       1, &reqs[k]);
+			ret = zsm_iput(sc, slot, STRESS_SLOT, NULL,
+				       stress_to_host(i) ? &w.stress_host
+							 : &w.stress,
+				       (uint64_t)i * STRESS_SLOT,
+				       signal_to_gpu(i) ? &w.sig_gpu : &w.sig,
+				       24, 1, &reqs[k]);
 		} while (!ret && !reqs[k] && (nap(), 1));
 		if (ret)
 			return oob_fail("stress iput %u: %d", i, ret);
@@ -450,17 +578,26 @@ static int initiator(void)
 	phase("a forged signal");
 	forged = w.sig;
 	forged.id ^= 0x5a5a0000;
+	if (forged_key())
+		forged.key ^= 0x5a5a0000;
 	if (misaligned)
 		forged = w.odd;
 	ret = zsm_iput(sc, NULL, 0, NULL, NULL, 0, &forged, 0, 1, &req);
 	if (ret || !req)
 		return oob_fail("sending the forged signal failed: %d", ret);
 	/* Over net the signal leaves before the peer judges it; over ce
-	 * the owner's refusal is the request's result. */
+	 * the owner's refusal is the request's result; the NIC's add
+	 * under a key the peer never gave is refused by its provider. */
 	ret = wait_req(req);
-	if (over_ce ? ret != -EPROTO : ret != 0)
-		return oob_fail("the forged signal completed with %d, want %d",
-				ret, over_ce ? -EPROTO : 0);
+	if (forged_key() ? ret >= 0 : over_ce ? ret != -EPROTO : ret != 0)
+		return oob_fail("the forged signal completed with %d, want %s",
+				ret,
+				forged_key() ? "an error"
+				: over_ce    ? "-EPROTO"
+					     : "0");
+	if (forged_key())
+		printf("rank 0: the forged signal's add failed: %d (%s)\n",
+		       ret, strerror(-ret));
 	if (oob_barrier())
 		return OOB_FAIL;
 	phase("the end");
@@ -485,16 +622,25 @@ int main(int argc, char **argv)
 			misaligned = 1;
 		} else if (strcmp(argv[i], "--fake-gpu") == 0) {
 			fake_gpu = 1;
+		} else if (strcmp(argv[i], "--mixed") == 0) {
+			mixed = 1;
+		} else if (strcmp(argv[i], "--nic-signals") == 0) {
+			nic_signals = 1;
 		} else if (strcmp(argv[i], "--stress") == 0 && i + 1 < argc &&
 			   atoi(argv[i + 1]) > 0) {
 			STRESS = (unsigned)atoi(argv[++i]);
 		} else {
 			fprintf(stderr,
 				"usage: %s [--stress N] [--ce] "
-				"[--misaligned] [--fake-gpu]\n",
+				"[--misaligned] [--fake-gpu [--mixed]] "
+				"[--nic-signals]\n",
 				argv[0]);
 			return 2;
 		}
+	}
+	if (mixed && !fake_gpu) {
+		fprintf(stderr, "%s: --mixed needs --fake-gpu\n", argv[0]);
+		return 2;
 	}
 	rank = oob_start(240);
 	if (rank < 0)
