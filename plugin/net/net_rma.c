@@ -581,14 +581,19 @@ void zsm_net_rma_on_signaled(struct zsm_net_comm *c,
 	char why[160];
 
 	zsm_net_peer_heard(c->peer_obj, c->ep->pass_ns);
-	if (m->status || m->applied > c->rma_asked) {
+	if (m->status) {
+		/* The peer's errno, said as a number: any value may come. */
 		snprintf(why, sizeof(why),
-			 m->status ? "the peer failed its comm on a signal "
-				     "of ours (%s)"
-				   : "the peer said it applied signals never "
-				     "sent%s",
-			 m->status ? strerror(-m->status) : "");
+			 "the peer failed its comm on a signal of ours "
+			 "(error %d there)",
+			 (int)m->status);
 		zsm_net_comm_fail(c, -EPROTO, why);
+		return;
+	}
+	if (m->applied > c->rma_asked) {
+		zsm_net_comm_fail(c, -EPROTO,
+				  "the peer said it applied signals never "
+				  "sent");
 		return;
 	}
 	/* Counts only grow, and SIGNALEDs come in order: the newest is

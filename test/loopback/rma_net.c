@@ -32,6 +32,8 @@
  * mechanism): it checks no window id, so the forged signal names a key
  * the peer never gave instead, which the peer's provider refuses: the
  * request fails, and the peer's words and comm are left as they were.
+ * With --misaligned too, the owner's refusal of the SIGNAL (a window off
+ * alignment has no word the NIC may add to) must fail rank 0's comm.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -598,6 +600,24 @@ static int initiator(void)
 	if (forged_key())
 		printf("rank 0: the forged signal's add failed: %d (%s)\n",
 		       ret, strerror(-ret));
+	/* Under atomic the owner acknowledges every SIGNAL, and says when
+	 * one failed its comm: ours fails too, rather than hold its next
+	 * add for ever.  The owner answers within its next passes; the
+	 * limit is only there so that nothing hangs. */
+	if (nic_signals && misaligned) {
+		struct timespec t0, now;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while (!zsm_comm_failed(sc)) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if (now.tv_sec - t0.tv_sec > 60)
+				return oob_fail("the owner refused our signal, "
+						"but 60 s later our comm had "
+						"not heard it");
+			nap();
+		}
+		printf("rank 0: the owner's refusal failed our comm too\n");
+	}
 	if (oob_barrier())
 		return OOB_FAIL;
 	phase("the end");
