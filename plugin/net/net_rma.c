@@ -23,6 +23,8 @@
  * into a GPU window lands in the owner's mirror and is followed by a
  * SIGNAL naming its bytes, on which the owner copies them up before it
  * applies the signal, so the strong guarantee holds for GPU windows too.
+ * Gets are net_rma_get.c's; their GET messages share the signals' path
+ * here (held back with them under writedata).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -94,6 +96,9 @@ static int zsm_net_rma_notice(const struct zsm_req *b)
 
 int zsm_net_rma_nops(const struct zsm_req *b)
 {
+	/* A get: its GET, then its read. */
+	if (b->type == ZSM_REQ_GET)
+		return b->len[0] > 0 ? 2 : 0;
 	return (b->len[0] > 0) + zsm_net_rma_notice(b);
 }
 
@@ -157,14 +162,12 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 	struct zsm_net_op *op = &req->ops[i];
 	struct zsm_sig_msg *m = &req->sig;
 
+	if (b->type == ZSM_REQ_GET)
+		return zsm_net_rma_get_post(req, i);
 	if (b->len[0] > 0 && i == 0) {
 		ssize_t ret;
 		void *buf;
 
-		if (b->type == ZSM_REQ_GET)
-			return fi_read(ep->ep, b->data[0], b->len[0],
-				       req->mr_desc[0], comm->peer,
-				       b->rma.addr, b->rma.key, &op->fi_ctx);
 		if (zsm_net_rma_source(req, &buf))
 			return -FI_EIO;
 		if (ep->rma == ZSM_RMA_MECH_FENCE)
@@ -189,13 +192,7 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 	 * comm's later ones. */
 	if (ep->rma == ZSM_RMA_MECH_FENCE && comm->rma_writes)
 		return -FI_EAGAIN;
-	memset(m, 0, sizeof(*m));
-	m->magic = ZSM_HANDLE_MAGIC;
-	m->version = ZSM_HANDLE_VERSION;
-	m->type = ZSM_CTRL_SIGNAL;
-	m->src_id = comm->local_id;
-	m->dst_id = comm->peer_id;
-	m->key = comm->peer_key;
+	zsm_net_rma_msg_head(comm, m, ZSM_CTRL_SIGNAL);
 	m->win = b->rma.sig_id;
 	m->off = b->rma.sig_off;
 	m->add = b->rma.sig_add;
@@ -210,9 +207,7 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 			&op->fi_ctx);
 }
 
-/* The window a peer's signal names, when it is one of ep's. */
-static struct zsm_net_mr *zsm_net_rma_window(struct zsm_net_ep *ep,
-					     uint64_t id)
+struct zsm_net_mr *zsm_net_rma_window(struct zsm_net_ep *ep, uint64_t id)
 {
 	struct zsm_mr *base;
 	struct zsm_net_mr *mr;
@@ -351,6 +346,10 @@ static void zsm_net_rma_apply(struct zsm_net_comm *c,
 	char why[200];
 	int ret;
 
+	if (m->type == ZSM_CTRL_GET) {
+		zsm_net_rma_get_serve(c, m);
+		return;
+	}
 	if (m->put_len) {
 		ret = zsm_net_rma_land(c, m, why, sizeof(why));
 		if (ret) {
