@@ -23,6 +23,8 @@
  * into a GPU window lands in the owner's mirror and is followed by a
  * SIGNAL naming its bytes, on which the owner copies them up before it
  * applies the signal, so the strong guarantee holds for GPU windows too.
+ * Gets are net_rma_get.c's; their GET messages share the signals' path
+ * here (held back with them under writedata).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -91,6 +93,9 @@ static int zsm_net_rma_notice(const struct zsm_req *b)
 
 int zsm_net_rma_nops(const struct zsm_req *b)
 {
+	/* A get: its GET, then its read. */
+	if (b->type == ZSM_REQ_GET)
+		return b->len[0] > 0 ? 2 : 0;
 	return (b->len[0] > 0) + zsm_net_rma_notice(b);
 }
 
@@ -145,16 +150,14 @@ void zsm_net_rma_op_done(struct zsm_net_op *op)
 	if (b->type == ZSM_REQ_PUT && b->len[0] > 0 && op->index == 0)
 		comm->rma_writes--;
 	else if (req->sig_slot) {
-		/* The signal's send: its copy may go. */
+		/* The SIGNAL's or GET's send: its copy may go. */
 		zsm_net_txpool_put(&comm->ep->txpool, req->sig_slot);
 		req->sig_slot = NULL;
 	}
 }
 
-/* req's signal message, from a registered copy where the provider wants
- * descriptors: none free is a refusal for now, as the provider's own. */
-static ssize_t zsm_net_rma_send_sig(struct zsm_net_req *req,
-				    struct zsm_net_op *op)
+ssize_t zsm_net_rma_send_msg(struct zsm_net_req *req, struct zsm_net_op *op,
+			     enum zsm_ctrl_type t)
 {
 	struct zsm_net_comm *comm = req->base.comm->tp;
 	struct zsm_net_ep *ep = comm->ep;
@@ -168,8 +171,7 @@ static ssize_t zsm_net_rma_send_sig(struct zsm_net_req *req,
 			return -FI_EAGAIN;
 	}
 	ret = fi_tsend(ep->ep, buf, sizeof(req->sig), desc, comm->peer,
-		       zsm_tag_ctrl(comm->peer_id, ZSM_CTRL_SIGNAL),
-		       &op->fi_ctx);
+		       zsm_tag_ctrl(comm->peer_id, t), &op->fi_ctx);
 	if (ret)
 		zsm_net_txpool_put(&ep->txpool, ep->needs_mr ? buf : NULL);
 	else if (ep->needs_mr)
@@ -187,14 +189,12 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 	struct zsm_net_op *op = &req->ops[i];
 	struct zsm_sig_msg *m = &req->sig;
 
+	if (b->type == ZSM_REQ_GET)
+		return zsm_net_rma_get_post(req, i);
 	if (b->len[0] > 0 && i == 0) {
 		ssize_t ret;
 		void *buf;
 
-		if (b->type == ZSM_REQ_GET)
-			return fi_read(ep->ep, b->data[0], b->len[0],
-				       req->mr_desc[0], comm->peer,
-				       b->rma.addr, b->rma.key, &op->fi_ctx);
 		if (zsm_net_rma_source(req, &buf))
 			return -FI_EIO;
 		if (ep->rma == ZSM_RMA_MECH_FENCE)
@@ -219,13 +219,7 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 	 * comm's later ones. */
 	if (ep->rma == ZSM_RMA_MECH_FENCE && comm->rma_writes)
 		return -FI_EAGAIN;
-	memset(m, 0, sizeof(*m));
-	m->magic = ZSM_HANDLE_MAGIC;
-	m->version = ZSM_HANDLE_VERSION;
-	m->type = ZSM_CTRL_SIGNAL;
-	m->src_id = comm->local_id;
-	m->dst_id = comm->peer_id;
-	m->key = comm->peer_key;
+	zsm_net_rma_msg_head(comm, m, ZSM_CTRL_SIGNAL);
 	m->win = b->rma.sig_id;
 	m->off = b->rma.sig_off;
 	m->add = b->rma.sig_add;
@@ -235,12 +229,10 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 		m->put_addr = b->rma.addr;
 		m->put_len = b->len[0];
 	}
-	return zsm_net_rma_send_sig(req, op);
+	return zsm_net_rma_send_msg(req, op, ZSM_CTRL_SIGNAL);
 }
 
-/* The window a peer's signal names, when it is one of ep's. */
-static struct zsm_net_mr *zsm_net_rma_window(struct zsm_net_ep *ep,
-					     uint64_t id)
+struct zsm_net_mr *zsm_net_rma_window(struct zsm_net_ep *ep, uint64_t id)
 {
 	struct zsm_mr *base;
 	struct zsm_net_mr *mr;
@@ -379,6 +371,10 @@ static void zsm_net_rma_apply(struct zsm_net_comm *c,
 	char why[200];
 	int ret;
 
+	if (m->type == ZSM_CTRL_GET) {
+		zsm_net_rma_get_serve(c, m);
+		return;
+	}
 	if (m->put_len) {
 		ret = zsm_net_rma_land(c, m, why, sizeof(why));
 		if (ret) {
