@@ -1143,8 +1143,9 @@ static const size_t rc_pg_sizes[] = { 0, 1, 7, 4096 + 3, (1u << 20) + 5,
 
 /* A get of size bytes at remote_off of peer's copy into local_off, then
  * iflush as NCCL's GIN proxy does before reading (3.3). */
-/* *refused: a plugin's refusal of a get from GPU memory (its result),
- * which is no failure: NCCL's RMA proxy makes no gets. */
+/* *refused: another plugin's refusal of a get from GPU memory (its
+ * result), which is no failure: NCCL's RMA proxy makes no gets.  zsm
+ * does them, and a refusal fails. */
 static int rc_get(struct rk *k, struct rc_comm *c, void *ctx,
 		  const struct rc_win *w, uint64_t remote_off,
 		  uint64_t local_off, size_t size, int peer, int *refused)
@@ -1155,7 +1156,7 @@ static int rc_get(struct rk *k, struct rc_comm *c, void *ctx,
 	rc_doing(k, "iget of %zu bytes from rank %d", size, peer);
 	r = k->t.iget(ctx, 0, remote_off, w->mh, size, local_off, w->mh,
 		      (uint32_t)peer, &req);
-	if (r != ncclSuccess && w->dp) {
+	if (r != ncclSuccess && w->dp && strcmp(rc_sh->name, "zsm")) {
 		*refused = r;
 		return OOB_PASS;
 	}

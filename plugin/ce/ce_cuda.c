@@ -2,7 +2,8 @@
 /*
  * Owns ce's use of CUDA: the driver table (loaded at run time), what regMr
  * records of a GPU buffer, the receiver's cache of the sender's opened
- * allocations, and the copies on ce's own stream (one per context):
+ * allocations (and the sender's of the receiver's GPU windows, for its
+ * gets), and the copies on ce's own stream (one per context):
  * cuMemcpyAsync between two GPUs' memory runs on a copy engine, so no SM
  * is used.
  */
@@ -18,6 +19,13 @@
 #include "common/log.h"
 #include "common/param.h"
 #include "proxy/proxy.h"
+
+/* Which of its comm's sides a channel is, for messages: the sender
+ * opens the receiver's allocations too, for its gets. */
+static const char *zsm_ce_side(const struct zsm_ce_chan *ch)
+{
+	return ch->side == ZSM_CE_SENDER ? "send" : "receive";
+}
 
 /* Numbers of GPU registrations: regMr may run on any thread. */
 static atomic_ullong zsm_ce_reg_ids;
@@ -154,9 +162,9 @@ static int zsm_ce_cuda_import(struct zsm_ce_chan *ch, const struct zsm_ce_slot *
 	fd = zsm_ce_pidfd_getfd(ch->pidfd, s->vmm_fd);
 	if (fd < 0) {
 		err = -errno;
-		ZSM_WARN("ce: receive comm %u: taking pid %d's cuMem export: "
+		ZSM_WARN("ce: %s comm %u: taking pid %d's cuMem export: "
 			 "%s",
-			 ch->comm->id, (int)ch->peer_pid,
+			 zsm_ce_side(ch), ch->comm->id, (int)ch->peer_pid,
 			 strerror(errno));
 		return err;
 	}
@@ -176,7 +184,8 @@ static int zsm_ce_cuda_import(struct zsm_ce_chan *ch, const struct zsm_ce_slot *
 					"(%llu bytes)",
 					(int)ch->peer_pid,
 					(unsigned long long)m->size);
-		ZSM_WARN("ce: receive comm %u: %s", ch->comm->id, why);
+		ZSM_WARN("ce: %s comm %u: %s", zsm_ce_side(ch), ch->comm->id,
+			 why);
 		return err;
 	}
 	return 0;
@@ -222,9 +231,9 @@ static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
 	/* Rare (once per allocation and channel), and a call that might
 	 * wait on the device: the pair of lines shows where a hang sits. */
 	t0 = zsm_now_ns();
-	ZSM_INFO("ce: receive comm %u opens pid %d's GPU allocation %llu "
+	ZSM_INFO("ce: %s comm %u opens pid %d's GPU allocation %llu "
 		 "(%llu bytes, %s)",
-		 ch->comm->id, (int)ch->peer_pid,
+		 zsm_ce_side(ch), ch->comm->id, (int)ch->peer_pid,
 		 (unsigned long long)s->reg_id,
 		 (unsigned long long)s->alloc_size,
 		 s->vmm_fd >= 0 ? "cuMem export" : "IPC handle");
@@ -251,8 +260,8 @@ static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
 						"cuIpcOpenMemHandle of pid "
 						"%d's buffer",
 						(int)ch->peer_pid);
-			ZSM_WARN("ce: receive comm %u: %s", ch->comm->id,
-				 why);
+			ZSM_WARN("ce: %s comm %u: %s", zsm_ce_side(ch),
+				 ch->comm->id, why);
 			free(m);
 			return err;
 		}
@@ -260,8 +269,8 @@ static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
 	m->next = ch->maps;
 	ch->maps = m;
 	*ptr = m->ptr;
-	ZSM_INFO("ce: receive comm %u: allocation %llu open in %.3f ms",
-		 ch->comm->id, (unsigned long long)s->reg_id,
+	ZSM_INFO("ce: %s comm %u: allocation %llu open in %.3f ms",
+		 zsm_ce_side(ch), ch->comm->id, (unsigned long long)s->reg_id,
 		 (double)(zsm_now_ns() - t0) / 1e6);
 	return 0;
 }
@@ -561,16 +570,27 @@ static int zsm_ce_cuda_any_ctx(struct zsm_ce_chan *ch, zsm_cu_context *ctx,
 	return 0;
 }
 
+/* The peer's allocation slot s names, opened in *ctx (NULL: picked, a
+ * copy into host memory), which is made current: its start in *src. */
+static int zsm_ce_cuda_peer_src(struct zsm_ce_chan *ch, zsm_cu_context *ctx,
+				int *dev, const struct zsm_ce_slot *s,
+				zsm_cu_deviceptr *src)
+{
+	int ret = *ctx ? 0 : zsm_ce_cuda_any_ctx(ch, ctx, dev);
+
+	if (!ret)
+		ret = zsm_ce_cuda_enter(*ctx);
+	if (!ret)
+		ret = zsm_ce_cuda_map(ch, s, *dev, src);
+	return ret;
+}
+
 int zsm_ce_cuda_copy(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
 		     zsm_cu_deviceptr dst, const struct zsm_ce_slot *s)
 {
 	zsm_cu_deviceptr src = 0;
-	int ret = ctx ? 0 : zsm_ce_cuda_any_ctx(ch, &ctx, &dev);
+	int ret = zsm_ce_cuda_peer_src(ch, &ctx, &dev, s, &src);
 
-	if (!ret)
-		ret = zsm_ce_cuda_enter(ctx);
-	if (!ret)
-		ret = zsm_ce_cuda_map(ch, s, dev, &src);
 	if (ret)
 		return ret;
 	return zsm_ce_cuda_start(ch, ctx, dev, dst, src + s->ipc_off, s->size);
@@ -600,11 +620,38 @@ void *zsm_ce_cuda_bounce(struct zsm_ce_chan *ch, zsm_cu_context ctx)
 		zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
 				  "pinning a %zu-byte bounce buffer",
 				  (size_t)ZSM_CE_CHUNK);
-		ZSM_WARN("ce: receive comm %u: %s", ch->comm->id, why);
+		ZSM_WARN("ce: %s comm %u: %s", zsm_ce_side(ch), ch->comm->id,
+			 why);
 		free(ch->bounce);
 		ch->bounce = NULL;
 	}
 	return ch->bounce;
+}
+
+int zsm_ce_cuda_get(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
+		    void *dst, const struct zsm_ce_slot *a, uint64_t off,
+		    size_t n)
+{
+	zsm_cu_deviceptr src = 0;
+	int host = !ctx, ret = zsm_ce_cuda_peer_src(ch, &ctx, &dev, a, &src);
+
+	if (ret)
+		return ret;
+	src += a->ipc_off + off;
+	/* Copy-engine copies on a stream of our own (cuda_win.h), waited
+	 * for here: a get's bytes are ours only once they are in place. */
+	if (!host)
+		return zsm_cuda_win_copy(ctx, (zsm_cu_deviceptr)(uintptr_t)dst,
+					 src, n);
+	/* Pinned: NCCL's host window is pageable, and the driver's staging
+	 * of pageable memory may wait for work on the device. */
+	if (!zsm_ce_cuda_bounce(ch, ctx))
+		return -ENOMEM;
+	ret = zsm_cuda_win_copy(ctx, (zsm_cu_deviceptr)(uintptr_t)ch->bounce,
+				src, n);
+	if (!ret)
+		memcpy(dst, ch->bounce, n);
+	return ret;
 }
 
 int zsm_ce_cuda_copy_up(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,

@@ -20,7 +20,7 @@ struct zsm_ce_req {
 	uint64_t seq;		 /* a send's number */
 	/* A receive's buffers: 0 open, 1 a message took it, 2 done. */
 	uint8_t sub[ZSM_MAX_RECVS];
-	uint64_t got; /* a get's bytes read so far */
+	uint64_t got; /* a get's bytes read so far (sender) */
 	uint64_t src; /* a send's or put's bytes, where the peer reads them */
 };
 
@@ -153,6 +153,11 @@ struct zsm_ce_chan {
 	 * as a receive so that every copy path serves it (never published:
 	 * its end is the slot's done). */
 	struct zsm_ce_req put_req;
+	/* Sender: the get being read (its number + 1), and its slot's
+	 * answer as it was when taken: the receiver can write the slot at
+	 * any time, so what was checked is what is used. */
+	uint64_t get_seq;
+	struct zsm_ce_slot get_ans;
 	struct zsm_ce_chan *next_chan; /* every started channel */
 };
 
@@ -221,6 +226,17 @@ static inline unsigned zsm_ce_pipe_first_end(const struct zsm_ce_chan *ch)
 		i = (i + 1) % ZSM_CE_PIPE;
 	return i;
 }
+/*
+ * Sender, a get (ce_cuda.c): n bytes at off of the receiver's allocation
+ * that answer a names (opened once per channel, as a receiver opens a
+ * sender's; a->ipc_off + off + n inside it, checked by the caller) into
+ * dst: our device memory in ctx, or with ctx NULL host memory, through
+ * the channel's bounce buffer (n at most ZSM_CE_CHUNK).  Waits for the
+ * copy: 0 or -errno (said).
+ */
+int zsm_ce_cuda_get(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
+		    void *dst, const struct zsm_ce_slot *a, uint64_t off,
+		    size_t n);
 /* For a stall report: what the driver says of the copy in flight. */
 const char *zsm_ce_cuda_copy_state(struct zsm_ce_chan *ch);
 /* 1 the copy is done, 0 not yet, -errno it failed. */

@@ -21,8 +21,9 @@
 #define ZSM_CE_SLOTS ZSM_MAX_REQUESTS
 #define ZSM_CE_MAGIC 0x45434d5aU /* "ZMCE" */
 /* 4: the receiver makes the window; its header names the comm.  5: a
- * slot may be a put into one of the receiver's windows. */
-#define ZSM_CE_VERSION 5
+ * slot may be a put into one of the receiver's windows.  6: or a get
+ * out of one, which the receiver answers in the slot. */
+#define ZSM_CE_VERSION 6
 /* Pieces both sides claim of a message they copy together. */
 #define ZSM_CE_PIECE ((size_t)512 << 10)
 /* deregMr notices a window holds (struct zsm_ce_window). */
@@ -62,7 +63,8 @@ struct zsm_ce_slot {
 	uint64_t len;	 /* receiver: bytes it took */
 	_Atomic uint64_t done;
 	/* A put (kind ZSM_CE_KIND_PUT): where its bytes go in the
-	 * receiver, inside the receiver's window put_win. */
+	 * receiver, inside the receiver's window put_win.  A get (kind
+	 * ZSM_CE_KIND_GET): where its bytes are, the same way. */
 	uint64_t put_dst;
 	uint64_t put_win;
 	/* Second line: the split copy. */
@@ -95,9 +97,18 @@ struct zsm_ce_slot {
 };
 _Static_assert(sizeof(struct zsm_ce_slot) == 256, "four cache lines a slot");
 
-/* A slot's kind: a message for a receive, or a put (size 0: the signal
- * alone). */
-enum { ZSM_CE_KIND_SEND = 0, ZSM_CE_KIND_PUT = 1 };
+/*
+ * A slot's kind: a message for a receive, a put (size 0: the signal
+ * alone), or a get.  A get's slot names size bytes at put_dst of the
+ * receiver's window put_win, and the receiver answers in it where the
+ * sender may read them, then done (release): err, and either addr, a
+ * host address in the receiver (its window, or a staged window's
+ * mirror, the bytes copied down first), or with gpu set its device
+ * allocation, named as a GPU send names the sender's (ipc or vmm_fd,
+ * reg_id, alloc_size) with the bytes at ipc_off.  The sender reads them
+ * itself once done says so, taking the answer's fields once.
+ */
+enum { ZSM_CE_KIND_SEND = 0, ZSM_CE_KIND_PUT = 1, ZSM_CE_KIND_GET = 2 };
 
 struct zsm_ce_window {
 	uint32_t magic;

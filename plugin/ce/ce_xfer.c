@@ -3,7 +3,10 @@
  * Owns ce transfers: the transport operations the proxy drives for comms
  * on a ce channel.  Senders publish Ready slots and finish when the slot
  * is Complete; receivers match slots to posted receives in order, copy
- * with process_vm_readv and mark the slot Complete.  Engine only.
+ * with process_vm_readv and mark the slot Complete.  Puts and gets are
+ * slots too, served by the receiver (the window's owner) in the same
+ * order: a put's bytes it copies in, a get it answers with where the
+ * sender reads the bytes.  Engine only.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -171,15 +174,18 @@ static int zsm_ce_post_slot(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
 	if (ch->next - ch->oldest >= ZSM_CE_SLOTS)
 		return -EAGAIN;
 	s = zsm_ce_slot_of(ch, ch->next);
-	if (zsm_ce_stage_out(req, &s->addr)) {
+	/* A get's buffer is ours to fill: the receiver needs none of it. */
+	s->addr = 0;
+	if (req->base.type != ZSM_REQ_GET && zsm_ce_stage_out(req, &s->addr)) {
 		req->base.error = -EIO;
 		zsm_ce_publish(req);
 		return 0;
 	}
 	s->size = req->base.len[0];
 	s->tag = req->base.tag[0];
-	s->kind = req->base.type == ZSM_REQ_PUT ? ZSM_CE_KIND_PUT
-						: ZSM_CE_KIND_SEND;
+	s->kind = req->base.type == ZSM_REQ_PUT	  ? ZSM_CE_KIND_PUT
+		  : req->base.type == ZSM_REQ_GET ? ZSM_CE_KIND_GET
+						  : ZSM_CE_KIND_SEND;
 	s->put_dst = req->base.rma.addr;
 	s->put_win = req->base.rma.dst_id;
 	s->sig_win = req->base.rma.sig_id;
@@ -187,7 +193,7 @@ static int zsm_ce_post_slot(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
 	s->sig_add = req->base.rma.sig_add;
 	s->err = 0;
 	s->len = 0;
-	s->gpu = zsm_ce_gpu(req, 0) != NULL;
+	s->gpu = req->base.type != ZSM_REQ_GET && zsm_ce_gpu(req, 0);
 	s->vmm_fd = -1;
 	req->src = s->addr;
 	if (s->gpu && (uintptr_t)req->base.data[0] != s->addr)
@@ -211,8 +217,7 @@ static int zsm_ce_post_slot(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
 	return 0;
 }
 
-/* A put's or get's window must be the peer's: its key names the owner.
- * (Gets from or into GPU memory the core refused.) */
+/* A put's or get's window must be the peer's: its key names the owner. */
 static int zsm_ce_rma_check(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
 {
 	uint64_t key = req->base.rma.key;
@@ -226,39 +231,6 @@ static int zsm_ce_rma_check(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
 			 (int)ch->peer_pid);
 		return -EINVAL;
 	}
-	return 0;
-}
-
-/*
- * A get: our side reads the peer's window itself, a chunk per call so a
- * large one does not hold the engine; -EAGAIN keeps it in its comm's
- * fifo (its later requests behind it) until the last chunk.
- */
-static int zsm_ce_get(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
-{
-	size_t n = req->base.len[0] - req->got;
-	ssize_t got;
-
-	if (n > ZSM_CE_CHUNK)
-		n = ZSM_CE_CHUNK;
-	got = n ? zsm_ce_peer_io(ch, (char *)req->base.data[0] + req->got,
-				 req->base.rma.addr + req->got, n, 0)
-		: 0;
-	if (got < 0) {
-		if (got != -ECONNRESET)
-			ZSM_WARN("ce: send comm %u: reading %zu bytes of pid "
-				 "%d's window: %s",
-				 ch->comm->id, n, (int)ch->peer_pid,
-				 strerror((int)-got));
-		req->base.error = got == -ECONNRESET ? -ECONNRESET : -EIO;
-		zsm_ce_publish(req);
-		return 0;
-	}
-	req->got += (uint64_t)got;
-	if (req->got < req->base.len[0])
-		return -EAGAIN;
-	req->base.sizes[0] = (int)req->base.len[0];
-	zsm_ce_publish(req);
 	return 0;
 }
 
@@ -284,9 +256,12 @@ int zsm_ce_xfer_post(struct zsm_req *b)
 			return 0;
 		}
 	}
-	if (req->base.type == ZSM_REQ_GET)
-		return zsm_ce_get(ch, req);
-	if (req->base.type == ZSM_REQ_SEND || req->base.type == ZSM_REQ_PUT)
+	if (req->base.type == ZSM_REQ_GET && !req->base.len[0]) {
+		zsm_ce_publish(req); /* nothing to read */
+		return 0;
+	}
+	if (req->base.type == ZSM_REQ_SEND || req->base.type == ZSM_REQ_PUT ||
+	    req->base.type == ZSM_REQ_GET)
 		return zsm_ce_post_slot(ch, req);
 	for (int i = 0; i < req->base.n; i++) {
 		req->sub[i] = 0;
@@ -392,7 +367,89 @@ static int zsm_ce_help(struct zsm_ce_chan *ch)
 	return 1;
 }
 
-/* Sender: finish, in order, the sends the receiver marked Complete. */
+/*
+ * Sender: the receiver answered get req (slot s, done seen): read its
+ * bytes from where the answer says, a chunk per call so that a large get
+ * does not hold the engine, into our buffer (host or GPU memory).  1 when
+ * the get is over (its result set), 0 when more is left.
+ */
+static int zsm_ce_get_read(struct zsm_ce_chan *ch, struct zsm_ce_req *req,
+			   const struct zsm_ce_slot *s)
+{
+	struct zsm_ce_slot *a = &ch->get_ans;
+	const struct zsm_ce_gpu_mr *g = zsm_ce_gpu(req, 0);
+	char *dst = (char *)req->base.data[0] + req->got;
+	size_t len = req->base.len[0], n;
+	ssize_t got;
+	int err;
+
+	if (ch->get_seq != req->seq + 1) {
+		/* Taken once: the receiver can write its slot at any time. */
+		ch->get_seq = req->seq + 1;
+		req->got = 0;
+		a->err = s->err;
+		a->addr = s->addr;
+		a->gpu = s->gpu;
+		a->ipc = s->ipc;
+		a->ipc_off = s->ipc_off;
+		a->vmm_fd = s->vmm_fd;
+		a->reg_id = s->reg_id;
+		a->alloc_size = s->alloc_size;
+		if (a->err) {
+			req->base.error = a->err;
+			return 1;
+		}
+		/* Our copy must stay inside the allocation it opens. */
+		if (a->gpu && (a->ipc_off > a->alloc_size ||
+			       len > a->alloc_size - a->ipc_off)) {
+			ZSM_WARN("ce: send comm %u: pid %d answered a get of %zu "
+				 "bytes with %llu bytes at %llu of a GPU "
+				 "allocation: past its end",
+				 ch->comm->id, (int)ch->peer_pid, len,
+				 (unsigned long long)a->alloc_size,
+				 (unsigned long long)a->ipc_off);
+			req->base.error = -EPROTO;
+			return 1;
+		}
+	}
+	n = len - req->got < ZSM_CE_CHUNK ? len - req->got : ZSM_CE_CHUNK;
+	if (a->gpu) {
+		err = zsm_ce_cuda_get(ch, g ? g->ctx : NULL, g ? g->dev : 0, dst,
+				      a, req->got, n);
+		got = err ? err : (ssize_t)n;
+	} else if (!g) {
+		got = zsm_ce_peer_io(ch, dst, a->addr + req->got, n, 0);
+	} else if (!zsm_ce_cuda_bounce(ch, g->ctx)) {
+		got = -ENOMEM;
+	} else {
+		/* Host bytes up into our GPU memory, from pinned memory. */
+		got = zsm_ce_peer_io(ch, ch->bounce, a->addr + req->got, n, 0);
+		err = got > 0 ? zsm_cuda_win_copy(
+					g->ctx, (zsm_cu_deviceptr)(uintptr_t)dst,
+					(zsm_cu_deviceptr)(uintptr_t)ch->bounce,
+					(size_t)got)
+			      : 0;
+		if (err)
+			got = err;
+	}
+	if (got < 0) {
+		if (got != -ECONNRESET && !a->gpu)
+			ZSM_WARN("ce: send comm %u: reading %zu bytes of pid "
+				 "%d for a get: %s",
+				 ch->comm->id, n, (int)ch->peer_pid,
+				 strerror((int)-got));
+		req->base.error = got == -ECONNRESET ? -ECONNRESET : -EIO;
+		return 1;
+	}
+	req->got += (uint64_t)got;
+	if (req->got < len)
+		return 0;
+	req->base.sizes[0] = (int)len;
+	return 1;
+}
+
+/* Sender: finish, in order, the sends the receiver marked Complete (a
+ * get once it also read its bytes). */
 static int zsm_ce_progress_sender(struct zsm_ce_chan *ch)
 {
 	struct zsm_ce_req *req;
@@ -401,16 +458,25 @@ static int zsm_ce_progress_sender(struct zsm_ce_chan *ch)
 	while ((req = ch->head)) {
 		struct zsm_ce_slot *s = zsm_ce_slot_of(ch, req->seq);
 
-		/* acquire: pairs with the release in zsm_ce_complete. */
+		/* acquire: pairs with the release in zsm_ce_complete (and
+		 * zsm_ce_get_answer: the answer is read after it). */
 		if (atomic_load_explicit(&s->done, memory_order_acquire) !=
 		    req->seq + 1)
 			break;
+		if (req->base.type == ZSM_REQ_GET) {
+			events++;
+			/* One chunk per pass; the later ones wait their
+			 * turn, finishing in order. */
+			if (!zsm_ce_get_read(ch, req, s))
+				break;
+		} else {
+			req->base.error = s->err;
+			req->base.sizes[0] = (int)req->base.len[0];
+		}
 		ch->head = req->next;
 		if (!ch->head)
 			ch->tail = NULL;
 		ch->oldest = req->seq + 1;
-		req->base.error = s->err;
-		req->base.sizes[0] = (int)req->base.len[0];
 		zsm_ce_publish(req);
 		events++;
 	}
@@ -720,6 +786,7 @@ static int zsm_ce_copy(struct zsm_ce_chan *ch)
 static void zsm_ce_take_slot(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 			     struct zsm_ce_req *req, int i);
 static int zsm_ce_take_put(struct zsm_ce_chan *ch, struct zsm_ce_slot *s);
+static int zsm_ce_take_get(struct zsm_ce_chan *ch, struct zsm_ce_slot *s);
 
 /*
  * Receiver: match the next published send to the oldest posted receive
@@ -755,6 +822,8 @@ static int zsm_ce_match(struct zsm_ce_chan *ch)
 	m->sig_add = s->sig_add;
 	if (m->kind == ZSM_CE_KIND_PUT)
 		return zsm_ce_take_put(ch, s);
+	if (m->kind == ZSM_CE_KIND_GET)
+		return zsm_ce_take_get(ch, s);
 	for (req = ch->head; req; req = req->next) {
 		for (i = 0; i < req->base.n; i++)
 			if (req->sub[i] == 0 && req->base.tag[i] == m->tag)
@@ -805,6 +874,30 @@ static void zsm_ce_take_slot(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 }
 
 /*
+ * Receiver: the window of ours a put or get (ch->cur) names, when its
+ * bytes lie inside it.  The peer named them: anything else is NULL, with
+ * why filled.
+ */
+static struct zsm_ce_mr *zsm_ce_cur_window(struct zsm_ce_chan *ch,
+					   const char *what, char *why,
+					   size_t why_len)
+{
+	const struct zsm_ce_slot *m = &ch->cur;
+	struct zsm_ce_mr *w = zsm_ce_mr_window(m->put_win);
+	uintptr_t start = w ? (uintptr_t)w->start : 0;
+
+	if (w && m->put_dst >= start && m->put_dst - start <= w->size &&
+	    m->size <= w->size - (m->put_dst - start))
+		return w;
+	snprintf(why, why_len, "a %s of %llu bytes at %llx of window %llx, %s",
+		 what, (unsigned long long)m->size,
+		 (unsigned long long)m->put_dst,
+		 (unsigned long long)m->put_win,
+		 w ? "past its end" : "which is not one of ours");
+	return NULL;
+}
+
+/*
  * Receiver: slot s is a put (ch->cur holds it).  It is served like a
  * receive into our window, on every copy path; its signal is applied
  * when its bytes are in place (zsm_ce_put_end).  Puts never join the
@@ -816,7 +909,6 @@ static int zsm_ce_take_put(struct zsm_ce_chan *ch, struct zsm_ce_slot *s)
 	const struct zsm_ce_slot *m = &ch->cur;
 	struct zsm_ce_req *req = &ch->put_req;
 	struct zsm_ce_mr *w;
-	uintptr_t start;
 	char why[200];
 
 	if (ch->pipe_n)
@@ -825,16 +917,8 @@ static int zsm_ce_take_put(struct zsm_ce_chan *ch, struct zsm_ce_slot *s)
 		zsm_ce_put_end(ch, ch->next++, 0, 0);
 		return 1;
 	}
-	w = zsm_ce_mr_window(m->put_win);
-	start = w ? (uintptr_t)w->start : 0;
-	if (!w || m->put_dst < start || m->put_dst - start > w->size ||
-	    m->size > w->size - (m->put_dst - start)) {
-		snprintf(why, sizeof(why),
-			 "a put of %llu bytes at %llx into window %llx, %s",
-			 (unsigned long long)m->size,
-			 (unsigned long long)m->put_dst,
-			 (unsigned long long)m->put_win,
-			 w ? "past its end" : "which is not one of ours");
+	w = zsm_ce_cur_window(ch, "put", why, sizeof(why));
+	if (!w) {
 		zsm_ce_put_end(ch, ch->next++, -EPROTO, 0);
 		zsm_ce_fail(ch, -EPROTO, why);
 		return 1;
@@ -849,6 +933,65 @@ static int zsm_ce_take_put(struct zsm_ce_chan *ch, struct zsm_ce_slot *s)
 	req->base.mh[0] = &w->base;
 	req->sub[0] = 1;
 	zsm_ce_take_slot(ch, s, req, 0);
+	return 1;
+}
+
+/* Receiver: get seq is answered (err, or the slot names its bytes):
+ * its slot goes back to the sender, which reads them. */
+static void zsm_ce_get_answer(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
+			      int err)
+{
+	s->err = err;
+	s->len = err ? 0 : ch->cur.size;
+	/* release: pairs with the acquire in zsm_ce_progress_sender; the
+	 * answer is written first. */
+	atomic_store_explicit(&s->done, ch->next + 1, memory_order_release);
+	ch->next++;
+}
+
+/*
+ * Receiver: slot s is a get (ch->cur holds it).  Taken in slot order
+ * like a put, after every earlier one is over, so the bytes the sender
+ * reads show every earlier put of the comm.  The answer says where they
+ * are: in our host window; in a staged window's mirror, copied down
+ * first (the peer cannot open that memory, and GPU writes never reach
+ * the mirror); or in our GPU allocation, which the sender opens as a
+ * receiver opens a GPU sender's.  Returns 1 when taken.
+ */
+static int zsm_ce_take_get(struct zsm_ce_chan *ch, struct zsm_ce_slot *s)
+{
+	const struct zsm_ce_slot *m = &ch->cur;
+	struct zsm_ce_mr *w;
+	char why[200];
+	void *host;
+
+	if (ch->pipe_n)
+		return 0;
+	w = zsm_ce_cur_window(ch, "get", why, sizeof(why));
+	if (!w) {
+		zsm_ce_get_answer(ch, s, -EPROTO);
+		zsm_ce_fail(ch, -EPROTO, why);
+		return 1;
+	}
+	s->gpu = 0;
+	s->addr = m->put_dst;
+	if (w->mirror.host) {
+		if (zsm_cuda_win_mirror_down(&w->mirror,
+					     (void *)(uintptr_t)m->put_dst,
+					     m->size, &host)) {
+			zsm_ce_get_answer(ch, s, -EIO);
+			return 1;
+		}
+		s->addr = (uint64_t)(uintptr_t)host;
+	} else if (w->gpu) {
+		s->gpu = 1;
+		s->ipc = w->g.ipc;
+		s->ipc_off = m->put_dst - w->g.base;
+		s->vmm_fd = w->g.vmm_fd;
+		s->reg_id = w->g.reg_id;
+		s->alloc_size = w->g.alloc_size;
+	}
+	zsm_ce_get_answer(ch, s, 0);
 	return 1;
 }
 
@@ -974,6 +1117,7 @@ static uint64_t zsm_ce_fingerprint(const struct zsm_ce_chan *ch)
 	h = h * 31 + (uint64_t)(uintptr_t)ch->cur_req;
 	h = h * 31 + (uint64_t)ch->gpu_busy;
 	h = h * 31 + ch->pipe_head * 64 + ch->pipe_n;
+	h = h * 31 + (ch->head ? ch->head->got : 0);
 	return h * 31 + (ch->head ? ch->head->base.remaining : 0);
 }
 
@@ -1014,7 +1158,7 @@ static void zsm_ce_say_stall(struct zsm_ce_chan *ch)
 		 (unsigned long long)atomic_load_explicit(
 			 &s->done, memory_order_acquire),
 		 (unsigned long long)s->size, s->tag, s->gpu ? "gpu" : "host",
-		 r ? (r->base.type == ZSM_REQ_SEND ? "send" : "receive") : "none",
+		 r ? zsm_req_what(&r->base) : "none",
 		 subs,
 		 ch->gpu_busy || ch->pipe_n ? zsm_ce_cuda_copy_state(ch)
 		 : ch->cur_req ? "host" : "none",
@@ -1037,8 +1181,12 @@ static int zsm_ce_progress(void)
 		uint64_t print;
 		int got;
 
-		/* No copy in flight may use a mapping being closed. */
-		if (ch->maps && !ch->gpu_busy && !ch->pipe_n)
+		/* No copy in flight may use a mapping being closed.  The
+		 * notices name the sender's registrations: what a sender
+		 * opened of the receiver's windows (gets) stays until the
+		 * channel closes. */
+		if (ch->maps && ch->side == ZSM_CE_RECEIVER && !ch->gpu_busy &&
+		    !ch->pipe_n)
 			events += zsm_ce_cuda_forget(ch);
 		/* A receiver always looks at its next slot (one load): a
 		 * put into a process without windows is refused, not left

@@ -99,8 +99,7 @@ struct zsm_rma_window {
 	uint64_t id;   /* its name at the owner, for signals (never 0) */
 	uint64_t flags; /* ZSM_WIN_* */
 };
-/* The window is GPU memory (gets from and into GPU memory are not
- * built: host windows only). */
+/* The window is GPU memory. */
 #define ZSM_WIN_GPU 1ULL
 /* Remote writes land in a host copy of it, which the owner copies up to
  * the GPU when told: every put into it is followed by a notice. */
@@ -130,7 +129,13 @@ int zsm_comm_failed(void *comm);
 /* The transport a connected comm moves its data by ("net", "ce"), for
  * windows registered once per transport; NULL for no such comm. */
 const char *zsm_comm_transport(void *comm);
-/* Get size bytes at src_off of the peer's window src into dst. */
+/*
+ * Get size bytes at src_off of the peer's window src into dst (host or
+ * GPU memory, registration mh).  The bytes read are the window's as of
+ * after every earlier put and signal of the comm (the owner answers
+ * first, in the comm's order); the request completes when they are in
+ * dst.  Later operations of the comm may wait for it.
+ */
 int zsm_iget(void *send_comm, void *dst, size_t size, void *mh,
 	     const struct zsm_rma_window *src, uint64_t src_off,
 	     void **request);

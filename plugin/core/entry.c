@@ -734,18 +734,14 @@ static int zsm_entry_rma(const char *call, int type, void *send_comm,
 			 call, c->ops->name);
 		ret = -EOPNOTSUPP;
 	}
-	if (!ret && sig->sig_id)
+	/* A get asks the owner to make its bytes ready, a message of the
+	 * same kind as a signal. */
+	if (!ret && (sig->sig_id || (type == ZSM_REQ_GET && size)))
 		ret = c->ops->can_signal ? c->ops->can_signal(c) : -EOPNOTSUPP;
 	if (!ret)
 		ret = zsm_comm_error(c);
 	if (!ret && size)
 		ret = zsm_entry_mr_take(call, c, mh, &mr);
-	if (!ret && type == ZSM_REQ_GET &&
-	    ((win->flags & ZSM_WIN_GPU) || (mr && mr->type != ZSM_MEM_HOST))) {
-		ZSM_WARN("%s %s GPU memory: not built (gets are host to host)",
-			 call, (win->flags & ZSM_WIN_GPU) ? "from" : "into");
-		ret = -EOPNOTSUPP;
-	}
 	if (ret) {
 		if (mr)
 			zsm_mr_put(mr);

@@ -161,7 +161,8 @@ struct zsm_comm_ops {
 	int (*reg_window)(struct zsm_comm *c, void *data, size_t size,
 			  int type, struct zsm_mr **out,
 			  struct zsm_rma_window *win);
-	/* Whether c's puts may carry signals: 0, or -EOPNOTSUPP (said). */
+	/* Whether c's puts may carry signals, and c may get (a get sends
+	 * the owner a message too): 0, or -EOPNOTSUPP (said). */
 	int (*can_signal)(struct zsm_comm *c);
 };
 

@@ -272,13 +272,20 @@ struct zsm_net_req {
 	uint64_t rma_key;
 	/* Send: the remote CQ data it carries (key, checksum). */
 	uint64_t cq_data;
-	/* Put with a signal: the message that follows its write, and its
-	 * copy in the send pool while posted (needs_mr); (atomic) the value
-	 * the NIC adds, and its copy likewise. */
+	/* Put with a signal: the message that follows its write; a get:
+	 * its GET (net_rma_get.c). */
 	struct zsm_sig_msg sig;
+	/* sig's copy in the send pool while posted (needs_mr). */
 	void *sig_slot;
+	/* atomic: the value the NIC adds, and its copy in the send pool
+	 * while posted (needs_mr). */
 	uint64_t operand;
 	void *add_slot;
+	/* Get: its GET's number on the comm (the owner's answer counts
+	 * them), and until when that answer may take.  Set when the GET
+	 * goes. */
+	uint64_t get_seq;
+	uint64_t get_deadline_ns;
 };
 
 static inline struct zsm_net_req *zsm_net_req_of(struct zsm_req *r)
@@ -339,6 +346,12 @@ struct zsm_net_comm {
 	uint64_t rma_acked;
 	uint64_t rma_applied;
 	int rma_status;
+	/* Gets (net_rma_get.c): GETs this send comm sent and how many its
+	 * peer answered; GETs this receive comm answered, and the first
+	 * failure among them, which every later answer carries. */
+	uint64_t gets_sent, gets_ready;
+	uint64_t gets_served;
+	int get_err;
 	/* The largest of them posted since the comm last had none: how
 	 * long the peer may stay silent while a message fills it
 	 * (net_peer.c). */
@@ -424,6 +437,12 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i);
 /* Op op of a put or get completed (engine, before its request may be
  * published). */
 void zsm_net_rma_op_done(struct zsm_net_op *op);
+/* req's SIGNAL or GET (t), req->sig, sent as op: from a registered copy
+ * where the provider wants descriptors, and none free is a refusal for
+ * now, as the provider's own; under atomic with FI_FENCE, a SIGNAL
+ * asking to be acknowledged.  The send's result. */
+ssize_t zsm_net_rma_send_msg(struct zsm_net_req *req, struct zsm_net_op *op,
+			     enum zsm_ctrl_type t);
 void zsm_net_rma_on_signal(struct zsm_net_comm *c,
 			   const struct zsm_sig_msg *m);
 /* atomic: the peer's receive comm says how many of send comm c's SIGNALs
@@ -434,6 +453,25 @@ void zsm_net_rma_on_signaled(struct zsm_net_comm *c,
 void zsm_net_rma_on_write(struct zsm_net_ep *ep, uint64_t data);
 /* The comm goes: the signals it still held back go with it. */
 void zsm_net_rma_comm_fini(struct zsm_net_comm *c);
+/* The window of ep that id names, or NULL (net_rma.c). */
+struct zsm_net_mr *zsm_net_rma_window(struct zsm_net_ep *ep, uint64_t id);
+/*
+ * net_rma_get.c: gets.  Op i of a GET request (0: its GET message, 1:
+ * the read, once the owner answered); a GET that passed every control
+ * check and waited its turn behind the link's earlier signals, for
+ * receive comm c; a GET_READY for send comm c; op completed without
+ * error (the read of a get into a staged window is copied up): 0 or
+ * -errno.  Engine.
+ */
+ssize_t zsm_net_rma_get_post(struct zsm_net_req *req, int i);
+/* A SIGNAL's or GET's m from send comm comm, its other fields 0. */
+void zsm_net_rma_msg_head(const struct zsm_net_comm *comm,
+			  struct zsm_sig_msg *m, enum zsm_ctrl_type t);
+void zsm_net_rma_get_serve(struct zsm_net_comm *c,
+			   const struct zsm_sig_msg *m);
+void zsm_net_rma_get_ready(struct zsm_net_comm *c,
+			   const struct zsm_ctrl_msg *m);
+int zsm_net_rma_get_landed(struct zsm_net_op *op);
 /* net_mr.c: a window's registration with remote access; GPU memory
  * (type ZSM_MEM_CUDA) is staged through a pinned host mirror. */
 int zsm_net_mr_reg_window(struct zsm_net_ep *ep, void *data, size_t size,

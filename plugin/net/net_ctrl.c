@@ -214,6 +214,11 @@ static void zsm_net_ctrl_build(struct zsm_net_comm *comm, enum zsm_ctrl_type t,
 		/* Built as it goes out: every receive posted until now. */
 		m->credit = zsm_net_credit_grant(&comm->credit);
 		break;
+	case ZSM_CTRL_GET_READY:
+		/* Built as it goes out: every GET answered until now. */
+		m->credit = comm->gets_served;
+		m->status = comm->get_err;
+		break;
 	case ZSM_CTRL_SIGNALED:
 		/* Likewise: every SIGNAL handled until now. */
 		m->applied = comm->rma_applied;
@@ -398,8 +403,8 @@ static struct zsm_net_comm *zsm_net_ctrl_for(struct zsm_net_ep *ep,
 	return c;
 }
 
-/* A put's signal: a control message of its own length (net_wire.h),
- * checked alike, for a connected receive comm. */
+/* A put's signal, or a GET: a control message of its own length
+ * (net_wire.h), checked alike, for a connected receive comm. */
 static void zsm_net_ctrl_on_signal(struct zsm_net_ep *ep,
 				   const struct zsm_sig_msg *m, size_t len,
 				   uint64_t tag)
@@ -410,7 +415,8 @@ static void zsm_net_ctrl_on_signal(struct zsm_net_ep *ep,
 		zsm_net_ctrl_drop(ep, ZSM_DROP_SHORT, "wrong length");
 		return;
 	}
-	if (m->type != ZSM_CTRL_SIGNAL || m->dst_id != zsm_tag_id(tag) ||
+	if (m->type != (tag & ZSM_TAG_USER_MAX) ||
+	    m->dst_id != zsm_tag_id(tag) ||
 	    m->src_id == 0 || m->src_id > ZSM_TAG_ID_MAX) {
 		zsm_net_ctrl_drop(ep, ZSM_DROP_MALFORMED, "bad type, id or "
 							  "length");
@@ -442,7 +448,7 @@ static void zsm_net_ctrl_on_message(struct zsm_net_ep *ep,
 		zsm_net_ctrl_drop(ep, ZSM_DROP_FOREIGN, "wrong magic");
 		return;
 	}
-	if (type == ZSM_CTRL_SIGNAL) {
+	if (type == ZSM_CTRL_SIGNAL || type == ZSM_CTRL_GET) {
 		zsm_net_ctrl_on_signal(ep, (const void *)m, len, tag);
 		return;
 	}
@@ -490,13 +496,17 @@ static void zsm_net_ctrl_on_message(struct zsm_net_ep *ep,
 		if (c)
 			zsm_net_comm_on_grant(c, m);
 		return;
+	case ZSM_CTRL_GET_READY:
 	case ZSM_CTRL_SIGNALED:
-		/* Like a GRANT, it may cross its send comm's close. */
+		/* Like a GRANT, one may cross its comm's close (a get that
+		 * ran out of time): nothing to say then. */
 		c = zsm_idmap_find(&ep->ids, m->dst_id);
 		if (!c || c->type != ZSM_COMM_SEND || c->closing)
 			return;
 		c = zsm_net_ctrl_for(ep, m, ZSM_COMM_SEND, ZSM_COMM_CONNECTED);
-		if (c)
+		if (c && type == ZSM_CTRL_GET_READY)
+			zsm_net_rma_get_ready(c, m);
+		else if (c)
 			zsm_net_rma_on_signaled(c, m);
 		return;
 	default: /* PING, PONG: for a send or a receive comm */

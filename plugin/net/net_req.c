@@ -110,7 +110,7 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
 			comm->ep->rx_inflight--;
 		else
 			comm->ep->tx_inflight--;
-		if (b->type == ZSM_REQ_PUT)
+		if (b->type == ZSM_REQ_PUT || b->type == ZSM_REQ_GET)
 			zsm_net_rma_op_done(op);
 	}
 	op->posted = 2;
@@ -139,6 +139,9 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
 		}
 		err = zsm_net_req_recv_done(op, err, &len, data);
 	}
+	/* A get's bytes are the request's only once in its own memory. */
+	if (b->type == ZSM_REQ_GET && was_posted && !err && !orphan)
+		err = zsm_net_rma_get_landed(op);
 	if (orphan) {
 		/* A late completion of an already reported request. */
 		if (comm->closing)

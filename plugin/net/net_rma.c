@@ -39,6 +39,9 @@
  * or GPU word followed by a host word's signal thus costs a round trip
  * through the owner's engine; links whose words are all host (or all
  * staged) never wait.
+ *
+ * Gets are net_rma_get.c's; their GET messages share the signals' path
+ * here (held back with them under writedata, fenced under atomic).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -124,11 +127,15 @@ static int zsm_net_rma_notice(const struct zsm_req *b)
 
 int zsm_net_rma_nops(const struct zsm_req *b)
 {
+	/* A get: its GET, then its read. */
+	if (b->type == ZSM_REQ_GET)
+		return b->len[0] > 0 ? 2 : 0;
 	return (b->len[0] > 0) + zsm_net_rma_notice(b) +
 	       zsm_net_rma_nic_adds(b);
 }
 
-/* What op i of b is, in posting order: its bytes, its SIGNAL, its add. */
+/* What op i of put b is, in posting order: its bytes, its SIGNAL, its
+ * add. */
 enum zsm_net_rma_op {
 	ZSM_NET_RMA_BYTES,
 	ZSM_NET_RMA_SIGNAL,
@@ -192,6 +199,14 @@ void zsm_net_rma_op_done(struct zsm_net_op *op)
 	struct zsm_req *b = &req->base;
 	struct zsm_net_comm *comm = b->comm->tp;
 
+	if (b->type == ZSM_REQ_GET) {
+		/* Its GET's send (its read holds no copy). */
+		if (op->index == 0) {
+			zsm_net_txpool_put(&comm->ep->txpool, req->sig_slot);
+			req->sig_slot = NULL;
+		}
+		return;
+	}
 	switch (zsm_net_rma_op_of(b, op->index)) {
 	case ZSM_NET_RMA_BYTES:
 		comm->rma_writes--;
@@ -208,19 +223,16 @@ void zsm_net_rma_op_done(struct zsm_net_op *op)
 	}
 }
 
-/*
- * req's signal message, from a registered copy where the provider wants
- * descriptors: none free is a refusal for now, as the provider's own.
- * Under atomic it goes after every earlier write and add of the link
- * (FI_FENCE: nothing else orders a message after them there), and asks
- * to be acknowledged.
- */
-static ssize_t zsm_net_rma_send_sig(struct zsm_net_req *req,
-				    struct zsm_net_op *op)
+/* Under atomic a SIGNAL or GET goes after every earlier write and add of
+ * the link (FI_FENCE: nothing else orders a message after them there),
+ * and a SIGNAL asks to be acknowledged. */
+ssize_t zsm_net_rma_send_msg(struct zsm_net_req *req, struct zsm_net_op *op,
+			     enum zsm_ctrl_type t)
 {
 	struct zsm_net_comm *comm = req->base.comm->tp;
 	struct zsm_net_ep *ep = comm->ep;
 	int fenced = ep->rma == ZSM_RMA_MECH_ATOMIC;
+	int ack = fenced && t == ZSM_CTRL_SIGNAL;
 	struct iovec iov = {.iov_base = &req->sig,
 			    .iov_len = sizeof(req->sig)};
 	void *desc = NULL;
@@ -229,12 +241,12 @@ static ssize_t zsm_net_rma_send_sig(struct zsm_net_req *req,
 		.desc = &desc,
 		.iov_count = 1,
 		.addr = comm->peer,
-		.tag = zsm_tag_ctrl(comm->peer_id, ZSM_CTRL_SIGNAL),
+		.tag = zsm_tag_ctrl(comm->peer_id, t),
 		.context = &op->fi_ctx,
 	};
 	ssize_t ret;
 
-	if (fenced)
+	if (ack)
 		req->sig.flags = ZSM_SIG_ACK;
 	if (ep->needs_mr) {
 		iov.iov_base = zsm_net_txpool_copy(&ep->txpool, &req->sig,
@@ -252,7 +264,7 @@ static ssize_t zsm_net_rma_send_sig(struct zsm_net_req *req,
 	}
 	if (ep->needs_mr)
 		req->sig_slot = iov.iov_base;
-	comm->rma_asked += fenced;
+	comm->rma_asked += ack;
 	return 0;
 }
 
@@ -298,18 +310,17 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 	struct zsm_net_ep *ep = comm->ep;
 	struct zsm_net_op *op = &req->ops[i];
 	struct zsm_sig_msg *m = &req->sig;
-	enum zsm_net_rma_op what = zsm_net_rma_op_of(b, i);
+	enum zsm_net_rma_op what;
 
+	if (b->type == ZSM_REQ_GET)
+		return zsm_net_rma_get_post(req, i);
+	what = zsm_net_rma_op_of(b, i);
 	if (what == ZSM_NET_RMA_ADD)
 		return zsm_net_rma_post_add(req, op);
 	if (what == ZSM_NET_RMA_BYTES) {
 		ssize_t ret;
 		void *buf;
 
-		if (b->type == ZSM_REQ_GET)
-			return fi_read(ep->ep, b->data[0], b->len[0],
-				       req->mr_desc[0], comm->peer,
-				       b->rma.addr, b->rma.key, &op->fi_ctx);
 		if (zsm_net_rma_source(req, &buf))
 			return -FI_EIO;
 		if (ep->rma == ZSM_RMA_MECH_FENCE)
@@ -334,13 +345,7 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 	 * comm's later ones. */
 	if (ep->rma == ZSM_RMA_MECH_FENCE && comm->rma_writes)
 		return -FI_EAGAIN;
-	memset(m, 0, sizeof(*m));
-	m->magic = ZSM_HANDLE_MAGIC;
-	m->version = ZSM_HANDLE_VERSION;
-	m->type = ZSM_CTRL_SIGNAL;
-	m->src_id = comm->local_id;
-	m->dst_id = comm->peer_id;
-	m->key = comm->peer_key;
+	zsm_net_rma_msg_head(comm, m, ZSM_CTRL_SIGNAL);
 	/* A signal the NIC adds is not the message's (its put's notice). */
 	if (!zsm_net_rma_nic_adds(b)) {
 		m->win = b->rma.sig_id;
@@ -353,12 +358,10 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 		m->put_addr = b->rma.addr;
 		m->put_len = b->len[0];
 	}
-	return zsm_net_rma_send_sig(req, op);
+	return zsm_net_rma_send_msg(req, op, ZSM_CTRL_SIGNAL);
 }
 
-/* The window a peer's signal names, when it is one of ep's. */
-static struct zsm_net_mr *zsm_net_rma_window(struct zsm_net_ep *ep,
-					     uint64_t id)
+struct zsm_net_mr *zsm_net_rma_window(struct zsm_net_ep *ep, uint64_t id)
 {
 	struct zsm_mr *base;
 	struct zsm_net_mr *mr;
@@ -563,8 +566,13 @@ static void zsm_net_rma_apply(struct zsm_net_comm *c,
 			      const struct zsm_sig_msg *m)
 {
 	char why[200];
-	int ret = zsm_net_rma_apply_one(c, m, why, sizeof(why));
+	int ret;
 
+	if (m->type == ZSM_CTRL_GET) {
+		zsm_net_rma_get_serve(c, m);
+		return;
+	}
+	ret = zsm_net_rma_apply_one(c, m, why, sizeof(why));
 	if (ret)
 		zsm_net_comm_fail(c, ret, why);
 	if (!(m->flags & ZSM_SIG_ACK))

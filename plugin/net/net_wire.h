@@ -43,7 +43,9 @@
  * (net_peer.c).  CONN_ACK and GRANT tell a sender how many data
  * messages it may have sent in all (net_credit.h).  SIGNAL, shorter than
  * the rest, applies a put's signal (net_rma.c); SIGNALED tells its sender
- * how many of the SIGNALs that asked for it were applied.
+ * how many of the SIGNALs that asked for it were applied.  GET, of
+ * SIGNAL's layout, asks the owner of a window to make bytes ready for a
+ * read, and GET_READY answers (net_rma_get.c).
  */
 #ifndef ZSM_NET_WIRE_H
 #define ZSM_NET_WIRE_H
@@ -74,7 +76,9 @@ enum zsm_ctrl_type {
 	ZSM_CTRL_PONG = 5,
 	ZSM_CTRL_GRANT = 6, /* receiver to sender: how far it may send */
 	ZSM_CTRL_SIGNAL = 7, /* a put's signal, after its writes */
-	ZSM_CTRL_SIGNALED = 8, /* receiver to sender: SIGNALs applied */
+	ZSM_CTRL_GET = 8,    /* initiator to owner: bytes it will read */
+	ZSM_CTRL_GET_READY = 9, /* owner to initiator: gets answered */
+	ZSM_CTRL_SIGNALED = 10, /* receiver to sender: SIGNALs applied */
 	ZSM_CTRL_NTYPES,
 };
 
@@ -86,11 +90,12 @@ enum zsm_ctrl_type {
  * the ce window made by the listener.  5: flow control (the credit of
  * CONN_ACK, GRANT).  6: the other transports' fields become one opaque
  * offer of ZSM_OFFER_BYTES.  7: SIGNAL.  8: a SIGNAL names the put
- * before it when its window is staged.  9: a SIGNAL may ask to be
+ * before it when its window is staged.  9: GET and GET_READY (a get
+ * reads only once the owner answered).  10: a SIGNAL may ask to be
  * acknowledged (its flags), SIGNALED.  magic and version keep their
  * offsets in every version, so either side can name the other's.
  */
-#define ZSM_HANDLE_VERSION 9
+#define ZSM_HANDLE_VERSION 10
 
 /* The 128-byte connection handle NCCL ships from listener to connector. */
 struct zsm_net_handle {
@@ -131,6 +136,7 @@ struct zsm_ctrl_msg {
 	uint32_t dst_id;    /* the receiving comm (its tag says it too) */
 	uint64_t key;	    /* the receiving comm's key (CONN_REQ: nonce) */
 	int32_t status;	    /* CONN_ACK: 0, or -errno: refused;
+			       GET_READY: 0, or -errno: a get failed;
 			       SIGNALED: 0, or -errno: a SIGNAL failed
 			       the receiver's comm */
 	uint32_t pid;	    /* the sender's process id */
@@ -140,7 +146,8 @@ struct zsm_ctrl_msg {
 	uint32_t offer_len; /* REQ, ACK, DONE: bytes of offer used */
 	union {
 		uint64_t credit;  /* ACK, GRANT: data messages the sender
-				     may have sent in all */
+				     may have sent in all; GET_READY: gets
+				     the owner answered in all */
 		uint64_t applied; /* SIGNALED: SIGNALs with ZSM_SIG_ACK
 				     the receiver handled, in all; status
 				     says whether it failed on one */
@@ -184,6 +191,15 @@ _Static_assert(offsetof(struct zsm_ctrl_msg, version) == 4 &&
  * the sender holds its later atomic adds until the receiver has applied
  * it.  Small enough to be injected; its first 24 bytes are a control
  * message's.
+ *
+ * A GET (type ZSM_CTRL_GET) has the same layout and travels the same
+ * way, so it comes after every earlier put and notice of the link: its
+ * put_win, put_addr and put_len name the bytes the sender will read
+ * (the window, the address its read names, the length), win, off and
+ * add are 0, writes as for a signal.  The owner checks them against
+ * its window, copies a staged window's bytes down into the mirror, and
+ * answers with a GET_READY whose credit counts the GETs it answered on
+ * that link (status: 0, or the -errno that failed one).
  */
 struct zsm_sig_msg {
 	uint32_t magic;

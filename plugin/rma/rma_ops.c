@@ -251,7 +251,8 @@ int zsm_rma_iflush(void *ctx, int context, void *sym, uint32_t rank,
 		return -EINVAL;
 	*request = NULL;
 	ret = zsm_rma_target("iflush", ctx, context, rank, &c);
-	/* Host windows only: a get's bytes are there when it completes. */
+	/* A get's bytes are in place when it completes, in GPU windows too
+	 * (copied up first): nothing is left to flush. */
 	return ret;
 }
 

@@ -248,7 +248,7 @@ int h_case_fd_steal(int rank, void *arg)
 	struct h_victim v;
 	struct h_ctx x;
 	void *listen = NULL;
-	size_t len, win = 66176; /* a ce window, versions 3 to 5 */
+	size_t len, win = 66176; /* a ce window, versions 3 to 6 */
 	int mfd = -1, found;
 
 	(void)arg;
@@ -257,7 +257,8 @@ int h_case_fd_steal(int rank, void *arg)
 		/* ce's window version of the victim's wire version. */
 		uint32_t head[2] = {0x45434d5aU, v.version == 3   ? 3
 						 : v.version < 8 ? 4
-								 : 5};
+						 : v.version < 9 ? 5
+								 : 6};
 		void *p;
 
 		/* Rank 0 plays the process whose fd is named. */

@@ -4,7 +4,11 @@
  * over 127.0.0.1 with ce off: rank 0 puts into and gets from windows rank
  * 1 registered, rank 1 only watches its memory.
  *   - puts of 1 byte to 16 MiB at odd offsets land byte-exact, each seen
- *     through its signal, and gets read them back byte-exact;
+ *     through its signal; a get posted right behind each put, without
+ *     waiting for it, reads its bytes back byte-exact (a get sees every
+ *     earlier put of the link), into odd offsets with the bytes around
+ *     them untouched; then rank 1 rewrites those bytes itself and a
+ *     second get must read the new ones;
  *   - a signal alone, and the add it carries;
  *   - strong signals under stress: each of 20000 puts is followed by a
  *     signal, and whenever rank 1 sees the count at n, puts 0..n-1 are
@@ -18,22 +22,28 @@
  * base is 4 bytes off 8-byte alignment, which must fail the comm alike.
  * --fake-gpu gives both processes a fake CUDA driver whose "device
  * memory" is host memory, and makes every window (and the source of the
- * byte-exact puts) GPU memory: over net the staged path runs (writes
- * land in a host mirror, the owner copies them up on the notice, signal
- * words are read, added and written back), and gets from GPU windows are
- * refused with -EOPNOTSUPP.  --mixed (with --fake-gpu) keeps the signal
- * window in host memory and adds a host stress window and a GPU signal
- * window: the stress's puts go to both stress windows and its signals
- * alternate between a host word and a GPU word, and whenever rank 1
- * reads one word it checks the other against it (a signal shows every
- * earlier one) as well as the puts.  Under the atomic mechanism that
- * mixes the NIC's adds with the owner's copies up and GPU words.
- * --nic-signals says the NIC adds signals into host words (the atomic
- * mechanism): it checks no window id, so the forged signal names a key
- * the peer never gave instead, which the peer's provider refuses: the
- * request fails, and the peer's words and comm are left as they were.
- * With --misaligned too, the owner's refusal of the SIGNAL (a window off
- * alignment has no word the NIC may add to) must fail rank 0's comm.
+ * byte-exact puts, and the destination of the gets) GPU memory: over net
+ * the staged path runs (writes land in a host mirror, the owner copies
+ * them up on the notice, signal words are read, added and written back;
+ * a get makes the owner copy its bytes down first, rank 1's rewrite going
+ * to its GPU memory only, and lands in the initiator's mirror, copied up
+ * before the get completes).
+ * --bad-get ends with a get past the end of a real window (its
+ * descriptor's size forged) instead of the forged signal: the owner must
+ * refuse it, failing its comm and the get with -EPROTO.  --mixed (with
+ * --fake-gpu) keeps the signal window in host memory and adds a host
+ * stress window and a GPU signal window: the stress's puts go to both
+ * stress windows and its signals alternate between a host word and a GPU
+ * word, and whenever rank 1 reads one word it checks the other against
+ * it (a signal shows every earlier one) as well as the puts.  Under the
+ * atomic mechanism that mixes the NIC's adds with the owner's copies up
+ * and GPU words.  --nic-signals says the NIC adds signals into host words
+ * (the atomic mechanism): it checks no window id, so the forged signal
+ * names a key the peer never gave instead, which the peer's provider
+ * refuses: the request fails, and the peer's words and comm are left as
+ * they were.  With --misaligned too, the owner's refusal of the SIGNAL (a
+ * window off alignment has no word the NIC may add to) must fail rank
+ * 0's comm.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -55,6 +65,8 @@ static int over_ce;
 static int misaligned;
 /* --fake-gpu: windows in (fake) GPU memory. */
 static int fake_gpu;
+/* --bad-get: the last phase is a get past a window's end. */
+static int bad_get;
 /* --mixed: host and GPU windows and words in the stress. */
 static int mixed;
 /* --nic-signals: host words' signals are the NIC's adds. */
@@ -196,7 +208,8 @@ static int signal_to_gpu(unsigned i)
 /* --nic-signals on a host signal word: the forged signal's key is. */
 static int forged_key(void)
 {
-	return nic_signals && sig_type() == ZSM_MEM_HOST && !misaligned;
+	return nic_signals && sig_type() == ZSM_MEM_HOST && !misaligned &&
+	       !bad_get;
 }
 
 static void nap(void)
@@ -243,7 +256,14 @@ static uint64_t load_acquire(const uint64_t *p)
 static const size_t sizes[] = {1, 7, 4093, 65537, (1u << 20) + 3,
 			       WIN_BYTES - 5};
 static const size_t offs[] = {0, 3, 1001, 77777, 5, 5};
+/* Where each get lands in the initiator's window (odd too). */
+static const size_t get_offs[] = {1, 2, 1000, 3, 7, 4};
 #define NCASES (sizeof(sizes) / sizeof(sizes[0]))
+/* The initiator's get window: the largest get at its offset, and room. */
+#define BACK_BYTES (WIN_BYTES + 64)
+#define POISON 0xee
+/* What rank 1 writes over put k's bytes itself, for the second get. */
+#define REWRITE_SEED(k) ((uint32_t)(k) + 101)
 
 /* Put i of the stress is all there, in its window. */
 static int stress_put_there(unsigned char *stress, unsigned char *stress_host,
@@ -368,7 +388,13 @@ static int target(void)
 			return oob_fail("put %u (%zu bytes at %zu): byte %ld "
 					"differs once its signal was seen",
 					k, sizes[k], offs[k], bad);
+		/* Once rank 0 got them back: new bytes of our own (with
+		 * --fake-gpu GPU writes, which never reach the mirror), which
+		 * its second get must read. */
 		if (oob_barrier())
+			return OOB_FAIL;
+		zsm_pattern_fill(data + offs[k], sizes[k], REWRITE_SEED(k));
+		if (oob_barrier() || oob_barrier())
 			return OOB_FAIL;
 	}
 	oob_doing("signal alone");
@@ -409,8 +435,8 @@ static int target(void)
 	if (oob_barrier())
 		return OOB_FAIL;
 
-	/* Rank 0 gets the data back, then sends a forged signal. */
-	oob_doing("gets, then a forged signal");
+	/* Rank 0 sends a forged signal, or a get past a window's end. */
+	oob_doing(bad_get ? "a get past a window's end" : "a forged signal");
 	memcpy(words, sig, sizeof(words));
 	if (oob_barrier())
 		return OOB_FAIL;
@@ -434,11 +460,13 @@ static int target(void)
 		if (!ret && req)
 			ret = wait_req(req);
 		if (ret != -EPROTO)
-			return oob_fail("a signal %s: the comm's receive gave "
+			return oob_fail("%s: the comm's receive gave "
 					"%d, want -EPROTO",
-					misaligned ? "to a misaligned word"
-						   : "for a window that is "
-						     "not ours",
+					bad_get ? "a get past a window's end"
+					: misaligned
+						? "a signal to a misaligned word"
+						: "a signal for a window that "
+						  "is not ours",
 					ret);
 	}
 	for (int i = 0; i < 6; i++)
@@ -455,14 +483,46 @@ static int target(void)
 	return OOB_PASS;
 }
 
+/* Get case k's bytes of window w into back (poisoned first, with a
+ * byte on each side). */
+static int get_back(void *sc, unsigned char *back, void *mh,
+		    const struct zsm_rma_window *w, unsigned k, void **req)
+{
+	memset(back + get_offs[k] - 1, POISON, sizes[k] + 2);
+	return zsm_iget(sc, back + get_offs[k], sizes[k], mh, w, offs[k], req);
+}
+
+/* Get k done: its bytes are pattern seed (what), the bytes around them
+ * still the poison. */
+static int check_back(const unsigned char *back, unsigned k, void *req,
+		      uint32_t seed, const char *what)
+{
+	const unsigned char *at = back + get_offs[k];
+	long bad;
+	int ret = wait_req(req);
+
+	if (ret)
+		return oob_fail("get %u completed with %d", k, ret);
+	bad = zsm_pattern_check(at, sizes[k], seed);
+	if (bad >= 0)
+		return oob_fail("get %u (%zu bytes at %zu, into %zu): byte %ld "
+				"is not %s",
+				k, sizes[k], offs[k], get_offs[k], bad, what);
+	if (at[-1] != POISON || at[sizes[k]] != POISON)
+		return oob_fail("get %u wrote outside its %zu bytes", k,
+				sizes[k]);
+	return 0;
+}
+
 static int initiator(void)
 {
-	unsigned char *src = malloc(WIN_BYTES), *back = malloc(WIN_BYTES);
+	unsigned char *src = malloc(WIN_BYTES), *back = malloc(BACK_BYTES);
 	unsigned char *slots = malloc(STRESS_DEPTH * STRESS_SLOT);
 	char handle[ZSM_HANDLE_BYTES];
 	struct windows w;
-	struct zsm_rma_window forged, src_win;
+	struct zsm_rma_window forged, src_win, back_win;
 	void *ctx, *sc = NULL, *req, *reqs[STRESS_DEPTH] = {0}, *src_mh = NULL;
+	void *back_mh = NULL;
 	int ret;
 
 	if (!src || !back || !slots)
@@ -496,44 +556,45 @@ static int initiator(void)
 	    -EINVAL)
 		return oob_fail("a get past the window's end was taken");
 
-	phase("byte-exact puts");
-	/* From a GPU window of ours too: its bytes are copied down first. */
-	if (fake_gpu && zsm_reg_window(sc, src, WIN_BYTES, ZSM_MEM_CUDA,
-				       &src_mh, &src_win))
-		return oob_fail("regWindow of the source failed");
+	phase("byte-exact puts and gets");
+	/* From and into GPU windows of ours too: a put's bytes are copied
+	 * down first, a get's up after. */
+	if (fake_gpu && (zsm_reg_window(sc, src, WIN_BYTES, ZSM_MEM_CUDA,
+					&src_mh, &src_win) ||
+			 zsm_reg_window(sc, back, BACK_BYTES, ZSM_MEM_CUDA,
+					&back_mh, &back_win)))
+		return oob_fail("regWindow of the source or the get window "
+				"failed");
 	for (unsigned k = 0; k < NCASES; k++) {
+		void *get_req;
+
 		zsm_pattern_fill(src, sizes[k], k + 1);
 		ret = zsm_iput(sc, src, sizes[k], src_mh, &w.data, offs[k],
 			       &w.sig, 0, 1, &req);
 		if (ret || !req)
 			return oob_fail("iput %u: %d", k, ret);
-		ret = wait_req(req);
-		if (ret)
-			return oob_fail("put %u completed with %d", k, ret);
-		/* Its bytes, read back while they are the window's. */
-		memset(back, 0, sizes[k]);
-		if (fake_gpu) {
-			/* The target checked them; gets from GPU windows
-			 * are not built, and say so. */
-			if (zsm_iget(sc, back, sizes[k], NULL, &w.data,
-				     offs[k], &req) != -EOPNOTSUPP || req)
-				return oob_fail("a get from a GPU window was "
-						"not refused");
-			if (oob_barrier())
-				return OOB_FAIL;
-			continue;
-		}
-		ret = zsm_iget(sc, back, sizes[k], NULL, &w.data, offs[k],
-			       &req);
-		if (ret || !req)
+		/* Right behind it, not waiting: it must read the put's
+		 * bytes. */
+		ret = get_back(sc, back, back_mh, &w.data, k, &get_req);
+		if (ret || !get_req)
 			return oob_fail("iget %u: %d", k, ret);
 		ret = wait_req(req);
 		if (ret)
-			return oob_fail("get %u completed with %d", k, ret);
-		if (zsm_pattern_check(back, sizes[k], k + 1) >= 0)
-			return oob_fail("get %u (%zu bytes at %zu) read other "
-					"bytes than were put",
-					k, sizes[k], offs[k]);
+			return oob_fail("put %u completed with %d", k, ret);
+		ret = check_back(back, k, get_req, k + 1, "the put's");
+		if (ret)
+			return ret;
+		/* Rank 1 checked the put, then writes bytes of its own
+		 * over it. */
+		if (oob_barrier() || oob_barrier())
+			return OOB_FAIL;
+		ret = get_back(sc, back, back_mh, &w.data, k, &get_req);
+		if (ret || !get_req)
+			return oob_fail("second iget %u: %d", k, ret);
+		ret = check_back(back, k, get_req, REWRITE_SEED(k),
+				 "rank 1's own");
+		if (ret)
+			return ret;
 		if (oob_barrier())
 			return OOB_FAIL;
 	}
@@ -577,34 +638,58 @@ static int initiator(void)
 	if (oob_barrier())
 		return OOB_FAIL;
 
-	phase("a forged signal");
-	forged = w.sig;
-	forged.id ^= 0x5a5a0000;
-	if (forged_key())
-		forged.key ^= 0x5a5a0000;
-	if (misaligned)
-		forged = w.odd;
-	ret = zsm_iput(sc, NULL, 0, NULL, NULL, 0, &forged, 0, 1, &req);
-	if (ret || !req)
-		return oob_fail("sending the forged signal failed: %d", ret);
-	/* Over net the signal leaves before the peer judges it; over ce
-	 * the owner's refusal is the request's result; the NIC's add
-	 * under a key the peer never gave is refused by its provider. */
-	ret = wait_req(req);
-	if (forged_key() ? ret >= 0 : over_ce ? ret != -EPROTO : ret != 0)
-		return oob_fail("the forged signal completed with %d, want %s",
-				ret,
-				forged_key() ? "an error"
-				: over_ce    ? "-EPROTO"
-					     : "0");
-	if (forged_key())
-		printf("rank 0: the forged signal's add failed: %d (%s)\n",
-		       ret, strerror(-ret));
+	if (bad_get) {
+		/* The owner checks what a get names against its window, not
+		 * against the descriptor we hold: forge its size. */
+		phase("a get past a window's end");
+		forged = w.data;
+		forged.size += 4096;
+		ret = zsm_iget(sc, back, 100, back_mh, &forged,
+			       WIN_BYTES - 50, &req);
+		if (ret || !req)
+			return oob_fail("the get past the end was not taken: "
+					"%d", ret);
+		ret = wait_req(req);
+		if (ret != -EPROTO)
+			return oob_fail("the get past the end completed with "
+					"%d, want -EPROTO",
+					ret);
+	} else {
+		phase("a forged signal");
+		forged = w.sig;
+		forged.id ^= 0x5a5a0000;
+		if (forged_key())
+			forged.key ^= 0x5a5a0000;
+		if (misaligned)
+			forged = w.odd;
+		ret = zsm_iput(sc, NULL, 0, NULL, NULL, 0, &forged, 0, 1,
+			       &req);
+		if (ret || !req)
+			return oob_fail("sending the forged signal failed: %d",
+					ret);
+		/* Over net the signal leaves before the peer judges it;
+		 * over ce the owner's refusal is the request's result; the
+		 * NIC's add under a key the peer never gave is refused by
+		 * its provider. */
+		ret = wait_req(req);
+		if (forged_key() ? ret >= 0
+				 : over_ce ? ret != -EPROTO : ret != 0)
+			return oob_fail("the forged signal completed with %d, "
+					"want %s",
+					ret,
+					forged_key() ? "an error"
+					: over_ce    ? "-EPROTO"
+						     : "0");
+		if (forged_key())
+			printf("rank 0: the forged signal's add failed: %d "
+			       "(%s)\n",
+			       ret, strerror(-ret));
+	}
 	/* Under atomic the owner acknowledges every SIGNAL, and says when
 	 * one failed its comm: ours fails too, rather than hold its next
 	 * add for ever.  The owner answers within its next passes; the
 	 * limit is only there so that nothing hangs. */
-	if (nic_signals && misaligned) {
+	if (nic_signals && misaligned && !bad_get) {
 		struct timespec t0, now;
 
 		clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -623,6 +708,8 @@ static int initiator(void)
 	phase("the end");
 	if (src_mh)
 		zsm_dereg_mr(sc, src_mh);
+	if (back_mh)
+		zsm_dereg_mr(sc, back_mh);
 	zsm_close_send(sc);
 	zsm_finalize(ctx);
 	free(src);
@@ -642,6 +729,8 @@ int main(int argc, char **argv)
 			misaligned = 1;
 		} else if (strcmp(argv[i], "--fake-gpu") == 0) {
 			fake_gpu = 1;
+		} else if (strcmp(argv[i], "--bad-get") == 0) {
+			bad_get = 1;
 		} else if (strcmp(argv[i], "--mixed") == 0) {
 			mixed = 1;
 		} else if (strcmp(argv[i], "--nic-signals") == 0) {
@@ -653,7 +742,7 @@ int main(int argc, char **argv)
 			fprintf(stderr,
 				"usage: %s [--stress N] [--ce] "
 				"[--misaligned] [--fake-gpu [--mixed]] "
-				"[--nic-signals]\n",
+				"[--bad-get] [--nic-signals]\n",
 				argv[0]);
 			return 2;
 		}

@@ -1270,6 +1270,248 @@ static void test_ce_cuda_put_outside_window_fails(void **state)
 	gpu_dereg(p, smr);
 }
 
+/* A host window of ours, named by a handle as the core names it. */
+static struct zsm_ce_mr *host_window(struct pair *p, void *data, size_t size,
+				     struct zsm_rma_window *win)
+{
+	struct zsm_mr *m;
+
+	memset(win, 0, sizeof(*win));
+	zsm_assert_int_eq(zsm_ce_mr_reg_window(&p->rc, data, size,
+					       ZSM_MEM_HOST, &m, win),
+			  0);
+	zsm_assert_int_eq(zsm_handle_open(ZSM_H_MR, m, &m->handle), 0);
+	win->id = m->handle;
+	return zsm_container_of(m, struct zsm_ce_mr, base);
+}
+
+/* Post a get of len bytes at off of window src into dst (registration
+ * dmr, or NULL for host memory). */
+static void post_get(struct pair *p, struct zsm_ce_req *req, void *dst,
+		     size_t len, struct zsm_ce_mr *dmr,
+		     const struct zsm_rma_window *src, uint64_t off)
+{
+	req_init(req, &p->sc, ZSM_REQ_GET, 1);
+	req->base.data[0] = dst;
+	req->base.len[0] = len;
+	req->base.mh[0] = dmr ? &dmr->base : NULL;
+	req->base.rma.addr = src->addr + off;
+	req->base.rma.key = src->key;
+	req->base.rma.dst_id = src->id;
+	req->base.rma.dst_flags = src->flags;
+	zsm_assert_int_eq(zsm_ce_comm_ops.post(&req->base), 0);
+}
+
+/* Get len bytes at off of window src into dst + 1 (dst poisoned first),
+ * pumping until done: its state; the bytes around it keep the poison. */
+static int get_into(struct pair *p, unsigned char *dst, size_t cap,
+		    struct zsm_ce_mr *dmr, const struct zsm_rma_window *src,
+		    uint64_t off, size_t len)
+{
+	struct zsm_ce_req req;
+
+	assert_true(len + 2 <= cap);
+	memset(dst, 0xee, cap);
+	post_get(p, &req, dst + 1, len, dmr, src, off);
+	pump_until_done(&req);
+	zsm_assert_int_eq(dst[0], 0xee);
+	zsm_assert_int_eq(dst[len + 1], 0xee);
+	if (state_of(&req) == ZSM_REQ_DONE)
+		zsm_assert_int_eq(req.base.sizes[0], (int)len);
+	return state_of(&req);
+}
+
+/*
+ * Gets out of GPU windows the sender can open (an IPC handle, a cuMem
+ * export): at odd offsets and sizes, into host memory and into GPU
+ * memory, byte-exact and nothing around them; each allocation is opened
+ * once by the getting side, whatever the number of gets.
+ */
+static void test_ce_cuda_get_from_gpu_windows(void **state)
+{
+	struct pair *p = need_pair(state);
+	const size_t size = 3 * 4096 + 55;
+	const size_t offs[3] = { 0, 3, 4099 }, lens[3] = { 1, 4097, 7777 };
+	unsigned char *legacy = fake_alloc(size, 0, 11);
+	unsigned char *vmm = fake_alloc(size, 1, 12);
+	unsigned char *gdst = fake_alloc(size, 0, 0);
+	unsigned char *hdst = malloc(size);
+	struct zsm_ce_mr *lmr, *vmr, *dmr = gpu_reg(gdst, size);
+	struct zsm_rma_window lw, vw;
+
+	assert_non_null(hdst);
+	lmr = gpu_window(p, legacy, size, &lw);
+	vmr = gpu_window(p, vmm, size, &vw);
+	for (int i = 0; i < 3; i++) {
+		zsm_assert_int_eq(get_into(p, hdst, size, NULL, &lw, offs[i],
+					   lens[i]),
+				  ZSM_REQ_DONE);
+		assert_memory_equal(hdst + 1, legacy + offs[i], lens[i]);
+		zsm_assert_int_eq(get_into(p, gdst, size, dmr, &vw, offs[i],
+					   lens[i]),
+				  ZSM_REQ_DONE);
+		assert_memory_equal(gdst + 1, vmm + offs[i], lens[i]);
+	}
+	zsm_assert_int_eq(fk.ipc_opens, 1);
+	zsm_assert_int_eq(fk.imports, 1);
+	zsm_assert_int_eq(fk.bad_ranges, 0);
+	gpu_window_drop(lmr);
+	gpu_window_drop(vmr);
+	gpu_dereg(NULL, dmr);
+	free(hdst);
+}
+
+/*
+ * A GPU window the sender cannot open (no shareable handle): its owner
+ * copies the bytes down into the mirror before it answers, so a get
+ * reads what the GPU holds now, not what the mirror held (GPU writes
+ * never reach it).
+ */
+static void test_ce_cuda_get_from_staged_window_copies_down(void **state)
+{
+	struct pair *p = need_pair(state);
+	const size_t size = 2 * 4096 + 9;
+	unsigned char *gwin = fake_alloc(size, 1, 5);
+	unsigned char *dst = malloc(size);
+	unsigned char *gdst = fake_alloc(size, 0, 0);
+	struct zsm_ce_mr *gmr, *dmr = gpu_reg(gdst, size);
+	struct zsm_rma_window gw;
+
+	assert_non_null(dst);
+	fk.no_export = 1;
+	gmr = gpu_window(p, gwin, size, &gw);
+	assert_non_null(gmr->mirror.host);
+	memset(gmr->mirror.host, 0, size);
+	/* The GPU's own writes, after registration. */
+	for (size_t i = 0; i < size; i++)
+		gwin[i] = (unsigned char)(i * 13 + 7);
+	zsm_assert_int_eq(get_into(p, dst, size, NULL, &gw, 17, 4001),
+			  ZSM_REQ_DONE);
+	assert_memory_equal(dst + 1, gwin + 17, 4001);
+	zsm_assert_int_eq(get_into(p, gdst, size, dmr, &gw, 1, size - 3),
+			  ZSM_REQ_DONE);
+	assert_memory_equal(gdst + 1, gwin + 1, size - 3);
+	gpu_window_drop(gmr);
+	gpu_dereg(NULL, dmr);
+	free(dst);
+}
+
+/* A get out of a host window into GPU memory goes through the pinned
+ * bounce buffer a chunk at a time and lands whole. */
+static void test_ce_cuda_get_into_gpu_in_chunks(void **state)
+{
+	struct pair *p = need_pair(state);
+	size_t len = 2 * ZSM_CE_CHUNK + 999;
+	unsigned char *hwin = malloc(len + 8), *dst = fake_alloc(len + 2, 1, 0);
+	struct zsm_ce_mr *dmr = gpu_reg(dst, len + 2), *hmr;
+	struct zsm_rma_window hw;
+	int copies = fk.copies, pinned = fk.pinned;
+
+	assert_non_null(hwin);
+	for (size_t i = 0; i < len + 8; i++)
+		hwin[i] = (unsigned char)(i * 11 + 5);
+	hmr = host_window(p, hwin, len + 8, &hw);
+	zsm_assert_int_eq(get_into(p, dst, len + 2, dmr, &hw, 5, len),
+			  ZSM_REQ_DONE);
+	assert_memory_equal(dst + 1, hwin + 5, len);
+	zsm_assert_int_eq(fk.copies - copies, 3);
+	/* Up from pinned memory: the bounce buffer, pinned once. */
+	zsm_assert_int_eq(fk.pinned - pinned, 1);
+	gpu_window_drop(hmr);
+	gpu_dereg(NULL, dmr);
+	free(hwin);
+}
+
+/* A get posted right behind a put into the same GPU window bytes, with
+ * no pass between them, reads the put's bytes: the owner answers in slot
+ * order, once the put's copy landed. */
+static void test_ce_cuda_get_sees_earlier_put(void **state)
+{
+	struct pair *p = need_pair(state);
+	const size_t size = 8192, off = 333, len = 5000;
+	unsigned char *win = fake_alloc(size, 0, 0), *src = malloc(len);
+	unsigned char *dst = malloc(len + 2);
+	struct zsm_ce_mr *wmr;
+	struct zsm_rma_window ww;
+	struct zsm_ce_req put, get;
+
+	assert_non_null(src);
+	assert_non_null(dst);
+	memset(win, 0, size);
+	memset(dst, 0xee, len + 2);
+	for (size_t i = 0; i < len; i++)
+		src[i] = (unsigned char)(i * 3 + 1);
+	wmr = gpu_window(p, win, size, &ww);
+	post_put(p, &put, src, len, NULL, &ww, off, NULL, 0, 0);
+	post_get(p, &get, dst + 1, len, NULL, &ww, off);
+	pump_until_done(&get);
+	zsm_assert_int_eq(state_of(&get), ZSM_REQ_DONE);
+	zsm_assert_int_eq(state_of(&put), ZSM_REQ_DONE);
+	assert_memory_equal(dst + 1, src, len);
+	zsm_assert_int_eq(dst[0], 0xee);
+	zsm_assert_int_eq(dst[len + 1], 0xee);
+	gpu_window_drop(wmr);
+	free(src);
+	free(dst);
+}
+
+/* A get past its window's end (the descriptor forged) fails the get and
+ * the owner's comm with -EPROTO, and reads nothing. */
+static void test_ce_cuda_get_outside_window_fails(void **state)
+{
+	struct pair *p = need_pair(state);
+	unsigned char *win = fake_alloc(512, 0, 9), dst[300];
+	struct zsm_rma_window ww;
+	struct zsm_ce_mr *wmr = gpu_window(p, win, 512, &ww);
+	int copies = fk.copies;
+
+	ww.size = 4096;
+	zsm_assert_int_eq(get_into(p, dst, sizeof(dst), NULL, &ww, 300, 256),
+			  -EPROTO);
+	zsm_assert_int_eq(fk.copies, copies);
+	zsm_assert_int_eq(dst[1], 0xee);
+	zsm_assert_int_eq(atomic_load(&p->rc.error), -EPROTO);
+	gpu_window_drop(wmr);
+}
+
+/*
+ * The owner's answer is checked before anything is copied: one that
+ * names bytes past the end of the GPU allocation it names fails the get
+ * (-EPROTO), no copy made.  The test answers in the owner's place.
+ */
+static void test_ce_cuda_get_answer_past_allocation_refused(void **state)
+{
+	struct pair *p = need_pair(state);
+	unsigned char *win = fake_alloc(1024, 0, 4), dst[200];
+	struct zsm_ce_mr *wmr;
+	struct zsm_rma_window ww;
+	struct zsm_ce_slot *s;
+	struct zsm_ce_req req;
+	int copies = fk.copies;
+
+	wmr = gpu_window(p, win, 1024, &ww);
+	memset(dst, 0xee, sizeof(dst));
+	/* The owner's engine stays out of it. */
+	p->r->failed = 1;
+	post_get(p, &req, dst, 100, NULL, &ww, 0);
+	s = &p->s->win->slots[req.seq % ZSM_CE_SLOTS];
+	s->err = 0;
+	s->gpu = 1;
+	s->ipc = wmr->g.ipc;
+	s->vmm_fd = -1;
+	s->reg_id = wmr->g.reg_id;
+	s->alloc_size = 1024;
+	s->ipc_off = 1000;
+	atomic_store(&s->done, req.seq + 1);
+	pump_until_done(&req);
+	zsm_assert_int_eq(state_of(&req), -EPROTO);
+	zsm_assert_int_eq(fk.copies, copies);
+	zsm_assert_int_eq(dst[0], 0xee);
+	p->r->failed = 0;
+	p->r->next++;
+	gpu_window_drop(wmr);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fake_setup, fake_teardown)
@@ -1292,6 +1534,12 @@ int main(void)
 		T(test_ce_cuda_put_outside_window_fails),
 		T(test_ce_cuda_unexportable_window_goes_through_host),
 		T(test_ce_cuda_put_without_windows_is_refused),
+		T(test_ce_cuda_get_from_gpu_windows),
+		T(test_ce_cuda_get_from_staged_window_copies_down),
+		T(test_ce_cuda_get_into_gpu_in_chunks),
+		T(test_ce_cuda_get_sees_earlier_put),
+		T(test_ce_cuda_get_outside_window_fails),
+		T(test_ce_cuda_get_answer_past_allocation_refused),
 	};
 #undef T
 	if (!ce_possible())
