@@ -499,9 +499,12 @@ static void zsm_net_ctrl_on_message(struct zsm_net_ep *ep,
 	case ZSM_CTRL_GET_READY:
 	case ZSM_CTRL_SIGNALED:
 		/* Like a GRANT, one may cross its comm's close (a get that
-		 * ran out of time): nothing to say then. */
+		 * ran out of time) or come after it failed (a SIGNALED
+		 * behind the GET_READY that failed it): nothing to say
+		 * then. */
 		c = zsm_idmap_find(&ep->ids, m->dst_id);
-		if (!c || c->type != ZSM_COMM_SEND || c->closing)
+		if (!c || c->type != ZSM_COMM_SEND || c->closing ||
+		    zsm_net_comm_failed(c))
 			return;
 		c = zsm_net_ctrl_for(ep, m, ZSM_COMM_SEND, ZSM_COMM_CONNECTED);
 		if (c && type == ZSM_CTRL_GET_READY)
