@@ -30,6 +30,17 @@ _Static_assert(offsetof(zsm_cu_memcpy_attr, src_hint) == 4,
 _Static_assert(offsetof(zsm_cu_memcpy_attr, flags) == 20,
 	       "CUmemcpyAttributes.flags");
 
+/* CUstreamBatchMemOpParams as cuda.h 11.7 to 13.0 lay it out. */
+_Static_assert(sizeof(zsm_cu_memop) == 48, "CUstreamBatchMemOpParams size");
+_Static_assert(offsetof(zsm_cu_memop, value.address) == 8,
+	       "CUstreamMemOpWaitValueParams.address");
+_Static_assert(offsetof(zsm_cu_memop, value.value64) == 16,
+	       "CUstreamMemOpWaitValueParams.value64");
+_Static_assert(offsetof(zsm_cu_memop, value.flags) == 24,
+	       "CUstreamMemOpWaitValueParams.flags");
+_Static_assert(offsetof(zsm_cu_memop, value.alias) == 32,
+	       "CUstreamMemOpWaitValueParams.alias");
+
 struct zsm_cuda_drv_sym {
 	const char *name;
 	size_t offset;
@@ -43,6 +54,52 @@ static const struct zsm_cuda_drv_sym zsm_cuda_drv_syms[] = {
 };
 
 #undef ZSM_CUDA_DRV_SYM
+
+/* Entry points newer than the rest: each slot stays NULL without it. */
+static const struct zsm_cuda_drv_sym zsm_cuda_drv_optional_syms[] = {
+	{ "cuMemcpyBatchAsync_v2", offsetof(struct zsm_cuda_drv, memcpy_batch) },
+	{ "cuMemGetHandleForAddressRange",
+	  offsetof(struct zsm_cuda_drv, mem_get_handle_range) },
+	{ "cuStreamBatchMemOp_v2",
+	  offsetof(struct zsm_cuda_drv, stream_batch_mem_op) },
+	{ "cuModuleGetLoadingMode",
+	  offsetof(struct zsm_cuda_drv, module_loading_mode) },
+};
+
+#define ZSM_CUDA_DRV_NSYMS \
+	(sizeof(zsm_cuda_drv_syms) / sizeof(zsm_cuda_drv_syms[0]))
+#define ZSM_CUDA_DRV_NOPTIONAL \
+	(sizeof(zsm_cuda_drv_optional_syms) / \
+	 sizeof(zsm_cuda_drv_optional_syms[0]))
+
+const char *zsm_cuda_drv_symbol(size_t i)
+{
+	if (i < ZSM_CUDA_DRV_NSYMS)
+		return zsm_cuda_drv_syms[i].name;
+	i -= ZSM_CUDA_DRV_NSYMS;
+	return i < ZSM_CUDA_DRV_NOPTIONAL ? zsm_cuda_drv_optional_syms[i].name
+					  : NULL;
+}
+
+int zsm_cuda_drv_refused(const char *name)
+{
+	/* Prefixes: every variant (_v2, _ptsz, Ex) of a refused call too. */
+	static const char *const refused[] = {
+		"cuLaunch",	    /* kernels, cooperative, host functions */
+		"cuGraphLaunch",    /* a graph may hold kernel nodes */
+		"cuGraphExecKernel", "cuGraphAddKernel",
+		"cuModuleLoad",	    /* loading code for SMs */
+		"cuModuleGetFunction", "cuLinkAdd", "cuLinkComplete",
+		"cuLibrary",	    /* CUDA 12's module loading */
+		"cuKernel",	    "cuFunc",
+		"cuStreamAddCallback",	/* a host function, as cuLaunchHostFunc */
+	};
+
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		if (!strncmp(name, refused[i], strlen(refused[i])))
+			return 1;
+	return 0;
+}
 
 static void zsm_cuda_drv_why(char *why, size_t why_len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -108,11 +165,24 @@ int zsm_cuda_drv_fail(const struct zsm_cuda_drv *d, zsm_cu_result res,
 static int zsm_cuda_drv_resolve(struct zsm_cuda_drv *d, char *why,
 				size_t why_len)
 {
-	size_t n = sizeof(zsm_cuda_drv_syms) / sizeof(zsm_cuda_drv_syms[0]);
+	size_t n = ZSM_CUDA_DRV_NSYMS;
 	char missing[256] = "";
 	size_t i, used = 0;
+	const char *name;
 	void *sym;
 
+	/* A launch entry point added to the table by mistake stops here,
+	 * before anything could call it. */
+	for (i = 0; (name = zsm_cuda_drv_symbol(i)); i++) {
+		if (zsm_cuda_drv_refused(name)) {
+			zsm_cuda_drv_why(why, why_len,
+					 "zsm's CUDA table holds %s, which "
+					 "zsm must never call (it runs work "
+					 "on SMs)",
+					 name);
+			return -EPERM;
+		}
+	}
 	for (i = 0; i < n; i++) {
 		sym = dlsym(d->lib, zsm_cuda_drv_syms[i].name);
 		if (sym) {
@@ -134,28 +204,29 @@ static int zsm_cuda_drv_resolve(struct zsm_cuda_drv *d, char *why,
 	return -ENOSYS;
 }
 
-/* An entry point newer than the table's: *slot stays NULL without it. */
-static void zsm_cuda_drv_optional(struct zsm_cuda_drv *d, const char *name,
-				  void *slot)
+/* The entry points newer than the table's: a slot stays NULL without. */
+static void zsm_cuda_drv_optional(struct zsm_cuda_drv *d)
 {
-	void *sym = dlsym(d->lib, name);
+	void *sym;
 
-	if (sym)
-		memcpy(slot, &sym, sizeof(sym));
+	for (size_t i = 0; i < ZSM_CUDA_DRV_NOPTIONAL; i++) {
+		sym = dlsym(d->lib, zsm_cuda_drv_optional_syms[i].name);
+		if (sym)
+			memcpy((char *)d + zsm_cuda_drv_optional_syms[i].offset,
+			       &sym, sizeof(sym));
+	}
 }
 
 /*
- * Whether modules load lazily (CUDA 12 and later default to it).  The
- * entry point is newer than the rest of the table, so it is looked up
- * on its own: a driver without it loads eagerly.
+ * Whether modules load lazily (CUDA 12 and later default to it); a
+ * driver without the query loads eagerly.
  */
 static int zsm_cuda_drv_lazy(struct zsm_cuda_drv *d)
 {
-	zsm_cu_result (*mode_of)(int *mode) = NULL;
 	int mode = 0;
 
-	zsm_cuda_drv_optional(d, "cuModuleGetLoadingMode", &mode_of);
-	return mode_of && mode_of(&mode) == ZSM_CU_SUCCESS &&
+	return d->module_loading_mode &&
+	       d->module_loading_mode(&mode) == ZSM_CU_SUCCESS &&
 	       mode == ZSM_CU_MODULE_LAZY_LOADING;
 }
 
@@ -208,10 +279,8 @@ int zsm_cuda_drv_open(struct zsm_cuda_drv *d, char *why, size_t why_len)
 		return -ENODEV;
 	}
 	d->ndev = n;
+	zsm_cuda_drv_optional(d);
 	d->lazy_loading = zsm_cuda_drv_lazy(d);
-	zsm_cuda_drv_optional(d, "cuMemcpyBatchAsync_v2", &d->memcpy_batch);
-	zsm_cuda_drv_optional(d, "cuMemGetHandleForAddressRange",
-			      &d->mem_get_handle_range);
 	return 0;
 }
 

@@ -13,7 +13,9 @@
  * Functions return 0 or -errno, and write what went wrong, for a person,
  * into why[why_len] (which may be NULL): -ENOENT no libcuda.so.1,
  * -ENOSYS a symbol missing from it, -ENODEV no usable device, -ENOMEM out
- * of device memory, -EINVAL a bad argument, -EIO any other CUDA failure.
+ * of device memory, -EINVAL a bad argument, -EPERM the table names an
+ * entry point zsm must never call (zsm_cuda_drv_refused), -EIO any other
+ * CUDA failure.
  */
 #ifndef ZSM_COMMON_CUDA_DRV_H
 #define ZSM_COMMON_CUDA_DRV_H
@@ -66,6 +68,7 @@ typedef struct {
 #define ZSM_CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID 50
 #define ZSM_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define ZSM_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define ZSM_CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS 122
 #define ZSM_CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED 124
 #define ZSM_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD 0x1
 
@@ -84,6 +87,32 @@ typedef struct {
 #define ZSM_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
 #define ZSM_CU_MEMORYTYPE_HOST 1
 #define ZSM_CU_MEMORYTYPE_DEVICE 2
+#define ZSM_CU_MEMHOSTALLOC_PORTABLE 0x1
+#define ZSM_CU_MEMHOSTALLOC_DEVICEMAP 0x2
+/* CUstreamBatchMemOpType and CUstreamWaitValue_flags. */
+#define ZSM_CU_STREAM_MEM_OP_WAIT_VALUE_64 4
+#define ZSM_CU_STREAM_MEM_OP_WRITE_VALUE_64 5
+#define ZSM_CU_STREAM_WAIT_VALUE_GEQ 0x0
+/* cuStreamBatchMemOp takes fewer than 256 operations per call. */
+#define ZSM_CU_BATCH_MEM_OP_MAX 255
+
+/*
+ * CUstreamBatchMemOpParams: a 48-byte union whose first int is the
+ * operation; the wait and write members share one layout, which is all
+ * zsm uses (cuda_drv.c checks the offsets, and test/gpu/door_probe.c
+ * checks them against cuda.h where it is installed).
+ */
+typedef union {
+	int operation;
+	struct {
+		int operation;
+		zsm_cu_deviceptr address;
+		unsigned long long value64;
+		unsigned int flags;
+		zsm_cu_deviceptr alias; /* the driver's; left 0 */
+	} value; /* waitValue and writeValue */
+	unsigned long long pad[6];
+} zsm_cu_memop;
 
 /*
  * Every entry point the table holds: X(field, "exported symbol", (params)).
@@ -170,7 +199,13 @@ typedef struct {
 	X(mem_host_unregister, "cuMemHostUnregister", (void *p))              \
 	X(mem_set_access, "cuMemSetAccess",                                   \
 	  (zsm_cu_deviceptr ptr, size_t size, const zsm_cu_mem_access *desc,  \
-	   size_t count))
+	   size_t count))                                                     \
+	X(ctx_get_device, "cuCtxGetDevice", (zsm_cu_device * dev))            \
+	X(mem_host_alloc, "cuMemHostAlloc",                                   \
+	  (void **p, size_t size, unsigned int flags))                        \
+	X(mem_host_get_device_pointer, "cuMemHostGetDevicePointer_v2",        \
+	  (zsm_cu_deviceptr * dptr, void *p, unsigned int flags))             \
+	X(mem_free_host, "cuMemFreeHost", (void *p))
 
 #define ZSM_CUDA_DRV_FIELD(field, symbol, params) \
 	zsm_cu_result (*field) params;
@@ -195,6 +230,16 @@ struct zsm_cuda_drv {
 					      zsm_cu_deviceptr dptr,
 					      size_t size, int type,
 					      unsigned long long flags);
+	/* cuStreamBatchMemOp_v2 (CUDA 11.7; what cuda.h maps the name to),
+	 * or NULL: without it there is no stream doorbell (cuda_door.h), and
+	 * the rest of the table still serves. */
+	zsm_cu_result (*stream_batch_mem_op)(zsm_cu_stream stream,
+					     unsigned int count,
+					     zsm_cu_memop *ops,
+					     unsigned int flags);
+	/* cuModuleGetLoadingMode (CUDA 11.7), or NULL: a query of the mode
+	 * only, for lazy_loading; nothing here loads a module. */
+	zsm_cu_result (*module_loading_mode)(int *mode);
 	/* The device zsm_cuda_drv_use_device made current; -1 for none. */
 	int ordinal;
 	zsm_cu_device dev;
@@ -210,6 +255,19 @@ struct zsm_cuda_drv {
  * harmless on it).
  */
 int zsm_cuda_drv_open(struct zsm_cuda_drv *d, char *why, size_t why_len);
+/*
+ * The i-th name the table resolves (required entries, then the optional
+ * ones), or NULL past the last: for the check that none of them launches
+ * work on SMs.
+ */
+const char *zsm_cuda_drv_symbol(size_t i);
+/*
+ * Whether a driver entry point is one zsm must never resolve: a kernel,
+ * graph or host-function launch, or module or library loading: zsm runs
+ * nothing on SMs and holds no device code (check-no-device-code.sh).  zsm_cuda_drv_open refuses a
+ * table holding one.
+ */
+int zsm_cuda_drv_refused(const char *name);
 /*
  * Release the primary context taken by zsm_cuda_drv_use_device and clear
  * the table.  Once cuInit has run, libcuda stays loaded (see cuda_drv.c).
