@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A doorbell between CUDA streams and zsm's proxy thread, made of stream
+ * memory operations only (no kernel, no host function).  Each slot has
+ * two 64-bit words in host memory the device can reach: "ready", which
+ * the stream writes when it reaches an operation, and "done", which the
+ * proxy writes when the operation is complete and the stream waits on.
+ * Sequence numbers only grow, per slot, and waits compare them cyclically
+ * (GEQ), so the words are never reset.
+ *
+ * Stream side (application threads): zsm_cuda_door_ring and
+ * zsm_cuda_door_wait enqueue on a stream and return at once.
+ * Proxy side (the engine thread, no CUDA call): zsm_cuda_door_ready,
+ * zsm_cuda_door_done, zsm_cuda_door_fail.
+ *
+ * Host-memory mode (a door made with no CUDA context): the words are
+ * plain memory, ring with a NULL stream stores ready at once, and the
+ * caller completes the operation itself before returning, waiting with
+ * zsm_cuda_door_wait_host.  Both modes work without a GPU in the proxy.
+ *
+ * Functions return 0 or -errno and WARN what went wrong.
+ */
+#ifndef ZSM_COMMON_CUDA_DOOR_H
+#define ZSM_COMMON_CUDA_DOOR_H
+
+#include <stdint.h>
+
+#include "common/cuda_drv.h"
+
+struct zsm_cuda_door;
+
+/*
+ * A door of nslots slots.  ctx NULL: host-memory mode.  Otherwise the
+ * words are pinned, mapped host memory of that context (it is made
+ * current on the calling thread for the call, and the thread's own is
+ * put back), from the table zsm_cuda_table() holds: -ENODEV without one,
+ * -ENOSYS where the driver lacks cuStreamBatchMemOp_v2, -EOPNOTSUPP
+ * where the device cannot run 64-bit stream memory operations.
+ */
+int zsm_cuda_door_new(zsm_cu_context ctx, unsigned int nslots,
+		      struct zsm_cuda_door **door);
+/* Free the words: only once no stream can still reach them (the streams
+ * that rang it have drained, or fail released them and they drained). */
+void zsm_cuda_door_free(struct zsm_cuda_door *door);
+
+/*
+ * Stream side: for each i, the stream writes ready[slots[i]] = seqs[i],
+ * then, once all are written, waits for done[slots[i]] >= seqs[i] for
+ * each i, in that order: one cuStreamBatchMemOp per 255 operations.  In
+ * host-memory mode (stream NULL) the ready words are stored now and
+ * nothing waits.  A failed door refuses with its recorded error.
+ */
+int zsm_cuda_door_ring(struct zsm_cuda_door *door, zsm_cu_stream stream,
+		       unsigned int n, const unsigned int *slots,
+		       const uint64_t *seqs);
+/* Stream side: the wait alone (done[slot] >= seq), for waits on signals
+ * the host applies.  -EINVAL in host-memory mode: see wait_host. */
+int zsm_cuda_door_wait(struct zsm_cuda_door *door, zsm_cu_stream stream,
+		       unsigned int slot, uint64_t seq);
+/*
+ * Host side, either mode: wait on this thread until done[slot] >= seq,
+ * at most timeout_ms.  0; the door's error once it has failed (even when
+ * the word passed before: the caller reports the failure); -ETIMEDOUT,
+ * with a WARN naming the slot and the values, when the time ran out.
+ */
+int zsm_cuda_door_wait_host(struct zsm_cuda_door *door, unsigned int slot,
+			    uint64_t seq, int timeout_ms);
+
+/* Proxy side: the last sequence number the stream reached at slot. */
+uint64_t zsm_cuda_door_ready(const struct zsm_cuda_door *door,
+			     unsigned int slot);
+/* Proxy side: publish completion up to seq at slot; never lowers the
+ * word (a failed door's stays far ahead). */
+void zsm_cuda_door_done(struct zsm_cuda_door *door, unsigned int slot,
+			uint64_t seq);
+/*
+ * Record err (-errno; the first one stays) and release every waiter of
+ * every slot, now and later: each done word jumps far ahead of anything
+ * a stream can have rung.  Any thread; no CUDA call.
+ */
+void zsm_cuda_door_fail(struct zsm_cuda_door *door, int err);
+/* The recorded error, or 0. */
+int zsm_cuda_door_error(const struct zsm_cuda_door *door);
+/* The number of slots. */
+unsigned int zsm_cuda_door_slots(const struct zsm_cuda_door *door);
+
+#endif
