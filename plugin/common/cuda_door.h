@@ -48,7 +48,8 @@ void zsm_cuda_door_free(struct zsm_cuda_door *door);
  * then, once all are written, waits for done[slots[i]] >= seqs[i] for
  * each i, in that order: one cuStreamBatchMemOp per 255 operations.  In
  * host-memory mode (stream NULL) the ready words are stored now and
- * nothing waits.  A failed door refuses with its recorded error.
+ * nothing waits.  A failed door refuses with its recorded error.  Call
+ * it (and zsm_cuda_door_wait) with the door's context current.
  */
 int zsm_cuda_door_ring(struct zsm_cuda_door *door, zsm_cu_stream stream,
 		       unsigned int n, const unsigned int *slots,
