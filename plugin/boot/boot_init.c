@@ -171,6 +171,10 @@ static int zsm_boot_meet_wait(struct zsm_boot_meet *m, uint64_t deadline)
 		for (int i = n - 2; i >= 0; i--) {
 			struct zsm_boot_conn *c = &m->conns[i];
 
+			/* Enough have come: any more (a surplus rank) must not
+			 * overrun told; they are closed below. */
+			if (m->ntold == b->nranks - 1)
+				break;
 			if (!p[1 + i].revents)
 				continue;
 			ret = zsm_boot_sock_recv_some(c->fd, &c->hello,

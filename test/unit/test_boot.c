@@ -158,9 +158,9 @@ static int rank_exact(int rank, int n, const struct zsm_boot_id *id,
 	return 0;
 }
 
-static void test_boot_collectives_exact_2_3_4_8_ranks(void **state)
+static void test_boot_collectives_exact_1_2_3_4_8_ranks(void **state)
 {
-	static const int counts[] = {2, 3, 4, 8};
+	static const int counts[] = {1, 2, 3, 4, 8};
 
 	(void)state;
 	arrived = mmap(NULL, sizeof(*arrived), PROT_READ | PROT_WRITE,
@@ -661,7 +661,7 @@ static void test_boot_id_garbage_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_boot_collectives_exact_2_3_4_8_ranks),
+		cmocka_unit_test(test_boot_collectives_exact_1_2_3_4_8_ranks),
 		cmocka_unit_test(test_boot_env_torchrun),
 		cmocka_unit_test(test_boot_env_open_mpi),
 		cmocka_unit_test(test_boot_env_slurm),
