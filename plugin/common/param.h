@@ -152,7 +152,26 @@ enum zsm_param_type {
 	  "peer is on the same host (otherwise NCCL_HOSTID, else the "        \
 	  "hostname and boot id). Tests set it so that two processes of one " \
 	  "machine look like two hosts, e.g. across network namespaces. "     \
-	  "Empty: not set.")
+	  "Empty: not set.")                                                  \
+	X(BOOT_TIMEOUT_MS, ZSM_PARAM_INT, "60000", 100, 3600000, NULL,       \
+	  "zsm's own bootstrap (docs/api.md): how long init waits for every " \
+	  "rank, and each later bootstrap call for the others, before it "    \
+	  "fails (-ETIMEDOUT) naming who it waited for. Used where the "      \
+	  "caller passes no timeout.")                                        \
+	X(BOOT_IFNAME, ZSM_PARAM_STR, "", 0, 0, NULL,                         \
+	  "Interface whose address rank 0 of zsm's bootstrap listens on "     \
+	  "when it makes a unique id. Empty: the first interface that is up " \
+	  "and not loopback, else loopback.")                                 \
+	X(BOOT_ADDR, ZSM_PARAM_STR, "", 0, 0, NULL,                           \
+	  "HOST:PORT (or [IPV6]:PORT) where rank 0 of zsm's bootstrap "       \
+	  "listens when ranks start from a launcher's environment. Empty: "   \
+	  "MASTER_ADDR and MASTER_PORT + 1 (torchrun's store holds "          \
+	  "MASTER_PORT).")                                                    \
+	X(BOOT_NONCE, ZSM_PARAM_STR, "", 0, 0, NULL,                          \
+	  "Any text that every rank of one job shares and no other job "      \
+	  "uses, for bootstraps from a launcher's environment; rank 0 "       \
+	  "refuses connections that bring another. Empty: derived from the "  \
+	  "address and the launcher's job id (docs/api.md).")
 
 enum zsm_param_id {
 #define ZSM_PARAM_ENUM_ID(name, ...) ZSM_P_##name,
