@@ -6,6 +6,7 @@
  * so a stale or made-up one is an error, never a crash.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,8 @@ const char *zsm_strerror(int err)
 {
 	if (!err)
 		return "Success";
-	if (err > 0)
+	/* INT_MIN has no positive errno to name (and -INT_MIN overflows). */
+	if (err > 0 || err == INT_MIN)
 		return "Not a zsm result (zsm returns 0 or a negative errno)";
 	return strerror(-err);
 }
