@@ -117,6 +117,8 @@ static int zsm_api_puts(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 		if (op->req) {
 			ret = zsm_rma_test(c->coll, op->req, &done);
 			if (ret) {
+				/* A failed test ended the request. */
+				op->req = NULL;
 				snprintf(why, sizeof(why),
 					 "a put to rank %d failed", op->peer);
 				zsm_api_comm_fail(c, ret, why);
