@@ -98,6 +98,19 @@ int zsm_cuda_ptr_device(const void *p, int *dev)
 	return 0;
 }
 
+int zsm_cuda_ptr_is_device(const void *p)
+{
+	unsigned int type = 0;
+
+	/* Memory the driver never saw fails the query: host memory. */
+	if (!zsm_cuda_ready() ||
+	    zsm_cuda_drv_table.pointer_get_attribute(
+		    &type, ZSM_CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+		    (zsm_cu_deviceptr)(uintptr_t)p) != ZSM_CU_SUCCESS)
+		return 0;
+	return type == ZSM_CU_MEMORYTYPE_DEVICE;
+}
+
 int zsm_cuda_dmabuf_ok(void)
 {
 	if (!zsm_cuda_ready() || !zsm_cuda_drv_table.mem_get_handle_range)

@@ -32,6 +32,9 @@ int zsm_cuda_lazy(void);
 int zsm_cuda_min_cc(void);
 /* The device ordinal of GPU memory at p, for provider registrations. */
 int zsm_cuda_ptr_device(const void *p, int *dev);
+/* 1 when p is device memory (cudaMalloc, cuMem), 0 when it is host
+ * memory (pinned or not) or there is no driver. */
+int zsm_cuda_ptr_is_device(const void *p);
 /* Whether every device exports its memory as dma-bufs. */
 int zsm_cuda_dmabuf_ok(void);
 /*

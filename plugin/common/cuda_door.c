@@ -65,7 +65,7 @@ static zsm_cu_deviceptr zsm_cuda_door_dev(const struct zsm_cuda_door *door,
 }
 
 /* Cyclic a >= b, as CU_STREAM_WAIT_VALUE_GEQ compares 64-bit values. */
-static int zsm_cuda_door_geq(uint64_t a, uint64_t b)
+int zsm_cuda_door_geq(uint64_t a, uint64_t b)
 {
 	return (int64_t)(a - b) >= 0;
 }
@@ -236,6 +236,30 @@ void zsm_cuda_door_free(struct zsm_cuda_door *door)
 	free(door);
 }
 
+void zsm_cuda_door_region(const struct zsm_cuda_door *door, void **base,
+			  size_t *bytes)
+{
+	*base = (void *)door->words;
+	*bytes = zsm_cuda_door_bytes(door->nslots);
+}
+
+size_t zsm_cuda_door_done_at(unsigned int slot)
+{
+	return ((size_t)slot * ZSM_CUDA_DOOR_STRIDE + ZSM_CUDA_DOOR_DONE_AT) *
+	       sizeof(uint64_t);
+}
+
+uint64_t zsm_cuda_door_done_get(const struct zsm_cuda_door *door,
+				unsigned int slot)
+{
+	if (slot >= door->nslots)
+		return 0;
+	/* Pairs with the release of whoever raised it: _done, _fail, or a
+	 * peer's signal applied with a release add. */
+	return atomic_load_explicit(zsm_cuda_door_done_word(door, slot),
+				    memory_order_acquire);
+}
+
 unsigned int zsm_cuda_door_slots(const struct zsm_cuda_door *door)
 {
 	return door->nslots;
@@ -348,6 +372,61 @@ int zsm_cuda_door_ring(struct zsm_cuda_door *door, zsm_cu_stream stream,
 	for (unsigned int i = 0; i < n; i++)
 		atomic_store_explicit(zsm_cuda_door_ready_word(door, slots[i]),
 				      seqs[i], memory_order_release);
+	return 0;
+}
+
+int zsm_cuda_door_batch(zsm_cu_stream stream, unsigned int n,
+			const struct zsm_cuda_door_op *ops)
+{
+	zsm_cu_memop m[ZSM_CU_BATCH_MEM_OP_MAX];
+	const struct zsm_cuda_drv *d;
+	unsigned int k = 0, i, j;
+	zsm_cu_result res;
+	char why[256] = "";
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		ret = zsm_cuda_door_check(ops[i].door, 1, &ops[i].slot);
+		if (ret)
+			return ret;
+		if (!ops[i].door->drv) {
+			ZSM_WARN("cuda door: a stream operation on a "
+				 "host-memory door");
+			return -EINVAL;
+		}
+	}
+	while (k < n) {
+		d = ops[k].door->drv;
+		for (j = 0; j < ZSM_CU_BATCH_MEM_OP_MAX && k + j < n; j++) {
+			const struct zsm_cuda_door_op *o = &ops[k + j];
+
+			zsm_cuda_door_op(
+				&m[j],
+				o->wait ? ZSM_CU_STREAM_MEM_OP_WAIT_VALUE_64
+					: ZSM_CU_STREAM_MEM_OP_WRITE_VALUE_64,
+				zsm_cuda_door_dev(
+					o->door,
+					o->wait ? zsm_cuda_door_done_word(
+							  o->door, o->slot)
+						: zsm_cuda_door_ready_word(
+							  o->door, o->slot)),
+				o->seq);
+		}
+		res = d->stream_batch_mem_op(stream, j, m, 0);
+		if (res == ZSM_CU_SUCCESS) {
+			k += j;
+			continue;
+		}
+		ret = zsm_cuda_drv_fail(d, res, why, sizeof(why),
+					"cuStreamBatchMemOp of %u operations",
+					j);
+		ZSM_WARN("cuda door: %s%s", why,
+			 k ? " after earlier ones went in: the doors fail"
+			   : "");
+		for (i = 0; k && i < n; i++)
+			zsm_cuda_door_fail(ops[i].door, ret);
+		return ret;
+	}
 	return 0;
 }
 

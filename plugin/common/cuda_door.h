@@ -23,6 +23,7 @@
 #ifndef ZSM_COMMON_CUDA_DOOR_H
 #define ZSM_COMMON_CUDA_DOOR_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/cuda_drv.h"
@@ -54,6 +55,21 @@ void zsm_cuda_door_free(struct zsm_cuda_door *door);
 int zsm_cuda_door_ring(struct zsm_cuda_door *door, zsm_cu_stream stream,
 		       unsigned int n, const unsigned int *slots,
 		       const uint64_t *seqs);
+/*
+ * Stream side, for operations on several doors in one go: ops in order,
+ * each the write of a ready word (wait 0) or a wait on a done word (wait
+ * 1), in as few cuStreamBatchMemOp calls as they fit (255 each).  Every
+ * door must be a device door of the same context; a failed one refuses.
+ * Refused after an earlier batch went in, every door named fails.
+ */
+struct zsm_cuda_door_op {
+	struct zsm_cuda_door *door;
+	unsigned int slot;
+	int wait;
+	uint64_t seq;
+};
+int zsm_cuda_door_batch(zsm_cu_stream stream, unsigned int n,
+			const struct zsm_cuda_door_op *ops);
 /* Stream side: the wait alone (done[slot] >= seq), for waits on signals
  * the host applies.  -EINVAL in host-memory mode: see wait_host. */
 int zsm_cuda_door_wait(struct zsm_cuda_door *door, zsm_cu_stream stream,
@@ -82,6 +98,20 @@ void zsm_cuda_door_done(struct zsm_cuda_door *door, unsigned int slot,
 void zsm_cuda_door_fail(struct zsm_cuda_door *door, int err);
 /* The recorded error, or 0. */
 int zsm_cuda_door_error(const struct zsm_cuda_door *door);
+/*
+ * The words as memory, for a door whose done words others update (signal
+ * words peers add into, registered as a window): [*base, *base + *bytes)
+ * holds every word, and slot's done word is at zsm_cuda_door_done_at(slot)
+ * of it.  What the proxy side reads of it: zsm_cuda_door_done_get.
+ */
+void zsm_cuda_door_region(const struct zsm_cuda_door *door, void **base,
+			  size_t *bytes);
+size_t zsm_cuda_door_done_at(unsigned int slot);
+/* The done word of slot now (0 for a slot out of range). */
+uint64_t zsm_cuda_door_done_get(const struct zsm_cuda_door *door,
+				unsigned int slot);
+/* Whether a >= b as the stream's waits compare them (cyclically). */
+int zsm_cuda_door_geq(uint64_t a, uint64_t b);
 /* The number of slots. */
 unsigned int zsm_cuda_door_slots(const struct zsm_cuda_door *door);
 

@@ -41,6 +41,8 @@ static const char *const zsm_handle_names[ZSM_H_NTYPES] = {
 	[ZSM_H_RMA_COLL] = "RMA collective comm",
 	[ZSM_H_RMA_SYM] = "symmetric registration",
 	[ZSM_H_RMA_CTX] = "RMA context",
+	[ZSM_H_API_COMM] = "communicator",
+	[ZSM_H_API_WIN] = "window",
 };
 
 const char *zsm_handle_type_name(enum zsm_handle_type type)

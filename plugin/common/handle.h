@@ -31,6 +31,8 @@ enum zsm_handle_type {
 	ZSM_H_RMA_COLL,
 	ZSM_H_RMA_SYM,
 	ZSM_H_RMA_CTX,
+	ZSM_H_API_COMM, /* plugin/api's objects */
+	ZSM_H_API_WIN,
 	ZSM_H_NTYPES,
 };
 

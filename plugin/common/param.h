@@ -171,7 +171,14 @@ enum zsm_param_type {
 	  "Any text that every rank of one job shares and no other job "      \
 	  "uses, for bootstraps from a launcher's environment; rank 0 "       \
 	  "refuses connections that bring another. Empty: derived from the "  \
-	  "address and the launcher's job id (docs/api.md).")
+	  "address and the launcher's job id (docs/api.md).")                  \
+	X(WAIT_TIMEOUT_MS, ZSM_PARAM_INT, "300000", 0, 86400000, NULL,        \
+	  "zsm's API (docs/api.md): a wait for peers' signals, or for a "     \
+	  "put's completion, that the stream (or a host-memory call) has "    \
+	  "reached and that is not over after this long fails the "           \
+	  "communicator (-ETIMEDOUT): every stream waiting on it is "         \
+	  "released and later calls return the error. Peers that die are "    \
+	  "usually seen sooner, by their links. 0: wait for ever.")
 
 enum zsm_param_id {
 #define ZSM_PARAM_ENUM_ID(name, ...) ZSM_P_##name,

@@ -40,6 +40,9 @@ int zsm_rma_close_coll(void *coll);
 int zsm_rma_reg_sym(void *coll, void *data, size_t size, int type,
 		    uint64_t flags, void **sym);
 int zsm_rma_dereg_sym(void *coll, void *sym);
+/* The size of rank's copy of sym (as it registered it), for checks made
+ * before a put is queued: 0, or -EINVAL said. */
+int zsm_rma_sym_size(void *sym, int rank, uint64_t *size);
 int zsm_rma_ctx_create(void *coll, int ncontexts, void **ctx);
 int zsm_rma_ctx_destroy(void *ctx);
 

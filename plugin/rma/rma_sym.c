@@ -114,3 +114,18 @@ int zsm_rma_dereg_sym(void *coll, void *sym)
 	zsm_rma_sym_free(s);
 	return 0;
 }
+
+int zsm_rma_sym_size(void *sym, int rank, uint64_t *size)
+{
+	struct zsm_rma_sym *s;
+	int ret = zsm_rma_lookup("size", sym, ZSM_H_RMA_SYM, (void **)&s);
+
+	*size = 0;
+	if (ret)
+		return ret;
+	if (rank < 0 || rank >= s->coll->nranks)
+		return -EINVAL;
+	*size = rank == s->coll->rank ? s->size
+				       : zsm_rma_sym_win(s, rank)->size;
+	return 0;
+}

@@ -1,14 +1,22 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The plugin must export exactly NCCL's tables and nothing internal.
+# The plugin must export exactly NCCL's tables and the calls of zsm's own
+# API (every ZSM_EXPORT of include/zsm/zsm.h), nothing internal.
 set -eu
 lib="$1"
+header="$2"
 got=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort)
+api=$(tr '\n' ' ' <"$header" | grep -o 'ZSM_EXPORT [^(]*(' |
+	grep -o 'zsm_[a-z0-9_]*($' | tr -d '(')
+if [ -z "$api" ]; then
+	echo "no ZSM_EXPORT call found in $header"
+	exit 1
+fi
 want=$(printf '%s\n' ncclNetPlugin_v10 ncclNetPlugin_v11 ncclNetPlugin_v12 \
-	ncclNetPlugin_v8 ncclNetPlugin_v9 ncclRmaPlugin_v13 ncclRmaPlugin_v14 |
-	sort)
+	ncclNetPlugin_v8 ncclNetPlugin_v9 ncclRmaPlugin_v13 ncclRmaPlugin_v14 \
+	$api | sort)
 if [ "$got" != "$want" ]; then
-	echo "exported symbols differ from the ncclNet and ncclRma tables:"
+	echo "exported symbols differ from the ncclNet and ncclRma tables and zsm.h:"
 	printf 'got:\n%s\nwant:\n%s\n' "$got" "$want"
 	exit 1
 fi

@@ -1,0 +1,374 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Owns a communicator's agent: the thread that watches the operation
+ * door's ready words, hands each operation the stream (or a host-memory
+ * call) has reached to the engine as an RMA put, publishes its done word
+ * once it completes, and watches waits for their signals and for time.
+ * It makes no CUDA call.  Any failure (a put refused or failed, a peer's
+ * link down, a wait past ZSM_WAIT_TIMEOUT_MS) fails the communicator,
+ * which releases every stream.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/api_int.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "rma/rma.h"
+
+/* How often links are asked whether they failed, while work waits. */
+#define ZSM_API_LINK_CHECK_NS 10000000ULL
+/* Polls without progress before the agent naps, and its naps. */
+#define ZSM_API_SPIN_NS 200000ULL
+#define ZSM_API_NAP_MIN_NS 5000L
+#define ZSM_API_NAP_MAX_NS 200000L
+/* With nothing queued, it sleeps until woken, looking this often. */
+#define ZSM_API_IDLE_NS 100000000L
+
+/* Per ops slot, agent only: operations in order. */
+struct zsm_api_fifo {
+	struct zsm_api_op *head, *tail;
+};
+
+struct zsm_api_agent {
+	struct zsm_api_comm *c;
+	struct zsm_api_fifo *fifo; /* [nranks + 1] */
+	uint64_t last_check_ns;
+};
+
+void zsm_api_op_free(struct zsm_api_op *op)
+{
+	if (!op)
+		return;
+	free(op->wslot);
+	free(op->wval);
+	free(op);
+}
+
+void zsm_api_agent_push(struct zsm_api_comm *c, struct zsm_api_op *op)
+{
+	op->next = NULL;
+	if (c->in_tail)
+		c->in_tail->next = op;
+	else
+		c->in_head = op;
+	c->in_tail = op;
+	/* Relaxed: the count is a gauge; the queue itself is under the
+	 * lock, and retirement's release decrement is what callers pair
+	 * with. */
+	atomic_fetch_add_explicit(&c->outstanding, 1, memory_order_relaxed);
+	pthread_cond_signal(&c->wake);
+}
+
+static void zsm_api_retire(struct zsm_api_agent *a, struct zsm_api_fifo *f)
+{
+	struct zsm_api_op *op = f->head;
+
+	f->head = op->next;
+	if (!f->head)
+		f->tail = NULL;
+	zsm_cuda_door_done(a->c->ops, op->slot, op->seq);
+	zsm_api_op_free(op);
+	/* Release: pairs with the acquire in zsm_api_comm_quiesce. */
+	atomic_fetch_sub_explicit(&a->c->outstanding, 1, memory_order_release);
+}
+
+/* Whether op has been at the head, reached, for longer than allowed. */
+static int zsm_api_overdue(struct zsm_api_op *op, uint64_t now)
+{
+	int ms = zsm_api_wait_timeout_ms();
+
+	if (!op->reached_ns)
+		op->reached_ns = now;
+	return ms && now - op->reached_ns > (uint64_t)ms * 1000000u;
+}
+
+static int zsm_api_reached(const struct zsm_api_comm *c,
+			   const struct zsm_api_op *op)
+{
+	return zsm_cuda_door_geq(zsm_cuda_door_ready(c->ops, op->slot),
+				 op->seq);
+}
+
+static uint64_t zsm_api_counter(const struct zsm_api_comm *c,
+				unsigned int row, int peer)
+{
+	return zsm_cuda_door_done_get(c->sig,
+				      row * (unsigned int)c->nranks +
+					      (unsigned int)peer);
+}
+
+/* Issue what the stream reached on one put slot, in order; test what is
+ * in flight; retire the finished prefix.  1 when anything moved. */
+static int zsm_api_puts(struct zsm_api_agent *a, struct zsm_api_fifo *f,
+			uint64_t now)
+{
+	struct zsm_api_comm *c = a->c;
+	int moved = 0, issuing = 1;
+	char why[160];
+
+	for (struct zsm_api_op *op = f->head; op; op = op->next) {
+		struct zsm_rma_signal sig;
+		int done = 0, ret;
+
+		if (op->req) {
+			ret = zsm_rma_test(c->coll, op->req, &done);
+			if (ret) {
+				snprintf(why, sizeof(why),
+					 "a put to rank %d failed", op->peer);
+				zsm_api_comm_fail(c, ret, why);
+				return 1;
+			}
+			if (done) {
+				op->req = NULL;
+				op->size = 0;
+				op->dst_sym = NULL;
+				op->src_sym = NULL;
+				op->peer = -1; /* finished */
+				moved = 1;
+			}
+			continue;
+		}
+		if (op->peer < 0 || !issuing)
+			continue;
+		if (!zsm_api_reached(c, op)) {
+			issuing = 0;
+			continue;
+		}
+		if (op->pre_val &&
+		    !zsm_cuda_door_geq(zsm_api_counter(c, op->pre_row,
+						       op->peer),
+				       op->pre_val)) {
+			if (zsm_api_overdue(op, now)) {
+				snprintf(why, sizeof(why),
+					 "rank %d's Ready %llu never came "
+					 "within ZSM_WAIT_TIMEOUT_MS",
+					 op->peer,
+					 (unsigned long long)op->pre_val);
+				zsm_api_comm_fail(c, -ETIMEDOUT, why);
+				return 1;
+			}
+			issuing = 0;
+			continue;
+		}
+		sig = (struct zsm_rma_signal){
+			.sym = c->sig_sym,
+			.off = zsm_cuda_door_done_at(
+				op->sig_row * (unsigned int)c->nranks +
+				(unsigned int)c->rank),
+			.value = 1,
+			.op = ZSM_RMA_SIGNAL_INC,
+		};
+		ret = zsm_rma_iput(c->rctx, 0, op->src_off, op->src_sym,
+				   op->size, op->dst_off, op->dst_sym,
+				   (uint32_t)op->peer, &sig, &op->req);
+		if (ret) {
+			snprintf(why, sizeof(why), "a put to rank %d was refused",
+				 op->peer);
+			zsm_api_comm_fail(c, ret, why);
+			return 1;
+		}
+		moved = 1;
+	}
+	/* Finished operations leave in order: a done word covers every
+	 * operation of its slot before it. */
+	while (f->head && f->head->peer < 0) {
+		zsm_api_retire(a, f);
+		moved = 1;
+	}
+	return moved;
+}
+
+/* The oldest wait: retire it once every counter reached its value. */
+static int zsm_api_waits(struct zsm_api_agent *a, struct zsm_api_fifo *f,
+			 uint64_t now)
+{
+	struct zsm_api_comm *c = a->c;
+	struct zsm_api_op *op = f->head;
+	char why[160];
+
+	if (!op || !zsm_api_reached(c, op))
+		return 0;
+	for (unsigned int i = 0; i < op->nwait; i++) {
+		if (zsm_cuda_door_geq(zsm_cuda_door_done_get(c->sig,
+							     op->wslot[i]),
+				      op->wval[i]))
+			continue;
+		if (zsm_api_overdue(op, now)) {
+			snprintf(why, sizeof(why),
+				 "a wait for rank %u's signals (row %u) to "
+				 "reach %llu saw %llu within "
+				 "ZSM_WAIT_TIMEOUT_MS",
+				 op->wslot[i] % (unsigned int)c->nranks,
+				 op->wslot[i] / (unsigned int)c->nranks,
+				 (unsigned long long)op->wval[i],
+				 (unsigned long long)zsm_cuda_door_done_get(
+					 c->sig, op->wslot[i]));
+			zsm_api_comm_fail(c, -ETIMEDOUT, why);
+			return 1;
+		}
+		return 0;
+	}
+	zsm_api_retire(a, f);
+	return 1;
+}
+
+/* A peer's link that failed fails the comm; asked now and then. */
+static void zsm_api_links(struct zsm_api_agent *a, uint64_t now)
+{
+	int failed = 0;
+
+	if (now - a->last_check_ns < ZSM_API_LINK_CHECK_NS)
+		return;
+	a->last_check_ns = now;
+	if (!zsm_rma_last_error(a->c->rctx, &failed) && failed)
+		zsm_api_comm_fail(a->c, -ECONNRESET,
+				  "a link to a peer failed (the peer died or "
+				  "its network went away)");
+}
+
+/* After a failure: every stream was released; drop what is queued,
+ * waiting for puts in flight to end so their requests go back. */
+static int zsm_api_drain(struct zsm_api_agent *a, struct zsm_api_fifo *f,
+			 int stop)
+{
+	while (f->head) {
+		struct zsm_api_op *op = f->head;
+		int done = 0;
+
+		/* At stop, a request still pending is left to the link's
+		 * close, which ends it. */
+		if (op->req && !stop &&
+		    !zsm_rma_test(a->c->coll, op->req, &done) && !done)
+			return 0;
+		zsm_api_retire(a, f);
+	}
+	return 1;
+}
+
+static void zsm_api_nap(long ns)
+{
+	struct timespec ts = {0, ns};
+
+	nanosleep(&ts, NULL);
+}
+
+static void *zsm_api_agent_main(void *arg)
+{
+	struct zsm_api_agent *a = arg;
+	struct zsm_api_comm *c = a->c;
+	unsigned int nfifo = (unsigned int)c->nranks + 1;
+	uint64_t last_move = zsm_now_ns();
+	long nap = ZSM_API_NAP_MIN_NS;
+
+	for (;;) {
+		struct zsm_api_op *in;
+		int moved = 0, queued = 0, stop;
+		uint64_t now;
+
+		pthread_mutex_lock(&c->lock);
+		for (;;) {
+			in = c->in_head;
+			stop = c->stop;
+			for (unsigned int i = 0; i < nfifo && !queued; i++)
+				queued = a->fifo[i].head != NULL;
+			if (in || stop || queued)
+				break;
+			{
+				struct timespec ts;
+
+				clock_gettime(CLOCK_REALTIME, &ts);
+				ts.tv_nsec += ZSM_API_IDLE_NS;
+				if (ts.tv_nsec >= 1000000000L) {
+					ts.tv_sec++;
+					ts.tv_nsec -= 1000000000L;
+				}
+				pthread_cond_timedwait(&c->wake, &c->lock, &ts);
+			}
+		}
+		c->in_head = c->in_tail = NULL;
+		pthread_mutex_unlock(&c->lock);
+		while (in) {
+			struct zsm_api_op *next = in->next;
+			struct zsm_api_fifo *f = &a->fifo[in->slot];
+
+			in->next = NULL;
+			if (f->tail)
+				f->tail->next = in;
+			else
+				f->head = in;
+			f->tail = in;
+			in = next;
+			moved = 1;
+		}
+		now = zsm_now_ns();
+		if (zsm_api_comm_error(c)) {
+			int empty = 1;
+
+			for (unsigned int i = 0; i < nfifo; i++)
+				empty &= zsm_api_drain(a, &a->fifo[i], stop);
+			if (stop && empty)
+				break;
+			zsm_api_nap(ZSM_API_NAP_MAX_NS);
+			continue;
+		}
+		for (unsigned int i = 0; i + 1 < nfifo; i++)
+			if (a->fifo[i].head)
+				moved |= zsm_api_puts(a, &a->fifo[i], now);
+		moved |= zsm_api_waits(a, &a->fifo[nfifo - 1], now);
+		queued = 0;
+		for (unsigned int i = 0; i < nfifo && !queued; i++)
+			queued = a->fifo[i].head != NULL;
+		if (queued)
+			zsm_api_links(a, now);
+		if (stop && !queued)
+			break;
+		if (moved) {
+			last_move = now;
+			nap = ZSM_API_NAP_MIN_NS;
+		} else if (now - last_move > ZSM_API_SPIN_NS) {
+			zsm_api_nap(nap);
+			if (nap < ZSM_API_NAP_MAX_NS)
+				nap *= 2;
+		}
+	}
+	free(a->fifo);
+	free(a);
+	return NULL;
+}
+
+int zsm_api_agent_start(struct zsm_api_comm *c)
+{
+	struct zsm_api_agent *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	a->c = c;
+	a->fifo = calloc((size_t)c->nranks + 1, sizeof(*a->fifo));
+	if (!a->fifo || pthread_create(&c->agent, NULL, zsm_api_agent_main, a)) {
+		free(a->fifo);
+		free(a);
+		return -ENOMEM;
+	}
+	c->have_agent = 1;
+	return 0;
+}
+
+void zsm_api_agent_stop(struct zsm_api_comm *c)
+{
+	if (!c->have_agent)
+		return;
+	/* Acquire: pairs with the agent's release decrement. */
+	if (atomic_load_explicit(&c->outstanding, memory_order_acquire))
+		zsm_api_comm_fail(c, -ECANCELED,
+				  "destroyed with operations in flight");
+	pthread_mutex_lock(&c->lock);
+	c->stop = 1;
+	pthread_cond_signal(&c->wake);
+	pthread_mutex_unlock(&c->lock);
+	pthread_join(c->agent, NULL);
+	c->have_agent = 0;
+}

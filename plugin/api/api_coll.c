@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Owns the API's data calls: put with signal, signal, wait, and the
+ * AllGather and AlltoAll schedules built on them.  A collective is, to
+ * each peer, a Ready signal (our receive buffer may be written) and a
+ * put of our block that waits for the peer's Ready and carries a Complete
+ * signal; the stream then waits for its puts and every peer's Complete.
+ * Our own block never takes a same-GPU device-to-device copy (on many
+ * drivers it runs on SMs): it goes down to pinned host memory and up.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "api/api_int.h"
+#include "common/cuda.h"
+#include "common/log.h"
+#include "rma/rma.h"
+
+/* The window holding [p, p + len) and p's offset in it, or a WARN. */
+static int zsm_api_locate(struct zsm_api_comm *c, const char *call,
+			  const char *what, const void *p, size_t len,
+			  struct zsm_api_win **w, uint64_t *off)
+{
+	*w = zsm_api_win_find(c, p, len);
+	if (!*w) {
+		ZSM_WARN("api: %s: %s [%p, +%zu) is not inside a window of "
+			 "this communicator (zsm_comm_window_register)",
+			 call, what, p, len);
+		return -EINVAL;
+	}
+	*off = (uint64_t)((const char *)p - (*w)->base);
+	return 0;
+}
+
+/* Whether [off, off + len) lies in peer's copy of w. */
+static int zsm_api_fits(const char *call, struct zsm_api_win *w, int peer,
+			uint64_t off, size_t len)
+{
+	uint64_t size = 0;
+	int ret = zsm_rma_sym_size(w->sym, peer, &size);
+
+	if (!ret && (off > size || len > size - off)) {
+		ZSM_WARN("api: %s: %zu bytes at offset %llu of rank %d's "
+			 "window, which has %llu",
+			 call, len, (unsigned long long)off, peer,
+			 (unsigned long long)size);
+		ret = -EINVAL;
+	}
+	return ret;
+}
+
+int zsm_api_put_signal(struct zsm_api_comm *c, const void *src, size_t size,
+		       int peer, struct zsm_api_win *dst, size_t dst_off,
+		       int ctx, zsm_cu_stream stream)
+{
+	struct zsm_api_batch *b;
+	struct zsm_api_win *sw = NULL;
+	uint64_t soff = 0;
+	int ret = zsm_api_batch_new(c, &b);
+
+	if (ret)
+		return ret;
+	if (size)
+		ret = zsm_api_locate(c, "put_signal", "localbuff", src, size,
+				     &sw, &soff);
+	if (!ret && size)
+		ret = zsm_api_fits("put_signal", dst, peer, dst_off, size);
+	if (!ret)
+		ret = zsm_api_batch_put(b, peer, sw ? sw->sym : NULL, soff,
+					size, size ? dst->sym : NULL, dst_off,
+					(unsigned int)ctx, 0, 0);
+	if (ret) {
+		zsm_api_batch_drop(b);
+		return ret;
+	}
+	return zsm_api_batch_finish(b, stream, NULL, NULL, NULL);
+}
+
+int zsm_api_signal(struct zsm_api_comm *c, int peer, int ctx,
+		   zsm_cu_stream stream)
+{
+	return zsm_api_put_signal(c, NULL, 0, peer, NULL, 0, ctx, stream);
+}
+
+int zsm_api_wait_signal(struct zsm_api_comm *c, int n, const int *peers,
+			const int *ctxs, const int *counts,
+			zsm_cu_stream stream)
+{
+	struct zsm_api_batch *b;
+	int ret = zsm_api_batch_new(c, &b);
+
+	for (int i = 0; !ret && i < n; i++) {
+		unsigned int slot = (unsigned int)ctxs[i] *
+					    (unsigned int)c->nranks +
+				    (unsigned int)peers[i];
+
+		c->expect[slot] += (uint64_t)counts[i];
+		ret = zsm_api_batch_wait(b, peers[i], (unsigned int)ctxs[i],
+					 c->expect[slot]);
+	}
+	if (ret) {
+		zsm_api_batch_drop(b);
+		return ret;
+	}
+	return zsm_api_batch_finish(b, stream, NULL, NULL, NULL);
+}
+
+/* A copy within this process that never runs on SMs: one copy-engine
+ * copy, or two through pinned host memory when both ends are the same
+ * GPU's memory.  Host-memory mode: memcpy. */
+struct zsm_api_copy {
+	struct zsm_api_comm *c;
+	void *dst;
+	const void *src;
+	size_t bytes;
+};
+
+static int zsm_api_copy_run(void *arg, zsm_cu_stream stream)
+{
+	struct zsm_api_copy *k = arg;
+	const struct zsm_cuda_drv *d;
+	zsm_cu_result res;
+	char why[256] = "";
+	int dd = -1, ds = -1, ret;
+
+	if (!k->bytes || k->dst == k->src)
+		return 0;
+	if (!k->c->gpu) {
+		memcpy(k->dst, k->src, k->bytes);
+		return 0;
+	}
+	d = zsm_cuda_table();
+	if (zsm_cuda_ptr_is_device(k->dst))
+		zsm_cuda_ptr_device(k->dst, &dd);
+	if (zsm_cuda_ptr_is_device(k->src))
+		zsm_cuda_ptr_device(k->src, &ds);
+	if (dd >= 0 && dd == ds) {
+		res = d->memcpy_async((zsm_cu_deviceptr)(uintptr_t)k->c->stage,
+				      (zsm_cu_deviceptr)(uintptr_t)k->src,
+				      k->bytes, stream);
+		if (res == ZSM_CU_SUCCESS)
+			res = d->memcpy_async(
+				(zsm_cu_deviceptr)(uintptr_t)k->dst,
+				(zsm_cu_deviceptr)(uintptr_t)k->c->stage,
+				k->bytes, stream);
+	} else {
+		res = d->memcpy_async((zsm_cu_deviceptr)(uintptr_t)k->dst,
+				      (zsm_cu_deviceptr)(uintptr_t)k->src,
+				      k->bytes, stream);
+	}
+	if (res == ZSM_CU_SUCCESS)
+		return 0;
+	ret = zsm_cuda_drv_fail(d, res, why, sizeof(why),
+				"cuMemcpyAsync of %zu bytes", k->bytes);
+	ZSM_WARN("api: %s", why);
+	return ret;
+}
+
+/* The pinned staging buffer for own blocks, at least bytes (GPU mode). */
+static int zsm_api_stage_ensure(struct zsm_api_comm *c, size_t bytes)
+{
+	void *p;
+	int ret;
+
+	if (!c->gpu || c->stage_size >= bytes)
+		return 0;
+	/* The stream may still copy through the old one. */
+	ret = zsm_api_comm_quiesce(c);
+	if (!ret)
+		ret = zsm_api_host_alloc(c, bytes, &p);
+	if (ret)
+		return ret;
+	zsm_api_host_free(c, c->stage);
+	c->stage = p;
+	c->stage_size = bytes;
+	return 0;
+}
+
+/*
+ * The registered bounce window of in-place AlltoAll, at least bytes.
+ * Collective: every rank's in-place AlltoAll of the same size grows it at
+ * the same call.
+ */
+static int zsm_api_bounce_ensure(struct zsm_api_comm *c, size_t bytes)
+{
+	struct zsm_api_win *w;
+	void *p;
+	int ret;
+
+	if (c->bounce && c->bounce->size >= bytes)
+		return 0;
+	ret = zsm_api_comm_quiesce(c);
+	if (!ret && c->bounce) {
+		ret = zsm_api_win_deregister(c, c->bounce);
+		zsm_api_host_free(c, c->bounce_buf);
+		c->bounce_buf = NULL;
+	}
+	if (!ret)
+		ret = zsm_api_host_alloc(c, bytes, &p);
+	if (ret)
+		return ret;
+	ret = zsm_api_win_register(c, p, bytes, &w);
+	if (ret) {
+		zsm_api_host_free(c, p);
+		return ret;
+	}
+	c->bounce = w;
+	c->bounce_buf = p;
+	return 0;
+}
+
+enum zsm_api_coll_kind { ZSM_API_ALLGATHER, ZSM_API_ALLTOALL };
+
+static int zsm_api_coll(struct zsm_api_comm *c, int kind, const char *call,
+			const void *send, void *recv, size_t bytes,
+			zsm_cu_stream stream)
+{
+	size_t n = (size_t)c->nranks, total = n * bytes;
+	int me = c->rank, in_place, ret;
+	struct zsm_api_win *rw = NULL, *sw = NULL;
+	uint64_t roff = 0, soff = 0, k;
+	struct zsm_api_copy own = {c, NULL, NULL, bytes}, stage;
+	struct zsm_api_batch *b;
+
+	if (bytes && total / n != bytes) {
+		ZSM_WARN("api: %s: %zu bytes per rank overflow", call, bytes);
+		return -EINVAL;
+	}
+	in_place = kind == ZSM_API_ALLGATHER
+			   ? send == (const char *)recv + (size_t)me * bytes
+			   : send == recv;
+	if (!bytes)
+		return zsm_api_comm_error(c);
+	ret = zsm_api_stage_ensure(c, in_place ? 0 : bytes);
+	if (!ret && in_place && kind == ZSM_API_ALLTOALL && n > 1)
+		ret = zsm_api_bounce_ensure(c, total);
+	if (ret)
+		return ret;
+	ret = zsm_api_batch_new(c, &b);
+	if (ret)
+		return ret;
+	ret = zsm_api_locate(c, call, "recvbuff", recv, total, &rw, &roff);
+	if (!ret && !in_place)
+		ret = zsm_api_locate(c, call, "sendbuff", send,
+				     kind == ZSM_API_ALLGATHER ? bytes : total,
+				     &sw, &soff);
+	for (int p = 0; !ret && p < c->nranks; p++)
+		if (p != me)
+			ret = zsm_api_fits(call, rw, p, roff, total);
+	if (ret) {
+		zsm_api_batch_drop(b);
+		return ret;
+	}
+	k = ++c->colls;
+	/* Every Ready first, so that no peer waits behind our data. */
+	for (int i = 1; !ret && i < c->nranks; i++)
+		ret = zsm_api_batch_put(b, (me + i) % c->nranks, NULL, 0, 0,
+					NULL, 0, ZSM_API_ROW_READY, 0, 0);
+	for (int i = 1; !ret && i < c->nranks; i++) {
+		int p = (me + i) % c->nranks;
+		struct zsm_api_win *src = sw ? sw : rw;
+		uint64_t off = sw ? soff : roff;
+
+		if (kind == ZSM_API_ALLGATHER)
+			off += sw ? 0 : (uint64_t)me * bytes;
+		else if (in_place)
+			src = c->bounce, off = (uint64_t)p * bytes;
+		else
+			off += (uint64_t)p * bytes;
+		ret = zsm_api_batch_put(b, p, src->sym, off, bytes, rw->sym,
+					roff + (uint64_t)me * bytes,
+					ZSM_API_ROW_DONE, ZSM_API_ROW_READY,
+					k);
+		if (!ret)
+			ret = zsm_api_batch_wait(b, p, ZSM_API_ROW_DONE, k);
+	}
+	if (ret) {
+		c->colls--;
+		zsm_api_batch_drop(b);
+		return ret;
+	}
+	if (!in_place) {
+		own.dst = (char *)recv + (size_t)me * bytes;
+		own.src = kind == ZSM_API_ALLGATHER
+				  ? send
+				  : (const char *)send + (size_t)me * bytes;
+	}
+	/* In-place AlltoAll: our blocks go to the bounce window before our
+	 * Ready lets peers overwrite them. */
+	stage = (struct zsm_api_copy){c, c->bounce_buf, recv, total};
+	return zsm_api_batch_finish(
+		b, stream,
+		in_place && kind == ZSM_API_ALLTOALL && n > 1 ? zsm_api_copy_run
+							       : NULL,
+		in_place ? NULL : zsm_api_copy_run,
+		/* before and between take different copies */
+		in_place ? (void *)&stage : (void *)&own);
+}
+
+int zsm_api_all_gather(struct zsm_api_comm *c, const void *send, void *recv,
+		       size_t bytes, zsm_cu_stream stream)
+{
+	return zsm_api_coll(c, ZSM_API_ALLGATHER, "all_gather", send, recv,
+			    bytes, stream);
+}
+
+int zsm_api_all_to_all(struct zsm_api_comm *c, const void *send, void *recv,
+		       size_t bytes, zsm_cu_stream stream)
+{
+	return zsm_api_coll(c, ZSM_API_ALLTOALL, "all_to_all", send, recv,
+			    bytes, stream);
+}

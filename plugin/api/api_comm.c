@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Owns the API's communicators: the bootstrap that finds the ranks, the
+ * RMA collective comm that joins them (plugin/rma), the two doors, the
+ * signal counters registered on every rank, and the agent thread.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/api_int.h"
+#include "common/clock.h"
+#include "common/cuda.h"
+#include "common/handle.h"
+#include "common/log.h"
+#include "common/param.h"
+#include "core/api.h"
+#include "rma/rma.h"
+
+int zsm_api_wait_timeout_ms(void)
+{
+	return (int)zsm_param_int(ZSM_P_WAIT_TIMEOUT_MS);
+}
+
+int zsm_api_comm_error(const struct zsm_api_comm *c)
+{
+	/* Pairs with the release exchange in zsm_api_comm_fail. */
+	return atomic_load_explicit(&c->err, memory_order_acquire);
+}
+
+void zsm_api_comm_fail(struct zsm_api_comm *c, int err, const char *why)
+{
+	int none = 0;
+
+	if (err >= 0)
+		err = -EIO;
+	/* The release pairs with the acquire in zsm_api_comm_error: a caller
+	 * that sees the error sees the doors failed after it. */
+	if (atomic_compare_exchange_strong_explicit(&c->err, &none, err,
+						    memory_order_release,
+						    memory_order_relaxed))
+		ZSM_WARN("api: rank %d of %d: the communicator failed: %s (%s)",
+			 c->rank, c->nranks, why, strerror(-err));
+	if (c->ops)
+		zsm_cuda_door_fail(c->ops, err);
+	if (c->sig)
+		zsm_cuda_door_fail(c->sig, err);
+}
+
+int zsm_api_comm_get(const char *call, uint64_t h, struct zsm_api_comm **out)
+{
+	int ret = zsm_handle_get(h, ZSM_H_API_COMM, (void **)out);
+
+	if (ret)
+		ZSM_WARN("api: %s: %#llx is not a live zsm communicator", call,
+			 (unsigned long long)h);
+	return ret;
+}
+
+int zsm_api_comm_quiesce(struct zsm_api_comm *c)
+{
+	int ms = zsm_api_wait_timeout_ms();
+	uint64_t start = zsm_now_ns();
+	struct timespec nap = {0, 50000};
+
+	/* Acquire: pairs with the agent's release decrement, so what the
+	 * retired operations did is visible. */
+	while (atomic_load_explicit(&c->outstanding, memory_order_acquire)) {
+		if (zsm_api_comm_error(c))
+			return zsm_api_comm_error(c);
+		if (ms && zsm_now_ns() - start > (uint64_t)ms * 1000000u) {
+			ZSM_WARN("api: %ld operations still in flight after "
+				 "ZSM_WAIT_TIMEOUT_MS (%d ms)",
+				 atomic_load_explicit(&c->outstanding,
+						      memory_order_relaxed),
+				 ms);
+			return -ETIMEDOUT;
+		}
+		nanosleep(&nap, NULL);
+	}
+	return 0;
+}
+
+int zsm_api_host_alloc(struct zsm_api_comm *c, size_t size, void **out)
+{
+	zsm_cu_result res;
+	char why[256] = "";
+	int ret;
+
+	*out = NULL;
+	if (!c->gpu) {
+		*out = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
+		return *out ? 0 : -ENOMEM;
+	}
+	res = zsm_cuda_table()->mem_host_alloc(out, size,
+					       ZSM_CU_MEMHOSTALLOC_PORTABLE);
+	if (res == ZSM_CU_SUCCESS)
+		return 0;
+	*out = NULL;
+	ret = zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
+				"cuMemHostAlloc of %zu staging bytes", size);
+	ZSM_WARN("api: %s", why);
+	return ret;
+}
+
+void zsm_api_host_free(struct zsm_api_comm *c, void *p)
+{
+	if (!p)
+		return;
+	if (c->gpu)
+		zsm_cuda_table()->mem_free_host(p);
+	else
+		free(p);
+}
+
+/* The CUDA context current on this thread, or NULL (host-memory mode). */
+static zsm_cu_context zsm_api_current_ctx(void)
+{
+	zsm_cu_context ctx = NULL;
+
+	if (zsm_cuda_init() || !zsm_cuda_ready())
+		return NULL;
+	if (zsm_cuda_table()->ctx_get_current(&ctx) != ZSM_CU_SUCCESS)
+		return NULL;
+	return ctx;
+}
+
+/* Every rank's listen handle through the bootstrap, then the RMA join. */
+static int zsm_api_comm_join(struct zsm_api_comm *c)
+{
+	char *handles = calloc((size_t)c->nranks, ZSM_HANDLE_BYTES);
+	void **hp = calloc((size_t)c->nranks, sizeof(*hp));
+	int ret = handles && hp ? 0 : -ENOMEM;
+
+	if (!ret)
+		ret = zsm_rma_listen(c->plugin, 0,
+				     handles + (size_t)c->rank * ZSM_HANDLE_BYTES,
+				     &c->listen);
+	/* A rank that failed still joins the exchange with a zeroed handle,
+	 * so that the others do not wait for it; connect then fails. */
+	if (c->boot) {
+		int x = zsm_boot_allgather(c->boot, handles, ZSM_HANDLE_BYTES);
+
+		if (!ret)
+			ret = x;
+	}
+	for (int p = 0; !ret && p < c->nranks; p++)
+		hp[p] = handles + (size_t)p * ZSM_HANDLE_BYTES;
+	if (!ret)
+		ret = zsm_rma_connect(c->plugin, hp, c->nranks, c->rank,
+				      c->listen, &c->coll);
+	if (!ret)
+		ret = zsm_rma_ctx_create(c->coll, 1, &c->rctx);
+	free(handles);
+	free(hp);
+	return ret;
+}
+
+static int zsm_api_comm_doors(struct zsm_api_comm *c)
+{
+	unsigned int nsig = (unsigned int)(ZSM_API_ROWS * c->nranks);
+	void *base;
+	size_t bytes;
+	int ret;
+
+	ret = zsm_cuda_door_new(c->cuctx, (unsigned int)c->nranks + 1,
+				&c->ops);
+	if (!ret)
+		ret = zsm_cuda_door_new(c->cuctx, nsig, &c->sig);
+	c->seq = calloc((size_t)c->nranks + 1, sizeof(*c->seq));
+	c->expect = calloc(nsig, sizeof(*c->expect));
+	if (!ret && (!c->seq || !c->expect))
+		ret = -ENOMEM;
+	if (ret)
+		return ret;
+	/* The counters peers add into: one window, the same layout on every
+	 * rank, registered on every link like any other. */
+	zsm_cuda_door_region(c->sig, &base, &bytes);
+	return zsm_rma_reg_sym(c->coll, base, bytes, ZSM_MEM_HOST, 0,
+			       &c->sig_sym);
+}
+
+static void zsm_api_comm_free(struct zsm_api_comm *c)
+{
+	zsm_api_agent_stop(c);
+	zsm_api_win_free_all(c);
+	if (c->sig_sym)
+		zsm_rma_dereg_sym(c->coll, c->sig_sym);
+	if (c->rctx)
+		zsm_rma_ctx_destroy(c->rctx);
+	if (c->coll)
+		zsm_rma_close_coll(c->coll);
+	if (c->listen)
+		zsm_rma_close_listen(c->listen);
+	/*
+	 * A failed comm's streams were released but may not have drained
+	 * yet, and a device could still write ready words: its door words
+	 * are left allocated (a few KiB) rather than freed under a stream.
+	 */
+	if (!zsm_api_comm_error(c) || !c->gpu) {
+		zsm_cuda_door_free(c->ops);
+		zsm_cuda_door_free(c->sig);
+	}
+	zsm_api_host_free(c, c->bounce_buf);
+	zsm_api_host_free(c, c->stage);
+	if (c->boot)
+		zsm_boot_fini(c->boot);
+	if (c->plugin)
+		zsm_finalize(c->plugin);
+	pthread_cond_destroy(&c->wake);
+	pthread_mutex_destroy(&c->lock);
+	free(c->seq);
+	free(c->expect);
+	free(c);
+}
+
+int zsm_api_comm_init(const struct zsm_boot_id *id, int nranks, int rank,
+		      struct zsm_api_comm **out)
+{
+	struct zsm_api_comm *c = calloc(1, sizeof(*c));
+	int ret;
+
+	*out = NULL;
+	if (!c)
+		return -ENOMEM;
+	c->nranks = nranks;
+	c->rank = rank;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->wake, NULL);
+	atomic_init(&c->outstanding, 0);
+	atomic_init(&c->err, 0);
+	/* Traffic class -1: none asked for. */
+	ret = zsm_init(&c->plugin, 0, -1, NULL);
+	if (!ret) {
+		c->cuctx = zsm_api_current_ctx();
+		c->gpu = c->cuctx != NULL;
+		ret = zsm_rma_enabled();
+	}
+	/* Every rank joins the bootstrap even when its own set-up failed, so
+	 * that the others see it fail rather than wait for it. */
+	{
+		int x = zsm_boot_init(id, rank, nranks, 0, &c->boot);
+
+		if (!ret)
+			ret = x;
+	}
+	if (!ret)
+		ret = zsm_api_comm_join(c);
+	if (!ret)
+		ret = zsm_api_comm_doors(c);
+	if (!ret)
+		ret = zsm_api_agent_start(c);
+	/* Everyone ready before anyone's first put reaches a peer. */
+	if (!ret)
+		ret = zsm_boot_barrier(c->boot);
+	if (!ret && zsm_handle_open(ZSM_H_API_COMM, c, &c->handle))
+		ret = -ENOMEM;
+	if (ret) {
+		ZSM_WARN("api: rank %d of %d: init failed (%s)", rank, nranks,
+			 strerror(-ret));
+		zsm_api_comm_free(c);
+		return ret;
+	}
+	ZSM_INFO("api: rank %d of %d joined every peer (%s mode)", rank,
+		 nranks, c->gpu ? "GPU" : "host-memory");
+	*out = c;
+	return 0;
+}
+
+int zsm_api_comm_destroy(struct zsm_api_comm *c)
+{
+	void *obj;
+	int ret = zsm_api_comm_quiesce(c);
+
+	zsm_handle_close(c->handle, ZSM_H_API_COMM, &obj);
+	zsm_api_comm_free(c);
+	/* Errors of the comm itself were the caller's to ask for. */
+	return ret == -ETIMEDOUT ? ret : 0;
+}

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Owns the API's windows: memory every rank registers in the same order
+ * (plugin/rma's symmetric registrations), found again by address for the
+ * buffers calls name.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "api/api_int.h"
+#include "common/cuda.h"
+#include "common/handle.h"
+#include "common/log.h"
+#include "core/api.h"
+#include "rma/rma.h"
+
+int zsm_api_win_register(struct zsm_api_comm *c, void *buf, size_t size,
+			 struct zsm_api_win **out)
+{
+	struct zsm_api_win *w = calloc(1, sizeof(*w));
+	int ret;
+
+	*out = NULL;
+	if (!w)
+		return -ENOMEM;
+	w->comm = c;
+	w->base = buf;
+	w->size = size;
+	w->device = zsm_cuda_ptr_is_device(buf);
+	if (w->device && !c->gpu) {
+		/* Still joins the exchange below, empty, so that no peer
+		 * waits for this rank. */
+		ZSM_WARN("api: window_register: %p is GPU memory, and this "
+			 "communicator is in host-memory mode (no CUDA context "
+			 "was current at init)",
+			 buf);
+		ret = zsm_rma_reg_sym(c->coll, NULL, 0, ZSM_MEM_HOST, 0,
+				      &w->sym);
+		if (!ret)
+			zsm_rma_dereg_sym(c->coll, w->sym);
+		free(w);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&c->lock);
+	ret = zsm_rma_reg_sym(c->coll, buf, size,
+			      w->device ? ZSM_MEM_CUDA : ZSM_MEM_HOST, 0,
+			      &w->sym);
+	if (!ret && zsm_handle_open(ZSM_H_API_WIN, w, &w->handle)) {
+		zsm_rma_dereg_sym(c->coll, w->sym);
+		ret = -ENOMEM;
+	}
+	if (!ret) {
+		w->index = c->nwins++;
+		w->next = c->wins;
+		c->wins = w;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (ret) {
+		free(w);
+		return ret;
+	}
+	*out = w;
+	return 0;
+}
+
+static void zsm_api_win_unlink(struct zsm_api_comm *c, struct zsm_api_win *w)
+{
+	for (struct zsm_api_win **p = &c->wins; *p; p = &(*p)->next) {
+		if (*p == w) {
+			*p = w->next;
+			return;
+		}
+	}
+}
+
+int zsm_api_win_deregister(struct zsm_api_comm *c, struct zsm_api_win *w)
+{
+	void *obj;
+	int ret;
+
+	/* A put in flight may still read or name it. */
+	ret = zsm_api_comm_quiesce(c);
+	if (ret && ret != zsm_api_comm_error(c))
+		return ret;
+	pthread_mutex_lock(&c->lock);
+	zsm_api_win_unlink(c, w);
+	if (c->bounce == w)
+		c->bounce = NULL;
+	pthread_mutex_unlock(&c->lock);
+	zsm_handle_close(w->handle, ZSM_H_API_WIN, &obj);
+	ret = zsm_rma_dereg_sym(c->coll, w->sym);
+	free(w);
+	return ret;
+}
+
+void zsm_api_win_free_all(struct zsm_api_comm *c)
+{
+	while (c->wins) {
+		struct zsm_api_win *w = c->wins;
+		void *obj;
+
+		c->wins = w->next;
+		zsm_handle_close(w->handle, ZSM_H_API_WIN, &obj);
+		zsm_rma_dereg_sym(c->coll, w->sym);
+		free(w);
+	}
+}
+
+int zsm_api_win_get(const char *call, struct zsm_api_comm *c, uint64_t h,
+		    struct zsm_api_win **out)
+{
+	int ret = zsm_handle_get(h, ZSM_H_API_WIN, (void **)out);
+
+	if (ret) {
+		ZSM_WARN("api: %s: %#llx is not a live zsm window", call,
+			 (unsigned long long)h);
+		return ret;
+	}
+	if ((*out)->comm != c) {
+		ZSM_WARN("api: %s: the window belongs to another communicator",
+			 call);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+struct zsm_api_win *zsm_api_win_find(struct zsm_api_comm *c, const void *p,
+				     size_t len)
+{
+	const char *q = p;
+
+	for (struct zsm_api_win *w = c->wins; w; w = w->next)
+		if (q >= w->base && (size_t)(q - w->base) <= w->size &&
+		    len <= w->size - (size_t)(q - w->base))
+			return w;
+	return NULL;
+}
