@@ -4,7 +4,7 @@
 
     ZSM_LIBRARY=BUILD/plugin/libnccl-net-zsm.so PYTHONPATH=python \\
     ZSM_PROVIDER=tcp ZSM_DOMAIN=lo \\
-        python3 -m torch.distributed.run --standalone --nproc-per-node 2 \\
+        python3 -m torch.distributed.run --standalone --nproc_per_node 2 \\
         test/gpu/py-api.py [--same-host] [--quick] [--device N]
 
 (test/gpu/py-api.sh builds zsm and runs it both ways.)  Both ranks use
@@ -31,9 +31,13 @@ holds the GPU (torch.cuda._sleep) and after the fill that makes its input,
 so a call that did not wait for the stream would read stale data; the host
 syncs only to read a check's result.  Prints "[rank N] PASS|FAIL ..."
 lines; exits 0 when all passed, 1 otherwise, 77 without a GPU.
+
+--cpu (for testing this script where there is no GPU) runs the same
+checks on CPU tensors, the comm in host mode, without streams.
 """
 
 import argparse
+import contextlib
 import os
 import sys
 import traceback
@@ -57,6 +61,8 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="sizes up to 1 MiB only")
     ap.add_argument("--device", type=int, default=0)
+    ap.add_argument("--cpu", action="store_true",
+                    help="CPU tensors, host mode (no GPU needed)")
     args = ap.parse_args()
     rank = int(os.environ.get("RANK", "0"))
     hostid = "py-api" if args.same_host else "py-api-%d" % rank
@@ -73,7 +79,7 @@ def main():
     except ImportError:
         print("[rank %d] SKIP: no torch" % rank)
         return 77
-    if not torch.cuda.is_available():
+    if not args.cpu and not torch.cuda.is_available():
         print("[rank %d] SKIP: no CUDA device" % rank)
         return 77
     here = os.path.dirname(os.path.abspath(__file__))
@@ -81,8 +87,9 @@ def main():
     import torch.distributed as dist
     import zsm
 
-    torch.cuda.set_device(args.device)
-    torch.cuda.synchronize()  # the context exists and is current
+    if not args.cpu:
+        torch.cuda.set_device(args.device)
+        torch.cuda.synchronize()  # the context exists and is current
     dist.init_process_group("gloo")
     t = Tester(rank, dist.get_world_size(), args, torch, zsm)
     try:
@@ -101,7 +108,8 @@ class Tester:
     def __init__(self, rank, size, args, torch, zsm):
         self.rank, self.size, self.args = rank, size, args
         self.torch, self.zsm = torch, zsm
-        self.dev = torch.device("cuda", args.device)
+        self.dev = torch.device("cpu") if args.cpu else torch.device(
+            "cuda", args.device)
         self.passed = self.failed = 0
 
     def ok(self, name):
@@ -115,8 +123,12 @@ class Tester:
     def hold(self):
         """Queue a kernel that keeps the stream busy for a while, so
         that work queued behind it truly waits."""
-        if hasattr(self.torch.cuda, "_sleep"):
+        if not self.args.cpu and hasattr(self.torch.cuda, "_sleep"):
             self.torch.cuda._sleep(20 * 1000 * 1000)
+
+    def sync(self):
+        if not self.args.cpu:
+            self.torch.cuda.synchronize(self.dev)
 
     def pattern(self, n, src, dst, dtype, salt=0):
         torch = self.torch
@@ -182,8 +194,9 @@ class Tester:
         """fill -> all_gather -> kernel -> all_to_all on a side stream."""
         torch, comm, r, n_r = self.torch, self.comm, self.rank, self.size
         n = 256 * KiB  # int32 per rank
-        side = torch.cuda.Stream(self.dev)
-        with torch.cuda.stream(side):
+        side = None if self.args.cpu else torch.cuda.Stream(self.dev)
+        with contextlib.nullcontext() if side is None else \
+                torch.cuda.stream(side):
             inp = self.view(self.send, n * 4, "int32")
             gathered = self.view(self.recv, n_r * n * 4, "int32")
             self.hold()
@@ -197,7 +210,8 @@ class Tester:
             want = torch.cat([self.pattern(n, r, 0, "int32") + j
                               for j in range(n_r)])
             self.check("chain on a side stream", a2a_out, want)
-        torch.cuda.current_stream(self.dev).wait_stream(side)
+        if side is not None:
+            torch.cuda.current_stream(self.dev).wait_stream(side)
 
     def signals(self):
         torch, comm, r, n_r = self.torch, self.comm, self.rank, self.size
@@ -226,7 +240,7 @@ class Tester:
             comm.signal(p, ctx=2)
             comm.signal(p, ctx=2)
         comm.wait_signal([(p, 2, 2) for p in peers])
-        torch.cuda.synchronize(self.dev)
+        self.sync()
         self.ok("signal x2 to every peer, waited")
 
     def errors(self):
@@ -269,8 +283,9 @@ class Tester:
         if comm.device != self.dev.index or comm.rank != self.rank:
             return self.fail("from_process_group", "device %s rank %d" %
                              (comm.device, comm.rank))
-        self.ok("from_process_group: rank %d of %d, GPU mode on cuda:%d, %s"
-                % (comm.rank, comm.size, comm.device, zsm.library_path()))
+        self.ok("from_process_group: rank %d of %d, %s, %s" % (
+            comm.rank, comm.size, "host mode" if comm.device is None
+            else "GPU mode on cuda:%d" % comm.device, zsm.library_path()))
         sizes = SMALL_BYTES + ([] if self.args.quick else BIG_BYTES)
         top = max(sizes)
         u8 = torch.uint8
@@ -296,7 +311,7 @@ class Tester:
             for p in peers:
                 comm.signal(p, ctx=3)
             comm.wait_signal([(p, 1, 3) for p in peers])
-            torch.cuda.synchronize(self.dev)
+            self.sync()
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ fail=0
 for path in net ce; do
 	flags=("$@")
 	[ $path = ce ] && flags+=(--same-host)
-	timeout 240 "$PY" -m torch.distributed.run --standalone --nproc-per-node 2 \
+	timeout 240 "$PY" -m torch.distributed.run --standalone --nproc_per_node 2 \
 		"$here/py-api.py" "${flags[@]}" >"$OUT/py-api-$path.log" 2>&1
 	rc=$?
 	say "py-api over $path: rc $rc, $(grep -c '\] PASS ' "$OUT/py-api-$path.log") PASS lines, $(grep -c '\] FAIL' "$OUT/py-api-$path.log") FAIL lines"

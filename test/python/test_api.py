@@ -153,13 +153,14 @@ def check_put_signal(comm, inbox_win, inbox, send):
 def check_errors(comm, recv, send, inbox_win):
     import zsm
     n_r = comm.size
-    # The library refuses these (its own checks).
-    raises(errno.EINVAL, lambda: comm.signal(0, ctx=zsm.MAX_CTX),
+    peer = (comm.rank + 1) % n_r
+    # The library refuses these (its own checks), each for one reason.
+    raises(errno.EINVAL, lambda: comm.signal(peer, ctx=zsm.MAX_CTX),
            "signal with ctx = ZSM_MAX_CTX")
     raises(errno.EINVAL, lambda: comm.signal(n_r), "signal to rank nranks")
     raises(errno.EINVAL, lambda: comm.put_signal(
         memoryview(send)[:1], -1, inbox_win, 0), "put_signal to peer -1")
-    raises(errno.EINVAL, lambda: comm.wait_signal([(0, 1, -1)]),
+    raises(errno.EINVAL, lambda: comm.wait_signal([(peer, 1, -1)]),
            "wait_signal on ctx -1")
     # This package refuses these before calling.
     loose = (ctypes.c_int32 * 8)()
