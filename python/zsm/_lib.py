@@ -95,8 +95,9 @@ def _candidates():
         yield "the install hint " + hint, path
     # A source checkout (PYTHONPATH=python) next to its meson build.
     top = os.path.dirname(os.path.dirname(here))
-    yield "the source tree's build", os.path.join(top, "build", "plugin",
-                                                  LIBRARY_NAME)
+    if os.path.isfile(os.path.join(top, "meson.build")):
+        yield "the source tree's build", os.path.join(top, "build", "plugin",
+                                                      LIBRARY_NAME)
     plugin = os.environ.get("NCCL_NET_PLUGIN")
     if plugin:
         # NCCL takes a path, a library name, or a suffix (zsm ->
