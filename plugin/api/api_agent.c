@@ -32,6 +32,9 @@
 #define ZSM_API_SPIN_NS 2000000ULL
 #define ZSM_API_NAP_MIN_NS 2000L
 #define ZSM_API_NAP_MAX_NS 50000L
+/* Puts in flight per peer: the link holds ZSM_MAX_REQUESTS requests per
+ * set, and a put that finds none would wait, then fail the comm. */
+#define ZSM_API_INFLIGHT 128
 /* With nothing queued, it sleeps until woken, looking this often. */
 #define ZSM_API_IDLE_NS 100000000L
 
@@ -114,7 +117,7 @@ static int zsm_api_puts(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 			uint64_t now)
 {
 	struct zsm_api_comm *c = a->c;
-	int moved = 0, issuing = 1;
+	int moved = 0, issuing = 1, inflight = 0;
 	char why[160];
 
 	for (struct zsm_api_op *op = f->head; op; op = op->next) {
@@ -122,6 +125,7 @@ static int zsm_api_puts(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 		int done = 0, ret;
 
 		if (op->req) {
+			inflight++;
 			ret = zsm_rma_test(c->coll, op->req, &done);
 			if (ret) {
 				snprintf(why, sizeof(why),
@@ -141,6 +145,10 @@ static int zsm_api_puts(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 		}
 		if (op->peer < 0 || !issuing)
 			continue;
+		if (inflight >= ZSM_API_INFLIGHT) {
+			issuing = 0;
+			continue;
+		}
 		if (!zsm_api_reached(c, op)) {
 			issuing = 0;
 			continue;
@@ -178,6 +186,7 @@ static int zsm_api_puts(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 			zsm_api_comm_fail(c, ret, why);
 			return 1;
 		}
+		inflight++;
 		moved = 1;
 	}
 	/* Finished operations leave in order: a done word covers every
