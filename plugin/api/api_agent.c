@@ -9,6 +9,7 @@
  * which releases every stream.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,14 +18,23 @@
 #include "api/api_int.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "core/api.h"
 #include "rma/rma.h"
 
 /* How often links are asked whether they failed, while work waits. */
 #define ZSM_API_LINK_CHECK_NS 10000000ULL
-/* Polls without progress before the agent naps, and its naps. */
-#define ZSM_API_SPIN_NS 200000ULL
-#define ZSM_API_NAP_MIN_NS 5000L
-#define ZSM_API_NAP_MAX_NS 200000L
+/*
+ * While operations wait for their streams, the agent polls (yielding) for
+ * this long after its last progress, then naps, from MIN up to MAX: a put
+ * the stream reaches is seen within a nap, and a stream that waits long
+ * (a kernel before it) costs a core only for the spin.
+ */
+#define ZSM_API_SPIN_NS 2000000ULL
+#define ZSM_API_NAP_MIN_NS 2000L
+#define ZSM_API_NAP_MAX_NS 50000L
+/* Puts in flight per peer: the link holds ZSM_MAX_REQUESTS requests per
+ * set, and a put that finds none would wait, then fail the comm. */
+#define ZSM_API_INFLIGHT 128
 /* With nothing queued, it sleeps until woken, looking this often. */
 #define ZSM_API_IDLE_NS 100000000L
 
@@ -107,7 +117,7 @@ static int zsm_api_puts(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 			uint64_t now)
 {
 	struct zsm_api_comm *c = a->c;
-	int moved = 0, issuing = 1;
+	int moved = 0, issuing = 1, inflight = 0;
 	char why[160];
 
 	for (struct zsm_api_op *op = f->head; op; op = op->next) {
@@ -115,6 +125,7 @@ static int zsm_api_puts(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 		int done = 0, ret;
 
 		if (op->req) {
+			inflight++;
 			ret = zsm_rma_test(c->coll, op->req, &done);
 			if (ret) {
 				snprintf(why, sizeof(why),
@@ -134,6 +145,10 @@ static int zsm_api_puts(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 		}
 		if (op->peer < 0 || !issuing)
 			continue;
+		if (inflight >= ZSM_API_INFLIGHT) {
+			issuing = 0;
+			continue;
+		}
 		if (!zsm_api_reached(c, op)) {
 			issuing = 0;
 			continue;
@@ -171,6 +186,7 @@ static int zsm_api_puts(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 			zsm_api_comm_fail(c, ret, why);
 			return 1;
 		}
+		inflight++;
 		moved = 1;
 	}
 	/* Finished operations leave in order: a done word covers every
@@ -315,6 +331,11 @@ static void *zsm_api_agent_main(void *arg)
 			zsm_api_nap(ZSM_API_NAP_MAX_NS);
 			continue;
 		}
+		/* A pass of the engine now, as NCCL's RMA proxy asks for
+		 * one (rmaProgress) while it has work: signals coming in are
+		 * applied without waiting for the proxy thread's next look. */
+		if (queued || moved)
+			zsm_progress();
 		for (unsigned int i = 0; i + 1 < nfifo; i++)
 			if (a->fifo[i].head)
 				moved |= zsm_api_puts(a, &a->fifo[i], now);
@@ -333,6 +354,8 @@ static void *zsm_api_agent_main(void *arg)
 			zsm_api_nap(nap);
 			if (nap < ZSM_API_NAP_MAX_NS)
 				nap *= 2;
+		} else {
+			sched_yield();
 		}
 	}
 	free(a->fifo);
