@@ -128,8 +128,12 @@ static int zsm_api_puts(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 			inflight++;
 			ret = zsm_rma_test(c->coll, op->req, &done);
 			if (ret) {
+				/* A request that reported its error has
+				 * ended: never tested again. */
+				op->req = NULL;
+				op->peer = -1;
 				snprintf(why, sizeof(why),
-					 "a put to rank %d failed", op->peer);
+					 "a put to rank %d failed", op->slot);
 				zsm_api_comm_fail(c, ret, why);
 				return 1;
 			}
@@ -232,16 +236,34 @@ static int zsm_api_waits(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 	return 1;
 }
 
-/* A peer's link that failed fails the comm; asked now and then. */
+/*
+ * A peer's link that failed, or a rank whose process went away (its
+ * bootstrap link closed without a leave), fails the comm; asked now and
+ * then while work waits, so that a wait for a dead rank's signal ends
+ * though no transport has anything outstanding to it.
+ */
 static void zsm_api_links(struct zsm_api_agent *a, uint64_t now)
 {
-	int failed = 0;
+	struct zsm_api_comm *c = a->c;
+	int failed = 0, gone = -1;
+	char why[128];
 
 	if (now - a->last_check_ns < ZSM_API_LINK_CHECK_NS)
 		return;
 	a->last_check_ns = now;
-	if (!zsm_rma_last_error(a->c->rctx, &failed) && failed)
-		zsm_api_comm_fail(a->c, -ECONNRESET,
+	/* Acquire: pairs with init's release once set-up is over. */
+	if (atomic_load_explicit(&c->watching, memory_order_acquire) &&
+	    zsm_boot_watch(c->boot, &gone)) {
+		snprintf(why, sizeof(why),
+			 "rank %d went away without destroying its "
+			 "communicator%s",
+			 gone, gone == 0 && c->rank ? " (or rank 0 saw a rank go)"
+						    : "");
+		zsm_api_comm_fail(c, -ECONNRESET, why);
+		return;
+	}
+	if (!zsm_rma_last_error(c->rctx, &failed) && failed)
+		zsm_api_comm_fail(c, -ECONNRESET,
 				  "a link to a peer failed (the peer died or "
 				  "its network went away)");
 }
@@ -260,6 +282,7 @@ static int zsm_api_drain(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 		if (op->req && !stop &&
 		    !zsm_rma_test(a->c->coll, op->req, &done) && !done)
 			return 0;
+		op->req = NULL;
 		zsm_api_retire(a, f);
 	}
 	return 1;
