@@ -44,7 +44,7 @@ fi
 ninja -C "$BUILD" >>"$blog" 2>&1 || { say "build: FAIL"; tail -n 20 "$blog"; exit 1; }
 exe=$BUILD/api_gpu
 cc -std=gnu11 -O2 -Wall -Wextra -I"$repo/include" -I"$cuda/include" \
-	"$here/api_gpu.c" -o "$exe" -L"$cuda/lib64" -lcudart \
+	"$here/api_gpu.c" -o "$exe" -L"$cuda/lib64" -lcudart -ldl \
 	-L"$BUILD/plugin" -lnccl-net-zsm \
 	-Wl,-rpath,"$BUILD/plugin:$cuda/lib64" >>"$blog" 2>&1 ||
 	{ say "build api_gpu: FAIL"; tail -n 20 "$blog"; exit 1; }
@@ -56,7 +56,7 @@ for hosts in 2 1; do
 	timeout 900 "$exe" -h $hosts "$@" >"$OUT/api-gpu-$name.log" 2>&1
 	rc=$?
 	say "api_gpu over $name: rc $rc, $(grep -c ': PASS' "$OUT/api-gpu-$name.log") checks passed, $(grep -c ': FAIL' "$OUT/api-gpu-$name.log") failed"
-	grep -E '^(PINGPONG|ALLGATHER)' "$OUT/api-gpu-$name.log" | sed 's/^/  /' | tee -a "$sum"
+	grep -E '^(PINGPONG|ALLGATHER|CUPTI)' "$OUT/api-gpu-$name.log" | sed 's/^/  /' | tee -a "$sum"
 	[ $rc = 0 ] || { fail=1; grep -E 'FAIL|WARN' "$OUT/api-gpu-$name.log" | head -8 | tee -a "$sum"; }
 done
 median() { sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'; }

@@ -14,6 +14,11 @@
  *   pingpong  8-byte put-signal round trips (10^4), timed one by one from
  *             the host as test/gpu/nccl_rma.c times ncclPutSignal's.
  *
+ * With CUPTI there (libcupti, found at run time), the CUDA API calls the
+ * whole process makes during the timed AllGathers and the ping-pong are
+ * counted, every thread of zsm's included: the check wants 0 kernel and
+ * graph launches.
+ *
  * Prints "CHECK <what>: PASS|FAIL ..." and "PINGPONG median <us> us",
  * "ALLGATHER 64MiB median <ms> ms <GB/s> GB/s"; exit 0 all passed, 1 a
  * failure, 77 no GPU.  Every wait has a deadline; a rank that hangs is
@@ -32,6 +37,11 @@
 #include <unistd.h>
 
 #include <cuda_runtime.h>
+#if __has_include(<cupti.h>)
+#include <cupti.h>
+#define HAVE_CUPTI 1
+#endif
+#include <dlfcn.h>
 
 #include <zsm/zsm.h>
 
@@ -177,6 +187,113 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* ------------------------------------------------------------------ CUPTI */
+
+enum { C_KERNEL, C_GRAPH, C_COPY, C_MEMOP, C_N };
+static unsigned long api_count[C_N];
+static int cupti_ok;
+static char cupti_why[160] = "not built with cupti.h";
+
+#ifdef HAVE_CUPTI
+static CUptiResult (*p_subscribe)(CUpti_SubscriberHandle *,
+				  CUpti_CallbackFunc, void *);
+static CUptiResult (*p_enable_domain)(uint32_t, CUpti_SubscriberHandle,
+				      CUpti_CallbackDomain);
+static CUpti_SubscriberHandle cupti_sub;
+
+static void CUPTIAPI api_seen(void *ud, CUpti_CallbackDomain dom,
+			      CUpti_CallbackId id, const void *data)
+{
+	const CUpti_CallbackData *cb = data;
+	const char *f;
+	int k;
+
+	(void)ud;
+	(void)dom;
+	(void)id;
+	if (!cb || cb->callbackSite != CUPTI_API_ENTER || !cb->functionName)
+		return;
+	f = cb->functionName;
+	if (strstr(f, "GraphLaunch"))
+		k = C_GRAPH;
+	else if (strstr(f, "Launch"))
+		k = C_KERNEL; /* kernels, host functions, cooperative */
+	else if (!strncmp(f, "cudaMemcpy", 10) || !strncmp(f, "cuMemcpy", 8))
+		k = C_COPY;
+	else if (strstr(f, "StreamBatchMemOp") || strstr(f, "StreamWaitValue") ||
+		 strstr(f, "StreamWriteValue"))
+		k = C_MEMOP;
+	else
+		return;
+	/* Relaxed: counts from any thread, read after counting stops. */
+	__atomic_fetch_add(&api_count[k], 1, __ATOMIC_RELAXED);
+}
+
+static void cupti_init(void)
+{
+	static const char *names[] = {
+		"libcupti.so", "libcupti.so.13", "libcupti.so.12",
+		"/usr/local/cuda/lib64/libcupti.so",
+		"/usr/local/cuda/extras/CUPTI/lib64/libcupti.so",
+	};
+	void *h = NULL;
+
+	for (size_t i = 0; !h && i < sizeof(names) / sizeof(names[0]); i++)
+		h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(cupti_why, sizeof(cupti_why), "no libcupti");
+		return;
+	}
+	p_subscribe = (__typeof__(p_subscribe))dlsym(h, "cuptiSubscribe");
+	p_enable_domain =
+		(__typeof__(p_enable_domain))dlsym(h, "cuptiEnableDomain");
+	if (!p_subscribe || !p_enable_domain ||
+	    p_subscribe(&cupti_sub, (CUpti_CallbackFunc)api_seen, NULL) !=
+		    CUPTI_SUCCESS) {
+		snprintf(cupti_why, sizeof(cupti_why),
+			 "cuptiSubscribe unavailable or failed");
+		return;
+	}
+	cupti_ok = 1;
+}
+
+static void cupti_count(int on)
+{
+	if (!cupti_ok)
+		return;
+	p_enable_domain(on, cupti_sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+	p_enable_domain(on, cupti_sub, CUPTI_CB_DOMAIN_DRIVER_API);
+}
+#else
+static void cupti_init(void)
+{
+}
+
+static void cupti_count(int on)
+{
+	(void)on;
+}
+#endif
+
+/* The counts of a phase, and the zero-kernel check on them. */
+static void cupti_report(const char *phase)
+{
+	unsigned long c[C_N];
+
+	if (!cupti_ok) {
+		printf("CUPTI r%d %s: not counted (%s)\n", me, phase,
+		       cupti_why);
+		return;
+	}
+	for (int k = 0; k < C_N; k++)
+		c[k] = __atomic_exchange_n(&api_count[k], 0, __ATOMIC_RELAXED);
+	printf("CUPTI r%d %s: %lu kernel launches, %lu graph launches, %lu "
+	       "copies, %lu stream memops\n",
+	       me, phase, c[C_KERNEL], c[C_GRAPH], c[C_COPY], c[C_MEMOP]);
+	check(c[C_KERNEL] + c[C_GRAPH] == 0, phase, "%s",
+	      "no kernel or graph launch in the process");
+}
+
 static void coll_part(void)
 {
 	static const size_t sizes[] = {1, 4097, 1UL << 20, 16UL << 20, MAXB};
@@ -188,6 +305,7 @@ static void coll_part(void)
 				for (int r = 0; r < 3; r++)
 					coll_once(kind, sizes[s], ip, r);
 	/* 64 MiB AllGather, out of place, timed call by call */
+	cupti_count(1);
 	for (int i = 0; i < 20; i++) {
 		double t0 = now_s();
 
@@ -198,6 +316,8 @@ static void coll_part(void)
 			return;
 		t[i] = now_s() - t0;
 	}
+	cupti_count(0);
+	cupti_report("20 AllGathers of 64 MiB");
 	qsort(t, 20, sizeof(t[0]), cmp_double);
 	if (me == 0)
 		printf("ALLGATHER 64MiB median %.3f ms %.2f GB/s (bytes "
@@ -270,6 +390,7 @@ static void pingpong_part(void)
 	long i;
 
 	cudaMemcpy(dsend, "pingpong", 8, cudaMemcpyHostToDevice);
+	cupti_count(1);
 	for (i = 0; rt && i < iters; i++) {
 		double t0 = now_s();
 		int ret;
@@ -292,6 +413,8 @@ static void pingpong_part(void)
 			break;
 		rt[i] = now_s() - t0;
 	}
+	cupti_count(0);
+	cupti_report("the ping-pong");
 	if (rt && i == iters) {
 		qsort(rt, (size_t)iters, sizeof(double), cmp_double);
 		if (me == 0)
@@ -317,6 +440,7 @@ static int rank_main(zsm_unique_id_t id, const char *parts)
 		return 77;
 	}
 	cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+	cupti_init();
 	ret = zsm_comm_init_rank(&comm, nranks, id, me);
 	if (zcall(ret, "init"))
 		return 1;
