@@ -368,9 +368,9 @@ static int parent_main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (kill_run) {
-		/* Low enough that a dead peer fails the survivors in seconds;
-		 * the environment may set others. */
-		setenv("ZSM_WAIT_TIMEOUT_MS", "8000", 0);
+		/* A dead peer must be seen before this; the environment may
+		 * set others. */
+		setenv("ZSM_WAIT_TIMEOUT_MS", "60000", 0);
 		setenv("ZSM_PEER_CHECK_MS", "200", 0);
 	}
 	if (pipe(pipefd))
