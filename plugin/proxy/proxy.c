@@ -124,18 +124,23 @@ static void zsm_proxy_hold(struct zsm_desc *d)
 
 /*
  * Post f's held descriptors in order until one is refused; returns how
- * many were taken.  Each leaves the fifo before it is posted: posting a
- * close may free the fifo's owner, and that close is the owner's last.
+ * many were taken, and *emptied once none is left.  Each leaves the fifo
+ * before it is posted: posting a close may free the fifo's owner, and
+ * that close is the owner's last, so f is not read after the last post
+ * (by us or, through *emptied, by the caller).
  */
-static int zsm_proxy_fifo_drain(struct zsm_proxy_fifo *f)
+static int zsm_proxy_fifo_drain(struct zsm_proxy_fifo *f, int *emptied)
 {
 	int taken = 0;
 
-	while (f->head) {
+	*emptied = !f->head;
+	while (!*emptied) {
 		struct zsm_desc *d = f->head;
+		int last;
 
 		f->head = d->next;
-		if (!f->head) {
+		last = !f->head;
+		if (last) {
 			f->tail = NULL;
 			f->held = 0; /* the caller unlinks it */
 		}
@@ -148,6 +153,7 @@ static int zsm_proxy_fifo_drain(struct zsm_proxy_fifo *f)
 			break;
 		}
 		taken++;
+		*emptied = last;
 	}
 	return taken;
 }
@@ -164,10 +170,12 @@ int zsm_proxy_pass_locked(void)
 	f = zsm_proxy.held_head;
 	zsm_proxy.held_head = zsm_proxy.held_tail = NULL;
 	for (; f; f = next) {
+		int emptied;
+
 		next = f->next_held;
-		events += zsm_proxy_fifo_drain(f);
-		if (!f->held)
-			continue; /* emptied; its owner may be gone */
+		events += zsm_proxy_fifo_drain(f, &emptied);
+		if (emptied)
+			continue; /* its owner may be gone */
 		f->next_held = NULL;
 		if (keep_tail)
 			keep_tail->next_held = f;
