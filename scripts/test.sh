@@ -37,7 +37,7 @@ if setup build-san -Db_sanitize=address,undefined -Db_lundef=false; then
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		run meson test -C build-san --print-errorlogs --num-processes 2 \
 		--suite unit --suite loopback --suite abi --suite ce \
-		--suite harden
+		--suite harden --suite api-small
 fi
 if setup build; then
 	run meson test -C build --setup valgrind --print-errorlogs \
