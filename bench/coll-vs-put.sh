@@ -20,10 +20,11 @@
 # AllGather's calls on a CUDA stream; without it, host memory.  -o runs
 # the AllGather out of place (its own block then costs a copy too).  Uses
 # ZSM_PROVIDER/ZSM_DOMAIN as zsm-bench does (tcp and lo when unset).  Exit
-# 0 when the ratio meets the target, 1 when not, 2 when a run failed.
+# 0 when the ratio meets the target, 1 when not, 2 when a run failed, 77
+# when one skipped (-g without CUDA).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
-build=$top/build rounds=5 size=64M iters=20 gpus= place=--inplace
+build=$top/build rounds=5 size=64M iters=20 gpus='' place=--inplace
 while [ $# -gt 0 ]; do
 	case $1 in
 	-b) build=$2; shift 2 ;;
@@ -37,8 +38,10 @@ while [ $# -gt 0 ]; do
 	esac
 done
 bench=$build/tools/zsm-bench
-[ -x "$bench" ] && [ -x "$build/tools/zsm-bench-coll" ] ||
-	{ echo "no $bench or zsm-bench-coll: build first" >&2; exit 2; }
+if [ ! -x "$bench" ] || [ ! -x "$build/tools/zsm-bench-coll" ]; then
+	echo "no $bench or zsm-bench-coll: build first" >&2
+	exit 2
+fi
 export ZSM_PROVIDER=${ZSM_PROVIDER:-tcp} ZSM_DOMAIN=${ZSM_DOMAIN:-lo}
 gpu=()
 if [ -n "$gpus" ]; then
@@ -49,17 +52,21 @@ fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-last_gbps() { # CSV: the GB/s of its last row
-	tail -n 1 "$1" | cut -d, -f4
-}
-run() { # name command...: one run; prints its GB/s
-	local name=$1
+run() { # name command...: one run; its GB/s into $gbps
+	local name=$1 rc
 	shift
 	"$@" --sizes "$size" --iters "$iters" --csv "$out/$name.csv" \
-		>"$out/$name.out" 2>&1 ||
-		{ echo "$name failed: $*" >&2; cat "$out/$name.out" >&2; exit 2; }
+		>"$out/$name.out" 2>&1
+	rc=$?
 	cat "$out/$name.out" >>"$out/all.log"
-	last_gbps "$out/$name.csv"
+	if [ $rc -ne 0 ]; then
+		echo "$name: $* exited $rc:" >&2
+		cat "$out/$name.out" >&2
+		# 77: zsm-bench's skip (no CUDA for -g, say).
+		[ $rc -eq 77 ] && exit 77
+		exit 2
+	fi
+	gbps=$(tail -n 1 "$out/$name.csv" | cut -d, -f4)
 }
 
 puts=() ags=()
@@ -67,10 +74,12 @@ for r in $(seq 1 "$rounds"); do
 	# Every byte is checked in the first round; the others only time.
 	verify=()
 	[ "$r" -gt 1 ] && verify=(--no-verify)
-	puts+=("$(ZSM_RMA=1 ZSM_CE=0 run put "$bench" --rma --test put \
-		--reps 3 "${gpu[@]}" "${verify[@]}")")
-	ags+=("$(run all_gather "$bench" --coll all_gather --hosts 0,1 \
-		$place "${gpu[@]}" "${verify[@]}")")
+	ZSM_RMA=1 ZSM_CE=0 run put "$bench" --rma --test put --reps 3 \
+		"${gpu[@]}" "${verify[@]}"
+	puts+=("$gbps")
+	run all_gather "$bench" --coll all_gather --hosts 0,1 $place \
+		"${gpu[@]}" "${verify[@]}"
+	ags+=("$gbps")
 done
 # What ran (the first round's headers, which say the bytes were checked).
 grep -m 1 '^# zsm-bench: plugin' "$out/all.log"
