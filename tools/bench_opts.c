@@ -271,7 +271,7 @@ static unsigned bench_opt_bit(const char *a)
 static void bench_parse_coll_check(struct bench_opts *o, unsigned given)
 {
 	static const char *const why[] = {
-		"the API is linked into zsm-bench, not loaded",
+		"zsm-bench-coll calls the zsm library it is linked to",
 		"there is no ncclNet version to pick",
 		"--coll names the collective",
 		"every call is timed; the row is the median over --iters calls",
