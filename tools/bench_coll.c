@@ -69,7 +69,7 @@ struct coll {
 	unsigned char *stage;
 	double *t;
 	FILE *csv;
-	char mem[64];
+	char mem[COLL_MAX_FORK * 10];
 	const char *doing;
 };
 
@@ -794,7 +794,7 @@ static const char *coll_host_of(const struct bench_opts *o, int rank,
  */
 static int coll_gpu_probe(const struct bench_opts *o, int nranks)
 {
-	char why[2 * BENCH_WHY_MAX] = "", mem[64];
+	char why[2 * BENCH_WHY_MAX] = "", mem[COLL_MAX_FORK * 10];
 	int fds[2], st = 0;
 	ssize_t got = 0;
 	pid_t pid;
@@ -872,11 +872,12 @@ static void coll_fill_mem(struct coll *c)
 		snprintf(c->mem, sizeof(c->mem), "host");
 		return;
 	}
+	/* '+' between ranks: the CSV's columns are commas. */
 	c->mem[0] = '\0';
 	for (int r = 0; r < c->nranks; r++) {
 		used = strlen(c->mem);
 		snprintf(c->mem + used, sizeof(c->mem) - used, "%sgpu%d",
-			 r ? "," : "", coll_gpu_of(c->o, r, c->nranks));
+			 r ? "+" : "", coll_gpu_of(c->o, r, c->nranks));
 	}
 }
 

@@ -64,7 +64,7 @@ case $rc in
 	[ "$(wc -l <"$work/gpu.out")" -eq 1 ] ||
 		fail "--gpu: exit 77, but more than the one line"
 	;;
-0) grep -q 'memory gpu0,gpu0, .*calls on a CUDA stream' "$work/gpu.out" ||
+0) grep -q 'memory gpu0+gpu0, .*calls on a CUDA stream' "$work/gpu.out" ||
 	fail "--gpu ran, but its header does not say GPU memory" ;;
 *) fail "--gpu: exit $rc" ;;
 esac
