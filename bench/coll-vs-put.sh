@@ -44,11 +44,7 @@ if [ ! -x "$bench" ] || [ ! -x "$build/tools/zsm-bench-coll" ]; then
 fi
 export ZSM_PROVIDER=${ZSM_PROVIDER:-tcp} ZSM_DOMAIN=${ZSM_DOMAIN:-lo}
 gpu=()
-if [ -n "$gpus" ]; then
-	gpu=(--gpu "$gpus")
-	# zsm offers GPU buffers to its RMA table only when asked.
-	export ZSM_CE_GPU=${ZSM_CE_GPU:-1}
-fi
+[ -n "$gpus" ] && gpu=(--gpu "$gpus")
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 

@@ -13,7 +13,7 @@
 #   coll-net      zsm-bench --coll both --gpu 0 --hosts 0,1, 8 B .. 64 MiB,
 #                 out of place and in place (every byte checked)
 #   coll-ce       the same with one host for both ranks (zsm's same-host
-#                 path, GPU windows: ZSM_CE_GPU=1)
+#                 path)
 #   coll-vs-put   bench/coll-vs-put.sh -g 0,0: AllGather at 64 MiB per rank
 #                 >= 0.9 x zsm-bench --rma put, same run          [issue 15]
 #   overlap       bench/coll-overlap.sh: AllGather under matmuls filling
@@ -88,7 +88,7 @@ for path in net ce; do
 		# shellcheck disable=SC2054  # one argument, 0,1
 		envs=() hosts=(--hosts 0,1)
 	else
-		envs=(ZSM_CE_GPU=1) hosts=()
+		envs=(ZSM_HOSTID=api-gpu-one-host) hosts=()
 	fi
 	rcs=""
 	for place in out in; do
