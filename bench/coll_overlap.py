@@ -368,13 +368,14 @@ def report(a, res):
                mm_l / mm_i))
         out["matmul_rank%d_ms" % r["rank"]] = {"alone": mm_i, "with": mm_l}
     ratio = ml / mi
-    out.update(loaded_ms=[x * 1e3 for x in loaded], ratio=ratio)
+    out.update(loaded_ms=[x * 1e3 for x in loaded], ratio=ratio,
+               load_ended_early=short)
+    ok = ratio <= TARGET and not short
     if short:
-        print("FAIL: the load ended before the AllGathers in %d round(s) "
-              "(rank, round: %s): raise --margin" %
-              (len(short), ", ".join("%d,%d" % s for s in short)))
-        return out, 1
-    ok = ratio <= TARGET
+        # Not a loaded round throughout: the verdict cannot stand.
+        print("the load ended before the AllGathers in %d round(s) "
+              "(rank,round: %s): raise --margin" %
+              (len(short), " ".join("%d,%d" % s for s in short)))
     print("loaded / idle: %.3f (target <= %.1f): %s" %
           (ratio, TARGET, "PASS" if ok else "FAIL"))
     return out, 0 if ok else 1

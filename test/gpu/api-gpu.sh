@@ -119,7 +119,7 @@ for load in all 0; do
 	[ $load = 0 ] && name=overlap-r0
 	step $name 400 bash "$repo/bench/coll-overlap.sh" -b "$build" -g 0 \
 		-r "$rounds" -l $load -j "$OUT/api-gpu-$name.json"
-	record $name "$(word $rc)" "$(grep -E '^(idle|loaded) +ms:|^loaded / idle|^rank [0-9]+ matmul|^FAIL' "$OUT/api-gpu-$name.log" |
+	record $name "$(word $rc)" "$(grep -E '^(idle|loaded) +ms:|^loaded / idle|^rank [0-9]+ matmul|^the load ended' "$OUT/api-gpu-$name.log" |
 		sed -E 's/^(idle|loaded) +ms:.* median ([0-9.]+).*/\1 \2 ms/;
 			s/ \(target.*\)//;
 			s/^rank ([0-9]+) matmul: .*with \/ alone ([0-9.]+)/rank \1 matmul with\/alone \2/' |
