@@ -11,7 +11,8 @@
 #
 # Steps (each under its own timeout; logs in $OUT/api-gpu-<step>.log):
 #   coll-net      zsm-bench --coll both --gpu 0 --hosts 0,1, 8 B .. 64 MiB,
-#                 out of place and in place (every byte checked)
+#                 50 calls a size, out of place and in place (every byte
+#                 checked)
 #   coll-ce       the same with one host for both ranks (zsm's same-host
 #                 path)
 #   coll-vs-put   bench/coll-vs-put.sh -g 0,0: AllGather at 64 MiB per rank
@@ -96,7 +97,7 @@ for path in net ce; do
 		[ $place = in ] && inplace=(--inplace)
 		step coll-$path 240 env "${envs[@]}" "$build/tools/zsm-bench" \
 			--coll both --gpu 0 "${hosts[@]}" "${inplace[@]}" \
-			--min-size 8 --max-size "$maxsz"
+			--min-size 8 --max-size "$maxsz" --iters 50
 		cat "$OUT/api-gpu-coll-$path.log" >>"$OUT/api-gpu-coll-$path-all.log"
 		rcs="$rcs $rc"
 	done
