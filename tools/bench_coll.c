@@ -201,14 +201,18 @@ static void coll_on_alarm(int sig)
 	(void)sig;
 	coll_write("zsm-bench: rank ");
 	coll_write_num(coll_g ? coll_g->rank : -1);
-	coll_write(": no progress within --timeout while ");
-	coll_write(coll_g && coll_g->doing ? coll_g->doing : "starting");
+	coll_write(": --timeout (");
+	coll_write_num(coll_g ? (long)coll_g->o->step_timeout_s : 0);
+	coll_write(" s for each step) ran out in ");
+	coll_write(coll_g && coll_g->doing ? coll_g->doing : "the start");
 	coll_write("\n");
 	coll_kill_kids();
 	_exit(1);
 }
 
-/* Name the step for the alarm's message and give it --timeout. */
+/* Name the step for the alarm's message and give it --timeout: a bound on
+ * the whole step (all the timed calls of a size, say), as zsm-bench's
+ * other modes bound each size. */
 static void coll_step(struct coll *c, const char *what)
 {
 	c->doing = what;
