@@ -135,7 +135,7 @@ ZSM_EXPORT int zsm_put_signal(const void *localbuff, size_t count,
 			      zsm_window_t peer_win, size_t peer_win_offset,
 			      int sig_idx, int ctx, unsigned int flags,
 			      zsm_comm_t comm, zsm_stream_t stream);
-/* The signal alone. */
+/* The signal alone.  peer is another rank: a rank never signals itself. */
 ZSM_EXPORT int zsm_signal(int peer, int sig_idx, int ctx, unsigned int flags,
 			  zsm_comm_t comm, zsm_stream_t stream);
 /* The stream waits until, for each desc, op_cnt more signals came from

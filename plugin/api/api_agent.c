@@ -9,6 +9,7 @@
  * which releases every stream.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,14 +18,23 @@
 #include "api/api_int.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "core/api.h"
 #include "rma/rma.h"
 
 /* How often links are asked whether they failed, while work waits. */
 #define ZSM_API_LINK_CHECK_NS 10000000ULL
-/* Polls without progress before the agent naps, and its naps. */
-#define ZSM_API_SPIN_NS 200000ULL
-#define ZSM_API_NAP_MIN_NS 5000L
-#define ZSM_API_NAP_MAX_NS 200000L
+/*
+ * While operations wait for their streams, the agent polls (yielding) for
+ * this long after its last progress, then naps, from MIN up to MAX: a put
+ * the stream reaches is seen within a nap, and a stream that waits long
+ * (a kernel before it) costs a core only for the spin.
+ */
+#define ZSM_API_SPIN_NS 2000000ULL
+#define ZSM_API_NAP_MIN_NS 2000L
+#define ZSM_API_NAP_MAX_NS 50000L
+/* Puts in flight per peer: the link holds ZSM_MAX_REQUESTS requests per
+ * set, and a put that finds none would wait, then fail the comm. */
+#define ZSM_API_INFLIGHT 128
 /* With nothing queued, it sleeps until woken, looking this often. */
 #define ZSM_API_IDLE_NS 100000000L
 
@@ -107,7 +117,7 @@ static int zsm_api_puts(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 			uint64_t now)
 {
 	struct zsm_api_comm *c = a->c;
-	int moved = 0, issuing = 1;
+	int moved = 0, issuing = 1, inflight = 0;
 	char why[160];
 
 	for (struct zsm_api_op *op = f->head; op; op = op->next) {
@@ -115,10 +125,15 @@ static int zsm_api_puts(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 		int done = 0, ret;
 
 		if (op->req) {
+			inflight++;
 			ret = zsm_rma_test(c->coll, op->req, &done);
 			if (ret) {
+				/* A request that reported its error has
+				 * ended: never tested again. */
+				op->req = NULL;
+				op->peer = -1;
 				snprintf(why, sizeof(why),
-					 "a put to rank %d failed", op->peer);
+					 "a put to rank %d failed", op->slot);
 				zsm_api_comm_fail(c, ret, why);
 				return 1;
 			}
@@ -134,6 +149,10 @@ static int zsm_api_puts(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 		}
 		if (op->peer < 0 || !issuing)
 			continue;
+		if (inflight >= ZSM_API_INFLIGHT) {
+			issuing = 0;
+			continue;
+		}
 		if (!zsm_api_reached(c, op)) {
 			issuing = 0;
 			continue;
@@ -171,6 +190,7 @@ static int zsm_api_puts(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 			zsm_api_comm_fail(c, ret, why);
 			return 1;
 		}
+		inflight++;
 		moved = 1;
 	}
 	/* Finished operations leave in order: a done word covers every
@@ -216,16 +236,34 @@ static int zsm_api_waits(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 	return 1;
 }
 
-/* A peer's link that failed fails the comm; asked now and then. */
+/*
+ * A peer's link that failed, or a rank whose process went away (its
+ * bootstrap link closed without a leave), fails the comm; asked now and
+ * then while work waits, so that a wait for a dead rank's signal ends
+ * though no transport has anything outstanding to it.
+ */
 static void zsm_api_links(struct zsm_api_agent *a, uint64_t now)
 {
-	int failed = 0;
+	struct zsm_api_comm *c = a->c;
+	int failed = 0, gone = -1;
+	char why[128];
 
 	if (now - a->last_check_ns < ZSM_API_LINK_CHECK_NS)
 		return;
 	a->last_check_ns = now;
-	if (!zsm_rma_last_error(a->c->rctx, &failed) && failed)
-		zsm_api_comm_fail(a->c, -ECONNRESET,
+	/* Acquire: pairs with init's release once set-up is over. */
+	if (atomic_load_explicit(&c->watching, memory_order_acquire) &&
+	    zsm_boot_watch(c->boot, &gone)) {
+		snprintf(why, sizeof(why),
+			 "rank %d went away without destroying its "
+			 "communicator%s",
+			 gone, gone == 0 && c->rank ? " (or rank 0 saw a rank go)"
+						    : "");
+		zsm_api_comm_fail(c, -ECONNRESET, why);
+		return;
+	}
+	if (!zsm_rma_last_error(c->rctx, &failed) && failed)
+		zsm_api_comm_fail(c, -ECONNRESET,
 				  "a link to a peer failed (the peer died or "
 				  "its network went away)");
 }
@@ -244,6 +282,7 @@ static int zsm_api_drain(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 		if (op->req && !stop &&
 		    !zsm_rma_test(a->c->coll, op->req, &done) && !done)
 			return 0;
+		op->req = NULL;
 		zsm_api_retire(a, f);
 	}
 	return 1;
@@ -315,6 +354,11 @@ static void *zsm_api_agent_main(void *arg)
 			zsm_api_nap(ZSM_API_NAP_MAX_NS);
 			continue;
 		}
+		/* A pass of the engine now, as NCCL's RMA proxy asks for
+		 * one (rmaProgress) while it has work: signals coming in are
+		 * applied without waiting for the proxy thread's next look. */
+		if (queued || moved)
+			zsm_progress();
 		for (unsigned int i = 0; i + 1 < nfifo; i++)
 			if (a->fifo[i].head)
 				moved |= zsm_api_puts(a, &a->fifo[i], now);
@@ -333,6 +377,8 @@ static void *zsm_api_agent_main(void *arg)
 			zsm_api_nap(nap);
 			if (nap < ZSM_API_NAP_MAX_NS)
 				nap *= 2;
+		} else {
+			sched_yield();
 		}
 	}
 	free(a->fifo);

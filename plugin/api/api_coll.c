@@ -89,6 +89,9 @@ int zsm_api_wait_signal(struct zsm_api_comm *c, int n, const int *peers,
 	struct zsm_api_batch *b;
 	int ret = zsm_api_batch_new(c, &b);
 
+	/* A failed comm gives no batch to drop. */
+	if (ret)
+		return ret;
 	for (int i = 0; !ret && i < n; i++) {
 		unsigned int slot = (unsigned int)ctxs[i] *
 					    (unsigned int)c->nranks +

@@ -204,8 +204,12 @@ static void zsm_api_comm_free(struct zsm_api_comm *c)
 	}
 	zsm_api_host_free(c, c->bounce_buf);
 	zsm_api_host_free(c, c->stage);
-	if (c->boot)
+	if (c->boot) {
+		/* A rank that goes on purpose is not taken for dead. */
+		if (!zsm_api_comm_error(c))
+			zsm_boot_leave(c->boot);
 		zsm_boot_fini(c->boot);
+	}
 	if (c->plugin)
 		zsm_finalize(c->plugin);
 	pthread_cond_destroy(&c->wake);
@@ -230,6 +234,7 @@ int zsm_api_comm_init(const struct zsm_boot_id *id, int nranks, int rank,
 	pthread_cond_init(&c->wake, NULL);
 	atomic_init(&c->outstanding, 0);
 	atomic_init(&c->err, 0);
+	atomic_init(&c->watching, 0);
 	/* Traffic class -1: none asked for. */
 	ret = zsm_init(&c->plugin, 0, -1, NULL);
 	if (!ret) {
@@ -254,6 +259,10 @@ int zsm_api_comm_init(const struct zsm_boot_id *id, int nranks, int rank,
 	/* Everyone ready before anyone's first put reaches a peer. */
 	if (!ret)
 		ret = zsm_boot_barrier(c->boot);
+	/* Release: pairs with the agent's acquire; the bootstrap is the
+	 * agent's from here. */
+	if (!ret)
+		atomic_store_explicit(&c->watching, 1, memory_order_release);
 	if (!ret && zsm_handle_open(ZSM_H_API_COMM, c, &c->handle))
 		ret = -ENOMEM;
 	if (ret) {

@@ -111,6 +111,8 @@ struct zsm_api_comm {
 	/* Operations queued and not yet retired by the agent. */
 	atomic_long outstanding;
 	_Atomic int err; /* the failure, or 0 */
+	/* The bootstrap's set-up is over: the agent watches its links. */
+	atomic_int watching;
 	uint64_t handle;
 };
 

@@ -67,6 +67,18 @@ int zsm_boot_barrier(struct zsm_boot *boot);
 /* Not collective: closes this rank's sockets, which the others see. */
 void zsm_boot_fini(struct zsm_boot *boot);
 
+/*
+ * After the last set-up call: whether every rank is still there.  Not
+ * collective, never blocks; a rank that leaves says so first
+ * (zsm_boot_leave) and is then no longer watched.  -ECONNRESET and *gone
+ * (rank 0 sees which rank; the others see rank 0, which passes any death
+ * on) when a rank's process went away without leaving; 0 otherwise.  No
+ * collective call may follow.
+ */
+int zsm_boot_watch(struct zsm_boot *boot, int *gone);
+/* Tell the watching ranks this one leaves on purpose (before fini). */
+void zsm_boot_leave(struct zsm_boot *boot);
+
 int zsm_boot_rank(const struct zsm_boot *boot);
 int zsm_boot_nranks(const struct zsm_boot *boot);
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -609,6 +610,63 @@ static void test_boot_silent_rank_fails_every_survivor(void **state)
 	run_victim(3, 0, 1);
 }
 
+/* After set-up: arg NULL, rank 1 leaves on purpose and nobody may take
+ * it for dead; arg non-NULL, rank 2 is killed and every survivor's watch
+ * must say so (rank 0 naming rank 2, the others rank 0, which passed it
+ * on). */
+static int rank_watch(int rank, int n, const struct zsm_boot_id *id,
+		      void *arg)
+{
+	struct timespec nap = {0, 5000000};
+	struct zsm_boot *b;
+	int gone = -2, ret = 0;
+
+	CHECK(zsm_boot_init(id, rank, n, LONG_MS, &b) == 0);
+	CHECK(zsm_boot_barrier(b) == 0);
+	if (!arg && rank == 1) {
+		zsm_boot_leave(b);
+		zsm_boot_fini(b);
+		return 0;
+	}
+	if (arg && rank == 2)
+		raise(SIGKILL);
+	for (int i = 0; i < (arg ? LONG_MS / 5 : 60); i++) {
+		ret = zsm_boot_watch(b, &gone);
+		if (ret)
+			break;
+		nanosleep(&nap, NULL);
+	}
+	if (!arg) {
+		CHECK(ret == 0);
+	} else {
+		CHECK(ret == -ECONNRESET);
+		CHECK(gone == (rank == 0 ? 2 : 0));
+	}
+	zsm_boot_leave(b);
+	zsm_boot_fini(b);
+	return 0;
+}
+
+static void test_boot_watch_tells_leave_from_death(void **state)
+{
+	struct zsm_boot_id id;
+	pid_t pids[4];
+	int killed = 1;
+
+	(void)state;
+	run_all(rank_watch, 3, NULL);
+	assert_int_equal(zsm_boot_id_new(&id), 0);
+	for (int r = 0; r < 4; r++)
+		pids[r] = spawn(rank_watch, r, 4, &id, &killed);
+	zsm_boot_id_drop(&id);
+	for (int r = 0; r < 4; r++) {
+		int st = reap(pids[r]);
+
+		if (st != (r == 2 ? 128 + SIGKILL : 0))
+			fail_msg("rank %d exited with %d", r, st);
+	}
+}
+
 static int rank_no_root(int rank, int n, const struct zsm_boot_id *id,
 			void *arg)
 {
@@ -672,6 +730,7 @@ int main(void)
 		cmocka_unit_test(test_boot_mismatched_calls_fail),
 		cmocka_unit_test(test_boot_killed_rank_fails_every_survivor),
 		cmocka_unit_test(test_boot_silent_rank_fails_every_survivor),
+		cmocka_unit_test(test_boot_watch_tells_leave_from_death),
 		cmocka_unit_test(test_boot_missing_rank0_times_out),
 		cmocka_unit_test(test_boot_id_garbage_refused),
 	};
