@@ -80,7 +80,7 @@ done
 # What ran (the first round's headers, which say the bytes were checked).
 grep -m 1 '^# zsm-bench: plugin' "$out/all.log"
 grep -m 1 '^# zsm-bench: zsm API' "$out/all.log"
-python3 - "${puts[*]}" "${ags[*]}" "$size" "${gpus:-host}" "${place:-out of place}" <<'PY'
+python3 - "${puts[*]}" "${ags[*]}" "$size" "${gpus:-host}" "$([ -n "$place" ] && echo "in place" || echo "out of place")" <<'PY'
 import statistics, sys
 put = [float(x) for x in sys.argv[1].split()]
 ag = [float(x) for x in sys.argv[2].split()]
@@ -90,7 +90,7 @@ print(f"coll-vs-put: {sys.argv[3]}, {mem}, GB/s = bytes a rank receives per seco
 print("put:        " + " ".join(f"{x:.3f}" for x in put) + f"  median {mp:.3f}"
       "  (zsm-bench --rma --test put, ZSM_CE=0: size x puts / time at the target)")
 print("all_gather: " + " ".join(f"{x:.3f}" for x in ag) + f"  median {ma:.3f}"
-      f"  (zsm-bench --coll all_gather --hosts 0,1, {sys.argv[5].lstrip('-')}: (n-1) x size / time per call)")
+      f"  (zsm-bench --coll all_gather --hosts 0,1, {sys.argv[5]}: (n-1) x size / time per call)")
 ok = ma / mp >= 0.9
 print(f"all_gather / put: {ma / mp:.3f} (target >= 0.9): {'PASS' if ok else 'FAIL'}")
 sys.exit(0 if ok else 1)
