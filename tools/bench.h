@@ -37,6 +37,12 @@ enum bench_test {
 	BENCH_PUTSIGNAL = 8,
 };
 
+/* --coll's collectives (bits of bench_opts.coll). */
+enum bench_coll {
+	BENCH_COLL_AG = 1,
+	BENCH_COLL_A2A = 2,
+};
+
 struct bench_opts {
 	const char *plugin;
 	int abi;
@@ -60,6 +66,15 @@ struct bench_opts {
 	int launch_rank;
 	int launch_nranks;
 	const char *rendezvous;
+	/* --gpu's device list as given: a pair for the pair modes, one per
+	 * rank (or one for all) with --coll. */
+	const char *gpu_list;
+	/* --coll (bench_coll.c): which collectives, --ranks (0: 2),
+	 * --hosts (NULL: the environment's host id), --inplace. */
+	int coll;
+	int coll_ranks;
+	const char *coll_hosts;
+	int inplace;
 };
 
 struct bench_rma;
@@ -108,6 +123,11 @@ void bench_die(const char *fmt, ...)
 				  #expr);                                      \
 	} while (0)
 
+/* bench_opts.c: the command line into o, or exit 1 (0 for --help) with
+ * what was wrong. */
+void bench_parse(struct bench_opts *o, int argc, char **argv);
+/* 8, 1K, 1M, 1536 (not a whole unit stays in bytes). */
+const char *bench_size_str(size_t size, char *buf, size_t len);
 /* The pattern seed of message `iter` of this size. */
 uint32_t bench_seed(size_t size, long iter);
 /* Zeroed, page-aligned, or death. */

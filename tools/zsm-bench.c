@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "bench_plot.h"
@@ -26,13 +27,7 @@
 #include "pattern.h"
 #include "zsm_client.h"
 
-#ifndef ZSM_BENCH_DEFAULT_PLUGIN
-#define ZSM_BENCH_DEFAULT_PLUGIN "libnccl-net-zsm.so"
-#endif
-
 #define BENCH_TAG 0x2b
-/* Largest CUDA device ordinal --gpu takes. */
-#define BENCH_GPU_MAX 1023
 
 static struct bench *bench_g;
 
@@ -59,338 +54,6 @@ void bench_die(const char *fmt, ...)
 			bench_die("%s failed: %s (%d)", #expr,                 \
 				  zsm_client_result_str(r_), r_);              \
 	} while (0)
-
-static int bench_parse_size(const char *s, size_t *out)
-{
-	unsigned long long v, mult = 1;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		mult = 1ull << 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		mult = 1ull << 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		mult = 1ull << 30;
-		end++;
-		break;
-	default: break;
-	}
-	if (*end == 'i' || *end == 'B' || *end == 'b')
-		end++;
-	if (*end == 'B')
-		end++;
-	if (*end && *end != ',')
-		return -1;
-	if (v > SIZE_MAX / mult)
-		return -1;
-	*out = (size_t)(v * mult);
-	return 0;
-}
-
-/* 8, 1K, 1M, 1536 (not a whole unit stays in bytes). */
-static const char *bench_size_str(size_t size, char *buf, size_t len)
-{
-	if (size >= (1ull << 30) && size % (1ull << 30) == 0)
-		snprintf(buf, len, "%zuG", size >> 30);
-	else if (size >= (1u << 20) && size % (1u << 20) == 0)
-		snprintf(buf, len, "%zuM", size >> 20);
-	else if (size >= 1024 && size % 1024 == 0)
-		snprintf(buf, len, "%zuK", size >> 10);
-	else
-		snprintf(buf, len, "%zu", size);
-	return buf;
-}
-
-static void bench_usage(FILE *out)
-{
-	fprintf(out,
-		"usage: zsm-bench [--plugin PATH | --raw] [--abi 8..12]\n"
-		"         [--test stream|pingpong|both]\n"
-		"         [--rma [--test put|putsignal|both]]\n"
-		"         [--sizes LIST | --min-size N --max-size N]\n"
-		"         [--iters N] [--warmup N] [--reps N] [--csv FILE]\n"
-		"         [--device N] [--gpu [G0[,G1]]] [--flush]\n"
-		"         [--no-verify]\n"
-		"         [--timeout S] [--rendezvous HOST:PORT\n"
-		"         [--rank R --nranks 2]]\n"
-		"\n"
-		"Two processes; rank 0 sends, rank 1 receives.\n"
-		"  stream    rank 0 sends --iters messages, up to %d in\n"
-		"            flight; GB/s = 1e9 bytes/s at the receiver,\n"
-		"            usec per message\n"
-		"  pingpong  round trips; usec = half a round trip,\n"
-		"            GB/s = 2 * size * iters / time\n"
-		"Sizes take K, M, G suffixes (binary); default 8 .. 64M,\n"
-		"powers of 4.  Results are medians over --reps (default 5).\n"
-		"--timeout bounds each size and the rendezvous (default\n"
-		"300 s).  The plugin defaults to $ZSM_BENCH_PLUGIN, else\n"
-		"  %s\n"
-		"--gpu puts the buffers in CUDA memory (cuMemAlloc): rank 0\n"
-		"on device G0, rank 1 on G1 (default 0; one number for\n"
-		"both), registered as NCCL_PTR_CUDA, with iflush after each\n"
-		"receive.  It exits 77 (skip), saying why, when the plugin\n"
-		"does not take CUDA buffers or CUDA is not available.\n"
-		"--flush calls iflush after host receives too (NCCL does\n"
-		"only for GPU ones), to time a plugin's flush; each rank\n"
-		"that received says how many calls gave a request.\n"
-		"Launch: by default zsm-bench forks its pair on this host.\n"
-		"With --rendezvous this process is one of 2 ranks, which\n"
-		"may be on two hosts (rank 0 listens at HOST:PORT); the\n"
-		"rank comes from --rank/--nranks or from mpirun, srun or\n"
-		"PMI.\n"
-		"--raw runs the same patterns on libfabric alone, with\n"
-		"the provider and domain the plugin would pick\n"
-		"(ZSM_PROVIDER, FI_PROVIDER, ZSM_DOMAIN); CSV plugin 'raw';\n"
-		"host memory only.\n"
-		"--rma times one-sided puts through the plugin's\n"
-		"ncclRmaPlugin_v14, as NCCL's RMA proxy drives it (zsm\n"
-		"serves it with ZSM_RMA=1); rank 0 puts into rank 1's\n"
-		"window:\n"
-		"  put        --iters puts, up to %d in flight, the last an\n"
-		"             iputSignal; the clock runs at the target,\n"
-		"             from a barrier until it sees the signal (so\n"
-		"             every byte landed); GB/s and usec per put\n"
-		"             as stream's\n"
-		"  putsignal  iputSignal ping-pong: rank 0 puts and\n"
-		"             signals, rank 1 waits on its signal word and\n"
-		"             puts and signals back; usec = half a round\n"
-		"             trip, GB/s as pingpong's\n"
-		"Data windows are in --gpu memory when asked, signal words\n"
-		"in host memory.  With --raw: fi_write, and for a signal\n"
-		"the message zsm sends after the write on tcp;ofi_rxm\n"
-		"(ordered by FI_ORDER_SAW), added by the target.\n"
-		"\n"
-		"       zsm-bench --plot OUT.png CSV...\n"
-		"draws GB/s and usec against size from zsm-bench CSV\n"
-		"files with gnuplot (Debian package gnuplot-nox).\n",
-		BENCH_WINDOW, ZSM_BENCH_DEFAULT_PLUGIN, BENCH_WINDOW);
-}
-
-static long bench_atol(const char *s, const char *what, long min, long max)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max) {
-		fprintf(stderr, "zsm-bench: %s: '%s' is not in %ld..%ld\n",
-			what, s, min, max);
-		exit(1);
-	}
-	return v;
-}
-
-/* Options that cannot go together, told before any process starts. */
-static void bench_parse_check(const struct bench_opts *o)
-{
-	if (o->raw && o->gpu) {
-		fprintf(stderr,
-			"zsm-bench: --raw cannot take --gpu: Debian's "
-			"libfabric is built without CUDA (no FI_HMEM), so raw "
-			"endpoints move host memory only\n");
-		exit(1);
-	}
-	if (o->raw && o->flush) {
-		fprintf(stderr, "zsm-bench: --flush times a plugin's iflush; "
-				"--raw has none\n");
-		exit(1);
-	}
-	if (o->rma && (o->flush || o->abi)) {
-		fprintf(stderr, "zsm-bench: --rma drives ncclRmaPlugin_v14, "
-				"which has neither --flush's iflush nor "
-				"--abi's ncclNet versions\n");
-		exit(1);
-	}
-	if (o->rma) {
-		for (int i = 0; i < o->nsizes; i++)
-			if (!o->sizes[i]) {
-				fprintf(stderr,
-					"zsm-bench: --rma: size 0 is not a "
-					"put (a signal alone is not timed)\n");
-				exit(1);
-			}
-	}
-	if ((o->launch_rank >= 0 || o->launch_nranks >= 0) &&
-	    !o->rendezvous) {
-		fprintf(stderr,
-			"zsm-bench: --rank and --nranks need --rendezvous "
-			"HOST:PORT (without it zsm-bench forks its own "
-			"pair)\n");
-		bench_usage(stderr);
-		exit(1);
-	}
-}
-
-/* --test's word: each mode has its two tests and "both". */
-static int bench_parse_test(const char *v, int rma)
-{
-	const char *one = rma ? "put" : "stream";
-	const char *two = rma ? "putsignal" : "pingpong";
-	int first = rma ? BENCH_PUT : BENCH_STREAM;
-	int second = rma ? BENCH_PUTSIGNAL : BENCH_PINGPONG;
-
-	if (!strcmp(v, one))
-		return first;
-	if (!strcmp(v, two))
-		return second;
-	if (!strcmp(v, "both"))
-		return first | second;
-	fprintf(stderr, "zsm-bench: --test: '%s' is not %s, %s or both%s\n",
-		v, one, two,
-		rma ? " (with --rma)" : " (put and putsignal need --rma)");
-	exit(1);
-}
-
-static void bench_parse(struct bench_opts *o, int argc, char **argv)
-{
-	size_t min_size = 8, max_size = 64u << 20, s;
-	const char *list = NULL, *test = "both", *p;
-	int i;
-
-	memset(o, 0, sizeof(*o));
-	o->plugin = getenv("ZSM_BENCH_PLUGIN");
-	if (!o->plugin || !o->plugin[0])
-		o->plugin = ZSM_BENCH_DEFAULT_PLUGIN;
-	o->warmup = -1;
-	o->reps = 5;
-	o->verify = 1;
-	o->step_timeout_s = 300;
-	o->launch_rank = -1;
-	o->launch_nranks = -1;
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			bench_usage(stdout);
-			exit(0);
-		} else if (!strcmp(a, "--no-verify")) {
-			o->verify = 0;
-			continue;
-		} else if (!strcmp(a, "--raw")) {
-			o->raw = 1;
-			continue;
-		} else if (!strcmp(a, "--rma")) {
-			o->rma = 1;
-			continue;
-		} else if (!strcmp(a, "--flush")) {
-			o->flush = 1;
-			continue;
-		} else if (!strcmp(a, "--gpu")) {
-			/* The device list is optional: take a number only. */
-			o->gpu = 1;
-			if (v && *v >= '0' && *v <= '9') {
-				if (oob_pair_values(v, BENCH_GPU_MAX, o->gpu_ord)) {
-					fprintf(stderr,
-						"zsm-bench: --gpu: '%s' is not "
-						"G0 or G0,G1 (device numbers "
-						"0..%d)\n",
-						v, BENCH_GPU_MAX);
-					exit(1);
-				}
-				i++;
-			}
-			continue;
-		}
-		if (!v) {
-			bench_usage(stderr);
-			exit(1);
-		}
-		i++;
-		if (!strcmp(a, "--plugin")) {
-			o->plugin = v;
-		} else if (!strcmp(a, "--abi")) {
-			o->abi = (int)bench_atol(v, "--abi", 8, 12);
-		} else if (!strcmp(a, "--test")) {
-			test = v;
-		} else if (!strcmp(a, "--sizes")) {
-			list = v;
-		} else if (!strcmp(a, "--min-size")) {
-			if (bench_parse_size(v, &min_size))
-				bench_die("--min-size: bad size '%s'", v);
-		} else if (!strcmp(a, "--max-size")) {
-			if (bench_parse_size(v, &max_size))
-				bench_die("--max-size: bad size '%s'", v);
-		} else if (!strcmp(a, "--iters")) {
-			o->iters = bench_atol(v, "--iters", 1, 100000000);
-		} else if (!strcmp(a, "--warmup")) {
-			o->warmup = bench_atol(v, "--warmup", 0, 100000000);
-		} else if (!strcmp(a, "--reps")) {
-			o->reps =
-				(int)bench_atol(v, "--reps", 1, BENCH_MAX_REPS);
-		} else if (!strcmp(a, "--csv")) {
-			o->csv = v;
-		} else if (!strcmp(a, "--device")) {
-			o->dev = (int)bench_atol(v, "--device", 0, 1 << 20);
-		} else if (!strcmp(a, "--timeout")) {
-			o->step_timeout_s =
-				(unsigned)bench_atol(v, "--timeout", 1, 86400);
-		} else if (!strcmp(a, "--rank")) {
-			o->launch_rank =
-				(int)bench_atol(v, "--rank", 0, 1 << 20);
-		} else if (!strcmp(a, "--nranks")) {
-			o->launch_nranks =
-				(int)bench_atol(v, "--nranks", 1, 1 << 20);
-		} else if (!strcmp(a, "--rendezvous")) {
-			o->rendezvous = v;
-		} else {
-			fprintf(stderr, "zsm-bench: unknown option %s\n", a);
-			bench_usage(stderr);
-			exit(1);
-		}
-	}
-	o->tests = bench_parse_test(test, o->rma);
-	if (list) {
-		for (p = list; *p;) {
-			if (o->nsizes == BENCH_MAX_SIZES)
-				bench_die("--sizes: more than %d sizes",
-					  BENCH_MAX_SIZES);
-			if (bench_parse_size(p, &o->sizes[o->nsizes]))
-				bench_die("--sizes: bad size in '%s'", p);
-			o->nsizes++;
-			p = strchr(p, ',');
-			if (!p)
-				break;
-			p++;
-		}
-	} else {
-		if (min_size > max_size)
-			bench_die("--min-size %zu > --max-size %zu", min_size,
-				  max_size);
-		for (s = min_size; s <= max_size && o->nsizes < BENCH_MAX_SIZES;
-		     s = s ? s * 4 : 8) {
-			o->sizes[o->nsizes++] = s;
-			if (s > max_size / 4)
-				break;
-		}
-		if (o->sizes[o->nsizes - 1] != max_size &&
-		    o->nsizes < BENCH_MAX_SIZES)
-			o->sizes[o->nsizes++] = max_size;
-	}
-	if (!o->nsizes)
-		bench_die("no sizes");
-	bench_parse_check(o);
-}
-
-/* Byte i of message `iter` of this size: differs across all three. */
-uint32_t bench_seed(size_t size, long iter)
-{
-	return (uint32_t)(size * 2654435761u) ^ (uint32_t)(iter * 40503 + 1);
-}
-
 
 /* One isend/irecv; NULL means "later". */
 static void *bench_isend_try(struct bench *b, void *data, size_t size)
@@ -1261,6 +924,35 @@ static void bench_launch(struct bench *b)
 	b->launch_source = l.source;
 }
 
+/*
+ * --coll: zsm-bench-coll, beside this program, with the same arguments.
+ * It is a program of its own because it calls zsm's API from the shared
+ * library, where this one links zsm's internals (--raw's device
+ * discovery): in one program the API would bind to those copies instead.
+ */
+static int bench_exec_coll(char **argv)
+{
+	char self[PATH_MAX], path[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	if (n <= 0) {
+		fprintf(stderr, "zsm-bench: --coll: cannot find this program "
+				"(/proc/self/exe) to find zsm-bench-coll\n");
+		return 1;
+	}
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	if (slash)
+		*slash = '\0';
+	snprintf(path, sizeof(path), "%s/zsm-bench-coll", slash ? self : ".");
+	fflush(NULL);
+	execv(path, argv);
+	fprintf(stderr, "zsm-bench: --coll runs %s, which failed: %s\n", path,
+		strerror(errno));
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	static const int order[] = { BENCH_STREAM, BENCH_PINGPONG, BENCH_PUT,
@@ -1278,6 +970,9 @@ int main(int argc, char **argv)
 	snprintf(b.mem, sizeof(b.mem), "host");
 	bench_g = &b;
 	bench_parse(&b.o, argc, argv);
+	/* --coll is zsm-bench-coll, which starts its own ranks. */
+	if (b.o.coll)
+		return bench_exec_coll(argv);
 	/* Nothing here may touch CUDA: oob_start forks. */
 	bench_launch(&b);
 	r = oob_start(b.o.step_timeout_s);

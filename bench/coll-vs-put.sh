@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# coll-vs-put.sh: zsm's AllGather against zsm's one-sided put, in one run:
+# ROUNDS alternations of
+#   put        zsm-bench --rma --test put at SIZE, the pair on zsm's network
+#              path (ZSM_CE=0); its GB/s: size x puts / time at the target,
+#              the bytes the target receives per second (8 puts in flight);
+#   all_gather zsm-bench --coll all_gather at SIZE per rank, two ranks as
+#              two hosts (--hosts 0,1: zsm's network path), in place; its
+#              GB/s: (n-1) x size / time per call, the bytes a rank
+#              receives per second (one call at a time, each timed to its
+#              end, both directions at once)
+# then the medians and the ratio all_gather / put (target: at least 0.9).
+#
+#     bench/coll-vs-put.sh [-b BUILD] [-r ROUNDS] [-s SIZE] [-i ITERS]
+#                          [-g G0,G1] [-o]
+#
+# -g puts both sides' buffers on those GPUs (-g 0,0: both on GPU 0) and the
+# AllGather's calls on a CUDA stream; without it, host memory.  -o runs
+# the AllGather out of place (its own block then costs a copy too).  Uses
+# ZSM_PROVIDER/ZSM_DOMAIN as zsm-bench does (tcp and lo when unset).  Exit
+# 0 when the ratio meets the target, 1 when not, 2 when a run failed, 77
+# when one skipped (-g without CUDA).
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=$top/build rounds=5 size=64M iters=20 gpus='' place=--inplace
+while [ $# -gt 0 ]; do
+	case $1 in
+	-b) build=$2; shift 2 ;;
+	-r) rounds=$2; shift 2 ;;
+	-s) size=$2; shift 2 ;;
+	-i) iters=$2; shift 2 ;;
+	-g) gpus=$2; shift 2 ;;
+	-o) place=; shift ;;
+	*) echo "usage: $0 [-b BUILD] [-r ROUNDS] [-s SIZE] [-i ITERS] [-g G0,G1] [-o]" >&2
+	   exit 2 ;;
+	esac
+done
+bench=$build/tools/zsm-bench
+if [ ! -x "$bench" ] || [ ! -x "$build/tools/zsm-bench-coll" ]; then
+	echo "no $bench or zsm-bench-coll: build first" >&2
+	exit 2
+fi
+export ZSM_PROVIDER=${ZSM_PROVIDER:-tcp} ZSM_DOMAIN=${ZSM_DOMAIN:-lo}
+gpu=()
+[ -n "$gpus" ] && gpu=(--gpu "$gpus")
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+run() { # name command...: one run; its GB/s into $gbps
+	local name=$1 rc
+	shift
+	"$@" --sizes "$size" --iters "$iters" --csv "$out/$name.csv" \
+		>"$out/$name.out" 2>&1
+	rc=$?
+	cat "$out/$name.out" >>"$out/all.log"
+	if [ $rc -ne 0 ]; then
+		echo "$name: $* exited $rc:" >&2
+		cat "$out/$name.out" >&2
+		# 77: zsm-bench's skip (no CUDA for -g, say).
+		[ $rc -eq 77 ] && exit 77
+		exit 2
+	fi
+	gbps=$(tail -n 1 "$out/$name.csv" | cut -d, -f4)
+}
+
+puts=() ags=()
+for r in $(seq 1 "$rounds"); do
+	# Every byte is checked in the first round; the others only time.
+	verify=()
+	[ "$r" -gt 1 ] && verify=(--no-verify)
+	ZSM_RMA=1 ZSM_CE=0 run put "$bench" --rma --test put --reps 3 \
+		"${gpu[@]}" "${verify[@]}"
+	puts+=("$gbps")
+	run all_gather "$bench" --coll all_gather --hosts 0,1 $place \
+		"${gpu[@]}" "${verify[@]}"
+	ags+=("$gbps")
+done
+# What ran (the first round's headers, which say the bytes were checked).
+grep -m 1 '^# zsm-bench: plugin' "$out/all.log"
+grep -m 1 '^# zsm-bench: zsm API' "$out/all.log"
+python3 - "${puts[*]}" "${ags[*]}" "$size" "${gpus:-host}" "$([ -n "$place" ] && echo "in place" || echo "out of place")" <<'PY'
+import statistics, sys
+put = [float(x) for x in sys.argv[1].split()]
+ag = [float(x) for x in sys.argv[2].split()]
+mp, ma = statistics.median(put), statistics.median(ag)
+mem = "host memory" if sys.argv[4] == "host" else "GPUs " + sys.argv[4]
+print(f"coll-vs-put: {sys.argv[3]}, {mem}, GB/s = bytes a rank receives per second")
+print("put:        " + " ".join(f"{x:.3f}" for x in put) + f"  median {mp:.3f}"
+      "  (zsm-bench --rma --test put, ZSM_CE=0: size x puts / time at the target)")
+print("all_gather: " + " ".join(f"{x:.3f}" for x in ag) + f"  median {ma:.3f}"
+      f"  (zsm-bench --coll all_gather --hosts 0,1, {sys.argv[5]}: (n-1) x size / time per call)")
+ok = ma / mp >= 0.9
+print(f"all_gather / put: {ma / mp:.3f} (target >= 0.9): {'PASS' if ok else 'FAIL'}")
+sys.exit(0 if ok else 1)
+PY
