@@ -111,6 +111,38 @@ static uint64_t zsm_api_counter(const struct zsm_api_comm *c,
 					      (unsigned int)peer);
 }
 
+/* What every slot waits for, said once when the comm fails for time:
+ * which step of which peer never came. */
+static void zsm_api_dump(struct zsm_api_agent *a)
+{
+	struct zsm_api_comm *c = a->c;
+
+	for (int s = 0; s <= c->nranks; s++) {
+		const struct zsm_api_op *op = a->fifo[s].head;
+		unsigned int n = 0;
+
+		for (const struct zsm_api_op *o = op; o; o = o->next)
+			n++;
+		ZSM_WARN("api: rank %d: %s %d: stream reached %llu, done %llu, "
+			 "%u queued; oldest: seq %llu%s, pre %u/%llu (have "
+			 "%llu)",
+			 c->rank, s < c->nranks ? "puts to rank" : "waits, slot",
+			 s,
+			 (unsigned long long)zsm_cuda_door_ready(c->ops,
+								 (unsigned)s),
+			 (unsigned long long)zsm_cuda_door_done_get(
+				 c->ops, (unsigned)s),
+			 n, op ? (unsigned long long)op->seq : 0ULL,
+			 op && op->req ? " (issued)" : "",
+			 op ? op->pre_row : 0U,
+			 op ? (unsigned long long)op->pre_val : 0ULL,
+			 op && op->pre_val && s < c->nranks
+				 ? (unsigned long long)zsm_api_counter(
+					   c, op->pre_row, s)
+				 : 0ULL);
+	}
+}
+
 /* Issue what the stream reached on one put slot, in order; test what is
  * in flight; retire the finished prefix.  1 when anything moved. */
 static int zsm_api_puts(struct zsm_api_agent *a, struct zsm_api_fifo *f,
@@ -167,6 +199,7 @@ static int zsm_api_puts(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 					 "within ZSM_WAIT_TIMEOUT_MS",
 					 op->peer,
 					 (unsigned long long)op->pre_val);
+				zsm_api_dump(a);
 				zsm_api_comm_fail(c, -ETIMEDOUT, why);
 				return 1;
 			}
@@ -183,7 +216,9 @@ static int zsm_api_puts(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 		};
 		ret = zsm_rma_iput(c->rctx, 0, op->src_off, op->src_sym,
 				   op->size, op->dst_off, op->dst_sym,
-				   (uint32_t)op->peer, &sig, &op->req);
+				   (uint32_t)op->peer,
+				   op->sig_row == ZSM_API_ROW_NONE ? NULL : &sig,
+				   &op->req);
 		if (ret) {
 			snprintf(why, sizeof(why), "a put to rank %d was refused",
 				 op->peer);
@@ -227,6 +262,7 @@ static int zsm_api_waits(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 				 (unsigned long long)op->wval[i],
 				 (unsigned long long)zsm_cuda_door_done_get(
 					 c->sig, op->wslot[i]));
+			zsm_api_dump(a);
 			zsm_api_comm_fail(c, -ETIMEDOUT, why);
 			return 1;
 		}

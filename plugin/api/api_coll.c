@@ -270,10 +270,20 @@ static int zsm_api_coll(struct zsm_api_comm *c, int kind, const char *call,
 			src = c->bounce, off = (uint64_t)p * bytes;
 		else
 			off += (uint64_t)p * bytes;
-		ret = zsm_api_batch_put(b, p, src->sym, off, bytes, rw->sym,
-					roff + (uint64_t)me * bytes,
-					ZSM_API_ROW_DONE, ZSM_API_ROW_READY,
-					k);
+		/* In pieces; only the last one signals Complete, which (a
+		 * strong signal) covers the earlier ones. */
+		for (size_t at = 0; !ret && at < bytes; at += ZSM_API_PIECE) {
+			size_t len = bytes - at < ZSM_API_PIECE
+					     ? bytes - at
+					     : ZSM_API_PIECE;
+
+			ret = zsm_api_batch_put(
+				b, p, src->sym, off + at, len, rw->sym,
+				roff + (uint64_t)me * bytes + at,
+				at + len == bytes ? ZSM_API_ROW_DONE
+						  : ZSM_API_ROW_NONE,
+				ZSM_API_ROW_READY, k);
+		}
 		if (!ret)
 			ret = zsm_api_batch_wait(b, p, ZSM_API_ROW_DONE, k);
 	}

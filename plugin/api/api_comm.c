@@ -273,6 +273,15 @@ int zsm_api_comm_init(const struct zsm_boot_id *id, int nranks, int rank,
 	}
 	ZSM_INFO("api: rank %d of %d joined every peer (%s mode)", rank,
 		 nranks, c->gpu ? "GPU" : "host-memory");
+	/* A kernel loaded lazily while a stream waits on a signal or a put
+	 * can hold zsm's own copies back (docs/api.md, "GPU mode"). */
+	if (c->gpu && zsm_cuda_lazy())
+		ZSM_WARN("api: CUDA loads modules lazily (CUDA_MODULE_LOADING="
+			 "LAZY, the default): a kernel loaded for the first "
+			 "time while a stream waits for one of zsm's puts can "
+			 "hold the put's copy back until ZSM_WAIT_TIMEOUT_MS "
+			 "fails the communicator; set "
+			 "CUDA_MODULE_LOADING=EAGER");
 	*out = c;
 	return 0;
 }

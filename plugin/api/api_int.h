@@ -35,6 +35,13 @@
 #define ZSM_API_ROW_READY ZSM_API_CTX
 #define ZSM_API_ROW_DONE (ZSM_API_CTX + 1)
 #define ZSM_API_ROWS (ZSM_API_CTX + 2)
+/* A put that signals nothing (the earlier pieces of a collective's block:
+ * the last piece's signal covers them). */
+#define ZSM_API_ROW_NONE 0xffffffffu
+/* A collective's block goes in pieces of this size, so that the next
+ * piece's staging copy and the last one's transfer overlap on transports
+ * that stage GPU memory through host memory. */
+#define ZSM_API_PIECE (4UL << 20)
 
 enum zsm_api_op_kind {
 	ZSM_API_OP_PUT,	 /* a put with signal, or a signal alone */

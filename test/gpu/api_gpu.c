@@ -51,6 +51,7 @@
 static int me, nranks = 2, hosts = 2;
 static long iters = 10000;
 static int deadline_s = 600;
+static int legacy; /* -l: CUDA's legacy default stream (NULL), as torch's */
 static zsm_comm_t comm;
 static cudaStream_t stream;
 static char *dsend, *drecv, *hbuf;
@@ -439,7 +440,8 @@ static int rank_main(zsm_unique_id_t id, const char *parts)
 		printf("rank %d: no GPU\n", me);
 		return 77;
 	}
-	cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+	if (!legacy)
+		cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
 	cupti_init();
 	ret = zsm_comm_init_rank(&comm, nranks, id, me);
 	if (zcall(ret, "init"))
@@ -478,8 +480,9 @@ int main(int argc, char **argv)
 	int opt, rc = 0, st;
 	double end;
 
-	while ((opt = getopt(argc, argv, "p:h:n:d:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:h:n:d:l")) != -1) {
 		switch (opt) {
+		case 'l': legacy = 1; break;
 		case 'p': parts = optarg; break;
 		case 'h': hosts = atoi(optarg); break;
 		case 'n': iters = atol(optarg); break;

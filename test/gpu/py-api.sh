@@ -35,6 +35,8 @@ ninja -C "$BUILD" >>"$OUT/py-api-build.log" 2>&1 ||
 
 export ZSM_LIBRARY=$BUILD/plugin/libnccl-net-zsm.so PYTHONPATH=$repo/python
 export ZSM_PROVIDER=tcp ZSM_DOMAIN=lo ZSM_WAIT_TIMEOUT_MS=${ZSM_WAIT_TIMEOUT_MS:-60000}
+# Eager loading: docs/api.md, "GPU mode" (lazy loading hung the first run).
+export CUDA_MODULE_LOADING=EAGER
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 fail=0
 for path in net ce; do
