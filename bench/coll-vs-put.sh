@@ -6,6 +6,9 @@
 #   put        zsm-bench --rma --test put at SIZE, the pair on zsm's network
 #              path (ZSM_CE=0); its GB/s: size x puts / time at the target,
 #              the bytes the target receives per second (8 puts in flight);
+#   put both ways  the same with --bidir: both ranks put to each other at
+#              once, the traffic of a two-rank AllGather (information: it
+#              shows what two-way traffic costs the host by itself);
 #   all_gather zsm-bench --coll all_gather at SIZE per rank, two ranks as
 #              two hosts (--hosts 0,1: zsm's network path), in place; its
 #              GB/s: (n-1) x size / time per call, the bytes a rank
@@ -65,7 +68,7 @@ run() { # name command...: one run; its GB/s into $gbps
 	gbps=$(tail -n 1 "$out/$name.csv" | cut -d, -f4)
 }
 
-puts=() ags=()
+puts=() bidirs=() ags=()
 for r in $(seq 1 "$rounds"); do
 	# Every byte is checked in the first round; the others only time.
 	verify=()
@@ -73,6 +76,9 @@ for r in $(seq 1 "$rounds"); do
 	ZSM_RMA=1 ZSM_CE=0 run put "$bench" --rma --test put --reps 3 \
 		"${gpu[@]}" "${verify[@]}"
 	puts+=("$gbps")
+	ZSM_RMA=1 ZSM_CE=0 run put_bidir "$bench" --rma --test put --bidir \
+		--reps 3 "${gpu[@]}" "${verify[@]}"
+	bidirs+=("$gbps")
 	run all_gather "$bench" --coll all_gather --hosts 0,1 $place \
 		"${gpu[@]}" "${verify[@]}"
 	ags+=("$gbps")
@@ -80,17 +86,24 @@ done
 # What ran (the first round's headers, which say the bytes were checked).
 grep -m 1 '^# zsm-bench: plugin' "$out/all.log"
 grep -m 1 '^# zsm-bench: zsm API' "$out/all.log"
-python3 - "${puts[*]}" "${ags[*]}" "$size" "${gpus:-host}" "$([ -n "$place" ] && echo "in place" || echo "out of place")" <<'PY'
+python3 - "${puts[*]}" "${ags[*]}" "${bidirs[*]}" "$size" "${gpus:-host}" "$([ -n "$place" ] && echo "in place" || echo "out of place")" <<'PY'
 import statistics, sys
 put = [float(x) for x in sys.argv[1].split()]
 ag = [float(x) for x in sys.argv[2].split()]
-mp, ma = statistics.median(put), statistics.median(ag)
-mem = "host memory" if sys.argv[4] == "host" else "GPUs " + sys.argv[4]
-print(f"coll-vs-put: {sys.argv[3]}, {mem}, GB/s = bytes a rank receives per second")
+bidir = [float(x) for x in sys.argv[3].split()]
+size, where, place = sys.argv[4], sys.argv[5], sys.argv[6]
+mp, ma, mb = (statistics.median(put), statistics.median(ag),
+              statistics.median(bidir))
+mem = "host memory" if where == "host" else "GPUs " + where
+print(f"coll-vs-put: {size}, {mem}, GB/s = bytes a rank receives per second")
 print("put:        " + " ".join(f"{x:.3f}" for x in put) + f"  median {mp:.3f}"
       "  (zsm-bench --rma --test put, ZSM_CE=0: size x puts / time at the target)")
+print("put both ways: " + " ".join(f"{x:.3f}" for x in bidir) +
+      f"  median {mb:.3f}  (the same with --bidir: both ranks put at once,"
+      " as the AllGather's two ranks do)")
 print("all_gather: " + " ".join(f"{x:.3f}" for x in ag) + f"  median {ma:.3f}"
-      f"  (zsm-bench --coll all_gather --hosts 0,1, {sys.argv[5]}: (n-1) x size / time per call)")
+      f"  (zsm-bench --coll all_gather --hosts 0,1, {place}: (n-1) x size / time per call)")
+print(f"all_gather / put both ways: {ma / mb:.3f} (information)")
 ok = ma / mp >= 0.9
 print(f"all_gather / put: {ma / mp:.3f} (target >= 0.9): {'PASS' if ok else 'FAIL'}")
 sys.exit(0 if ok else 1)

@@ -75,6 +75,8 @@ struct bench_opts {
 	int coll_ranks;
 	const char *coll_hosts;
 	int inplace;
+	/* --bidir (--rma put): both ranks put to each other at once. */
+	int bidir;
 };
 
 struct bench_rma;

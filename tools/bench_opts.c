@@ -77,7 +77,7 @@ static void bench_usage(FILE *out)
 	fprintf(out,
 		"usage: zsm-bench [--plugin PATH | --raw] [--abi 8..12]\n"
 		"         [--test stream|pingpong|both]\n"
-		"         [--rma [--test put|putsignal|both]]\n"
+		"         [--rma [--test put|putsignal|both] [--bidir]]\n"
 		"         [--coll all_gather|all_to_all|both [--ranks N]\n"
 		"          [--hosts H0,H1,...] [--inplace]]\n"
 		"         [--sizes LIST | --min-size N --max-size N]\n"
@@ -122,7 +122,11 @@ static void bench_usage(FILE *out)
 		"  put        --iters puts, up to %d in flight, the last an\n"
 		"             iputSignal; the clock runs at the target,\n"
 		"             from a barrier until it sees the signal (so\n"
-		"             every byte landed); GB/s and usec per put\n"
+		"             every byte landed); GB/s and usec per put;\n"
+		"             --bidir: both ranks put to each other at\n"
+		"             once (as a 2-rank AllGather moves data), each\n"
+		"             clock until its own puts are done and the\n"
+		"             peer's signal seen\n"
 		"             as stream's\n"
 		"  putsignal  iputSignal ping-pong: rank 0 puts and\n"
 		"             signals, rank 1 waits on its signal word and\n"
@@ -188,6 +192,11 @@ static void bench_parse_check(const struct bench_opts *o)
 		fprintf(stderr, "zsm-bench: --rma drives ncclRmaPlugin_v14, "
 				"which has neither --flush's iflush nor "
 				"--abi's ncclNet versions\n");
+		exit(1);
+	}
+	if (o->bidir && (!o->rma || o->raw || o->coll)) {
+		fprintf(stderr, "zsm-bench: --bidir goes with --rma (through "
+				"the plugin) only\n");
 		exit(1);
 	}
 	if (!o->coll && (o->coll_ranks || o->coll_hosts || o->inplace)) {
@@ -357,6 +366,9 @@ void bench_parse(struct bench_opts *o, int argc, char **argv)
 			continue;
 		} else if (!strcmp(a, "--inplace")) {
 			o->inplace = 1;
+			continue;
+		} else if (!strcmp(a, "--bidir")) {
+			o->bidir = 1;
 			continue;
 		}
 		if (!v) {

@@ -379,6 +379,8 @@ static uint64_t rma_slot_off(struct bench *b, unsigned char *buf,
  * count puts 0 -> 1, up to BENCH_WINDOW in flight, the last with a
  * signal.  Rank 1's seconds are from the barrier to seeing the signal,
  * when every byte has landed; rank 0's (unused) to its last completion.
+ * --bidir: both ranks put, and each rank's seconds run until its own
+ * puts are done and it has seen the peer's signal.
  */
 double bench_rma_put_run(struct bench *b, size_t size, long count)
 {
@@ -388,7 +390,7 @@ double bench_rma_put_run(struct bench *b, size_t size, long count)
 
 	BENCH_OOB(oob_barrier());
 	t0 = zsm_client_now_ns();
-	if (b->rank == 1) {
+	if (b->rank == 1 && !b->o.bidir) {
 		rma_wait_signal(b, NULL, "put", size);
 		return (double)(zsm_client_now_ns() - t0) / 1e9;
 	}
@@ -418,6 +420,10 @@ double bench_rma_put_run(struct bench *b, size_t size, long count)
 				  completed < posted ? "not done"
 						     : "no request",
 				  BENCH_STALL_MS);
+	}
+	if (b->o.bidir) {
+		rma_wait_signal(b, NULL, "put", size);
+		last = zsm_client_now_ns();
 	}
 	return (double)(last - t0) / 1e9;
 }
