@@ -252,17 +252,14 @@ static int zsm_net_ctrl_send_next(struct zsm_net_comm *comm)
 	op->kind = ZSM_OP_CTRL_SEND;
 	op->owner = comm;
 	op->index = (uint8_t)t;
-	if (ep->needs_mr) {
-		buf = zsm_net_txpool_copy(&ep->txpool, &comm->ctrl_out,
-					  sizeof(comm->ctrl_out), &desc);
-		if (!buf)
-			return 0; /* every slot in flight: next pass */
-	}
+	buf = zsm_net_txpool_src(ep, &comm->ctrl_out, sizeof(comm->ctrl_out),
+				 &desc);
+	if (!buf)
+		return 0; /* every slot in flight: next pass */
 	ret = fi_tsend(ep->ep, buf, sizeof(comm->ctrl_out), desc, comm->peer,
 		       zsm_tag_ctrl(comm->peer_id, t), &op->fi_ctx);
-	if (ret && ep->needs_mr)
-		zsm_net_txpool_put(&ep->txpool, buf);
-	else if (ep->needs_mr)
+	buf = zsm_net_txpool_posted(ep, buf, ret);
+	if (!ret)
 		comm->ctrl_slot = buf;
 	/* rxm refuses, for ever, to send to a process that is gone: the
 	 * peer check and the connect timeout judge that, not a spin. */
@@ -315,6 +312,7 @@ void zsm_net_ctrl_nack(struct zsm_net_ep *ep, const struct zsm_ctrl_msg *m,
 {
 	struct zsm_net_nack *n = NULL;
 	void *buf, *desc = NULL;
+	ssize_t ret;
 
 	for (int i = 0; i < ZSM_NET_NACKS && !n; i++)
 		if (ep->nacks[i].op.posted != 1)
@@ -334,21 +332,17 @@ void zsm_net_ctrl_nack(struct zsm_net_ep *ep, const struct zsm_ctrl_msg *m,
 	n->to = to;
 	n->op.kind = ZSM_OP_NACK;
 	n->op.owner = ep;
-	buf = &n->msg;
-	if (ep->needs_mr) {
-		buf = zsm_net_txpool_copy(&ep->txpool, &n->msg, sizeof(n->msg),
-					  &desc);
-		if (!buf)
-			return; /* as with no nack free */
-	}
-	if (fi_tsend(ep->ep, buf, sizeof(n->msg), desc, to,
-		     zsm_tag_ctrl(m->src_id, ZSM_CTRL_CONN_ACK),
-		     &n->op.fi_ctx) == 0) {
+	buf = zsm_net_txpool_src(ep, &n->msg, sizeof(n->msg), &desc);
+	if (!buf)
+		return; /* as with no nack free */
+	ret = fi_tsend(ep->ep, buf, sizeof(n->msg), desc, to,
+		       zsm_tag_ctrl(m->src_id, ZSM_CTRL_CONN_ACK),
+		       &n->op.fi_ctx);
+	buf = zsm_net_txpool_posted(ep, buf, ret);
+	if (ret == 0) {
 		n->op.posted = 1;
-		n->slot = ep->needs_mr ? buf : NULL;
+		n->slot = buf;
 		ep->ctrl_tx++;
-	} else if (ep->needs_mr) {
-		zsm_net_txpool_put(&ep->txpool, buf);
 	}
 }
 

@@ -235,7 +235,7 @@ ssize_t zsm_net_rma_send_msg(struct zsm_net_req *req, struct zsm_net_op *op,
 	int ack = fenced && t == ZSM_CTRL_SIGNAL;
 	struct iovec iov = {.iov_base = &req->sig,
 			    .iov_len = sizeof(req->sig)};
-	void *desc = NULL;
+	void *desc = NULL, *slot;
 	struct fi_msg_tagged msg = {
 		.msg_iov = &iov,
 		.desc = &desc,
@@ -248,22 +248,18 @@ ssize_t zsm_net_rma_send_msg(struct zsm_net_req *req, struct zsm_net_op *op,
 
 	if (ack)
 		req->sig.flags = ZSM_SIG_ACK;
-	if (ep->needs_mr) {
-		iov.iov_base = zsm_net_txpool_copy(&ep->txpool, &req->sig,
-						   sizeof(req->sig), &desc);
-		if (!iov.iov_base)
-			return -FI_EAGAIN;
-	}
+	iov.iov_base = zsm_net_txpool_src(ep, &req->sig, sizeof(req->sig),
+					  &desc);
+	if (!iov.iov_base)
+		return -FI_EAGAIN;
 	ret = fenced ? fi_tsendmsg(ep->ep, &msg, FI_FENCE | FI_COMPLETION)
 		     : fi_tsend(ep->ep, iov.iov_base, iov.iov_len, desc,
 				comm->peer, msg.tag, &op->fi_ctx);
-	if (ret) {
-		zsm_net_txpool_put(&ep->txpool,
-				   ep->needs_mr ? iov.iov_base : NULL);
+	slot = zsm_net_txpool_posted(ep, iov.iov_base, ret);
+	if (ret)
 		return ret;
-	}
-	if (ep->needs_mr)
-		req->sig_slot = iov.iov_base;
+	if (slot)
+		req->sig_slot = slot;
 	comm->rma_asked += ack;
 	return 0;
 }
@@ -285,18 +281,15 @@ static ssize_t zsm_net_rma_post_add(struct zsm_net_req *req,
 	if (comm->rma_acked < comm->rma_asked)
 		return -FI_EAGAIN;
 	req->operand = b->rma.sig_add;
-	if (ep->needs_mr) {
-		operand = zsm_net_txpool_copy(&ep->txpool, &req->operand,
-					      sizeof(req->operand), &desc);
-		if (!operand)
-			return -FI_EAGAIN;
-	}
+	operand = zsm_net_txpool_src(ep, &req->operand, sizeof(req->operand),
+				     &desc);
+	if (!operand)
+		return -FI_EAGAIN;
 	ret = fi_atomic(ep->ep, operand, 1, desc, comm->peer,
 			b->rma.sig_addr, b->rma.sig_key, FI_UINT64, FI_SUM,
 			&op->fi_ctx);
-	if (ret)
-		zsm_net_txpool_put(&ep->txpool, ep->needs_mr ? operand : NULL);
-	else if (ep->needs_mr)
+	operand = zsm_net_txpool_posted(ep, operand, ret);
+	if (operand)
 		req->add_slot = operand;
 	return ret;
 }

@@ -78,3 +78,23 @@ void zsm_net_txpool_put(struct zsm_net_txpool *p, void *buf)
 	}
 	p->free[p->nfree++] = (unsigned)(off / p->slot);
 }
+
+void *zsm_net_txpool_src(struct zsm_net_ep *ep, void *msg, size_t len,
+			 void **desc)
+{
+	*desc = NULL;
+	if (!ep->needs_mr)
+		return msg;
+	return zsm_net_txpool_copy(&ep->txpool, msg, len, desc);
+}
+
+void *zsm_net_txpool_posted(struct zsm_net_ep *ep, void *buf, long ret)
+{
+	if (!ep->needs_mr)
+		return NULL;
+	if (ret) {
+		zsm_net_txpool_put(&ep->txpool, buf);
+		return NULL;
+	}
+	return buf;
+}

@@ -39,5 +39,16 @@ void *zsm_net_txpool_copy(struct zsm_net_txpool *p, const void *msg,
 			  size_t len, void **desc);
 /* A slot zsm_net_txpool_copy gave back to the pool; NULL is ignored. */
 void zsm_net_txpool_put(struct zsm_net_txpool *p, void *buf);
+/*
+ * The two steps around every send of zsm's own messages, on any endpoint.
+ * _src: where the provider is to read len bytes of msg: msg itself, or
+ * where ep needs descriptors a slot holding a copy, its descriptor in
+ * *desc (else NULL); NULL when no slot is free (try on the next pass).
+ * _posted: after the post of buf returned ret, the slot to give back when
+ * the send completes (NULL: none); a failed post's slot goes back now.
+ */
+void *zsm_net_txpool_src(struct zsm_net_ep *ep, void *msg, size_t len,
+			 void **desc);
+void *zsm_net_txpool_posted(struct zsm_net_ep *ep, void *buf, long ret);
 
 #endif

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,7 @@ struct zsm_client {
 	ncclNetCommConfig_t config;
 	/* zsm_client_track: the outstanding requests, in posting order. */
 	int track;
+	int yield; /* zsm_client_yield */
 	struct zsm_client_req *reqs;
 	size_t nreqs, cap;
 };
@@ -541,6 +543,8 @@ int zsm_client_connect_accept(struct zsm_client *c, int dev, void *handle,
 			*what = want_send && !*send_comm ? "connect" : "accept";
 			return ZSM_CLIENT_TIMEOUT;
 		}
+		if (c->yield)
+			sched_yield();
 	}
 }
 
@@ -557,6 +561,11 @@ int zsm_client_dereg_mr(struct zsm_client *c, void *comm, void *mhandle)
 
 /* ---------------------------------------------------------------------- */
 /* request tracking: progress the way NCCL's proxy thread makes it */
+
+void zsm_client_yield(struct zsm_client *c, int on)
+{
+	c->yield = on;
+}
 
 void zsm_client_track(struct zsm_client *c, int on)
 {
@@ -830,6 +839,8 @@ int zsm_client_wait(struct zsm_client *c, void *request, int *sizes,
 		/* The rest of what is outstanding, as NCCL's proxy would. */
 		if (c->track)
 			zsm_client_progress(c);
+		if (c->yield)
+			sched_yield();
 	}
 }
 

@@ -148,6 +148,13 @@ int zsm_client_wait(struct zsm_client *c, void *request, int *sizes,
  */
 void zsm_client_track(struct zsm_client *c, int on);
 /*
+ * With on, the client's own retry loops (connect/accept, wait) yield the
+ * CPU between calls that say "not yet": under valgrind, which runs one
+ * thread at a time, a loop that never yields keeps the plugin's own thread
+ * (which would finish the work) off the CPU for millions of calls.
+ */
+void zsm_client_yield(struct zsm_client *c, int on);
+/*
  * One pass of progress: test, on each comm, the oldest tracked request
  * not seen finished.  Returns how many tracked requests still pend.
  */
