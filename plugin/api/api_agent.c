@@ -165,7 +165,7 @@ static int zsm_api_puts(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 				op->req = NULL;
 				op->peer = -1;
 				snprintf(why, sizeof(why),
-					 "a put to rank %d failed", op->slot);
+					 "a put to rank %u failed", op->slot);
 				zsm_api_comm_fail(c, ret, why);
 				return 1;
 			}
