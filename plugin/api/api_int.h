@@ -43,15 +43,11 @@
  * that stage GPU memory through host memory. */
 #define ZSM_API_PIECE (4UL << 20)
 
-enum zsm_api_op_kind {
-	ZSM_API_OP_PUT,	 /* a put with signal, or a signal alone */
-	ZSM_API_OP_WAIT, /* signal counters to reach, watched for time */
-};
-
 struct zsm_api_op {
 	struct zsm_api_op *next;
-	int kind;
-	unsigned int slot; /* of the operation door */
+	/* Of the operation door: a peer's (a put with signal, or a signal
+	 * alone) or the waits' (signal counters to reach, timed). */
+	unsigned int slot;
 	uint64_t seq;
 	/* PUT */
 	int peer;
@@ -78,7 +74,6 @@ struct zsm_api_win {
 	size_t size;
 	void *sym;
 	int device; /* GPU memory */
-	unsigned int index;
 	struct zsm_api_win *next;
 	uint64_t handle;
 };
@@ -102,7 +97,6 @@ struct zsm_api_comm {
 	uint64_t *expect; /* [sig slot]: counts waits have asked for */
 	uint64_t colls;	  /* collectives so far (their Ready/Complete) */
 	struct zsm_api_win *wins;
-	unsigned int nwins;
 	/* The registered bounce window for in-place AlltoAll, and the pinned
 	 * staging buffer for a GPU's own block. */
 	struct zsm_api_win *bounce; /* its memory: bounce_buf */

@@ -68,7 +68,6 @@ int zsm_api_batch_put(struct zsm_api_batch *b, int peer, void *src_sym,
 
 	if (!op)
 		return -ENOMEM;
-	op->kind = ZSM_API_OP_PUT;
 	op->slot = (unsigned int)peer;
 	op->peer = peer;
 	op->src_sym = src_sym;
@@ -97,7 +96,6 @@ int zsm_api_batch_wait(struct zsm_api_batch *b, int peer, unsigned int row,
 		w = calloc(1, sizeof(*w));
 		if (!w)
 			return -ENOMEM;
-		w->kind = ZSM_API_OP_WAIT;
 		w->slot = (unsigned int)b->c->nranks;
 		b->wait = w;
 	}

@@ -50,7 +50,6 @@ int zsm_api_win_register(struct zsm_api_comm *c, void *buf, size_t size,
 		ret = -ENOMEM;
 	}
 	if (!ret) {
-		w->index = c->nwins++;
 		w->next = c->wins;
 		c->wins = w;
 	}
