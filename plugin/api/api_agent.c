@@ -435,6 +435,7 @@ int zsm_api_agent_start(struct zsm_api_comm *c)
 		free(a);
 		return -ENOMEM;
 	}
+	(void)pthread_setname_np(c->agent, "zsm-api-agent");
 	c->have_agent = 1;
 	return 0;
 }

@@ -84,6 +84,7 @@ int zsm_ce_unmap_post(struct zsm_ce_ipc_map *m)
 				 strerror(-ret));
 			return ret;
 		}
+		(void)pthread_setname_np(zsm_ce_unmap.thread, "zsm-ce-unmap");
 		zsm_ce_unmap.running = 1;
 		zsm_ce_unmap.stop = 0;
 	}

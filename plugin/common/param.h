@@ -114,6 +114,13 @@ enum zsm_param_type {
 	  "for each transfer in progress (16.5 KiB on tcp;ofi_rxm, from pools " \
 	  "never given back), so this bounds that memory. The provider's "    \
 	  "own queue, less a reserve for control messages, may lower it.")   \
+	X(NET_DUPLEX, ZSM_PARAM_ENUM, "auto", 0, 0, "auto|0|1",               \
+	  "1: each network device gets a second endpoint, for the comms "    \
+	  "peers connect to, and each endpoint a thread of its own that "     \
+	  "moves its bytes, so that traffic both ways at once (an "           \
+	  "AllGather's) takes two cores instead of sharing one: for "         \
+	  "providers whose bytes the host's CPUs move. auto: 1 on "           \
+	  "tcp;ofi_rxm when the process may run on more than 4 CPUs.")        \
 	X(EARLY_MSGS, ZSM_PARAM_INT, "4", 1, 4096, NULL,                      \
 	  "Small (eager) data messages a sender may send on a network comm "  \
 	  "beyond the receives the receiver has posted; larger ones always "  \

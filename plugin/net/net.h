@@ -59,6 +59,12 @@ struct zsm_net_dev {
 	struct zsm_net_rma_plan rma;
 	struct fi_info *rma_info;
 	struct zsm_net_ep *ep; /* where new comms go */
+	/* ZSM_NET_DUPLEX: where listeners and the comms they accept go,
+	 * so that bytes coming in and bytes going out are each moved by an
+	 * endpoint of their own, with a thread of its own (net_pump.c);
+	 * NULL otherwise (ep takes both). */
+	struct zsm_net_ep *ep_rx;
+	int duplex;
 	/* Endpoints retired after a peer went silent (see zsm_net_ep_retire):
 	 * they serve their comms and close when the last one does. */
 	struct zsm_net_ep *retired;
@@ -220,9 +226,32 @@ struct zsm_net_ep {
 	 * while the endpoint is polled, so one with windows counts as busy. */
 	enum zsm_net_rma_mech rma;
 	int windows;
+	/* Duplex: the endpoint's domain is FI_THREAD_SAFE and its pump
+	 * thread drives the provider beside the engine (net_pump.c);
+	 * pump_busy tells that thread whether zsm has sends in it. */
+	struct zsm_net_pump *pump;
+	atomic_int pump_busy;
+	int rx_role; /* dev->ep_rx's, or retired from there */
 };
 
 int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out);
+/* The endpoint listeners and accepted comms go to: dev->ep_rx under
+ * ZSM_NET_DUPLEX (opened on first use), else the same as ep_get. */
+int zsm_net_ep_get_rx(struct zsm_net_dev *dev, struct zsm_net_ep **out);
+/* The other current endpoint of ep's duplex device (opened if need be)
+ * into *out, NULL when the device is not duplex: 0 or -errno. */
+int zsm_net_ep_twin(struct zsm_net_ep *ep, struct zsm_net_ep **out);
+/* After the engine changed what ep has in flight: tell its pump. */
+void zsm_net_ep_pump_hint(struct zsm_net_ep *ep);
+
+/* net_pump.c: whether dev is duplex (ZSM_NET_DUPLEX), before its first
+ * endpoint opens; an endpoint's pump thread. */
+void zsm_net_dev_plan_duplex(struct zsm_net_dev *dev);
+int zsm_net_pump_start(struct zsm_net_ep *ep);
+/* Stops and joins it: before anything of the endpoint is closed. */
+void zsm_net_pump_stop(struct zsm_net_ep *ep);
+/* The engine gave ep sends: wake its pump if it sleeps. */
+void zsm_net_pump_wake(struct zsm_net_ep *ep);
 /* Waits up to a second for the provider to give back what ep's comms
  * still have with it (zsm_net_ep_drain), then closes everything. */
 void zsm_net_ep_close(struct zsm_net_ep *ep);
@@ -254,7 +283,8 @@ void zsm_net_ep_tick(struct zsm_net_ep *ep, uint64_t now);
  * as soon as all its comms are closing.
  */
 void zsm_net_ep_retire(struct zsm_net_ep *ep);
-/* The comm of device dev with id, on its endpoint or a retired one. */
+/* The connecting comm of device dev with id, on its (sending) endpoint
+ * or a retired one. */
 struct zsm_net_comm *zsm_net_dev_find_comm(struct zsm_net_dev *dev,
 					   uint32_t id);
 
@@ -541,11 +571,25 @@ struct zsm_net_mr {
 	 * the GPU memory, and the registration covers its pinned host copy
 	 * (mirror.host). */
 	struct zsm_cuda_win_mirror mirror;
+	/* A window of a duplex device is registered in both endpoints'
+	 * domains: peers write it through the receiving one, puts read it
+	 * through the sending one.  The registration on the other endpoint
+	 * than ep, or NULL. */
+	struct fid_mr *twin;
+	void *twin_desc;
+	struct zsm_net_ep *twin_ep;
 };
 
 static inline struct zsm_net_mr *zsm_net_mr_of(struct zsm_mr *m)
 {
 	return zsm_container_of(m, struct zsm_net_mr, base);
+}
+
+/* mr's descriptor for operations on ep. */
+static inline void *zsm_net_mr_desc(const struct zsm_net_mr *mr,
+				    const struct zsm_net_ep *ep)
+{
+	return mr->twin && mr->twin_ep == ep ? mr->twin_desc : mr->desc;
 }
 
 int zsm_net_mr_reg(struct zsm_net_ep *ep, void *data, size_t size, int type,
@@ -556,6 +600,9 @@ int zsm_net_mr_reg_op(struct zsm_comm *c, void *data, size_t size, int type,
 void zsm_net_mr_free_op(struct zsm_mr *mr);
 /* Teardown, engine lock held: free every registration left on ep. */
 void zsm_net_mr_close_all(struct zsm_net_ep *ep);
+/* Teardown of ep: the registrations other endpoints' windows keep in
+ * ep's domain go first (engine lock). */
+void zsm_net_mr_drop_twins(struct zsm_net_ep *ep);
 /* regMrDmaBuf: GPU memory whose dma-buf NCCL exported (fd, closed by
  * NCCL after the call; data is at offset in it). */
 int zsm_net_mr_reg_dmabuf(struct zsm_net_ep *ep, void *data, size_t size,

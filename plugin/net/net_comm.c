@@ -457,7 +457,7 @@ int zsm_net_listen(int dev, void *handle, struct zsm_comm *owner)
 	struct zsm_net_comm *lc;
 	int ret;
 
-	ret = zsm_net_ep_get(&zsm_net_topo.devs[dev], &ep);
+	ret = zsm_net_ep_get_rx(&zsm_net_topo.devs[dev], &ep);
 	if (ret)
 		return ret;
 	lc = zsm_net_comm_new(ep, ZSM_COMM_LISTEN);

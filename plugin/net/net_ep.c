@@ -32,11 +32,15 @@ static const char *zsm_net_ep_name(const struct zsm_net_ep *ep)
 	return ep->dev->name;
 }
 
-int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
+static int zsm_net_ep_open(struct zsm_net_dev *dev, int rx_role,
+			   struct zsm_net_ep **out)
 {
 	/* The offer with RMA and the ordering its signals need, where the
 	 * device has one (net_rma_dev.c): one endpoint serves both. */
 	struct fi_info *fi = dev->rma_info ? dev->rma_info : dev->info;
+	/* Duplex: the pump thread drives the provider beside the engine,
+	 * so the domain must take calls from two threads at once. */
+	struct fi_info *safe = NULL;
 	struct fi_cq_attr cq_attr = {
 		.format = FI_CQ_FORMAT_TAGGED,
 		.wait_obj = FI_WAIT_NONE,
@@ -48,14 +52,21 @@ int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 	size_t inflight;
 	int ret;
 
-	if (dev->ep) {
-		*out = dev->ep;
-		return 0;
+	if (dev->duplex) {
+		safe = zsm_fi_dupinfo(fi);
+		if (!safe)
+			return -ENOMEM;
+		safe->domain_attr->threading = FI_THREAD_SAFE;
+		fi = safe;
 	}
 	ep = calloc(1, sizeof(*ep));
-	if (!ep)
+	if (!ep) {
+		if (safe)
+			zsm_fi_freeinfo(safe);
 		return -ENOMEM;
+	}
 	ep->dev = dev;
+	ep->rx_role = rx_role;
 	ep->dmabuf_fd = -1;
 	ep->self = FI_ADDR_NOTAVAIL;
 	ep->mr_mode = fi->domain_attr->mr_mode;
@@ -201,14 +212,77 @@ int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 		 : (fi->domain_attr->mr_mode & FI_MR_LOCAL)
 			 ? ", every buffer registered (FI_MR_LOCAL)"
 			 : ", every buffer registered (ZSM_MR_LOCAL)");
-	dev->ep = ep;
+	if (dev->duplex && zsm_net_pump_start(ep))
+		ZSM_WARN("net: %s: no pump thread for the %s endpoint: both "
+			 "directions share the engine's",
+			 dev->name, rx_role ? "receiving" : "sending");
+	if (safe)
+		zsm_fi_freeinfo(safe);
 	*out = ep;
 	return 0;
 err:
-	ZSM_WARN("net: opening the endpoint on %s failed at %s: %s",
-		 dev->name, step, zsm_fi_strerror(ret < 0 ? -ret : ret));
+	ZSM_WARN("net: opening the %sendpoint on %s failed at %s: %s",
+		 rx_role ? "receiving " : "", dev->name, step,
+		 zsm_fi_strerror(ret < 0 ? -ret : ret));
+	if (safe)
+		zsm_fi_freeinfo(safe);
 	zsm_net_ep_close(ep);
 	return -EIO;
+}
+
+int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
+{
+	int ret;
+
+	if (!dev->ep) {
+		ret = zsm_net_ep_open(dev, 0, &dev->ep);
+		if (ret)
+			return ret;
+	}
+	*out = dev->ep;
+	return 0;
+}
+
+int zsm_net_ep_get_rx(struct zsm_net_dev *dev, struct zsm_net_ep **out)
+{
+	int ret;
+
+	if (!dev->duplex)
+		return zsm_net_ep_get(dev, out);
+	if (!dev->ep_rx) {
+		ret = zsm_net_ep_open(dev, 1, &dev->ep_rx);
+		if (ret)
+			return ret;
+	}
+	*out = dev->ep_rx;
+	return 0;
+}
+
+int zsm_net_ep_twin(struct zsm_net_ep *ep, struct zsm_net_ep **out)
+{
+	*out = NULL;
+	if (!ep->dev->duplex)
+		return 0;
+	return ep->rx_role ? zsm_net_ep_get(ep->dev, out)
+			   : zsm_net_ep_get_rx(ep->dev, out);
+}
+
+void zsm_net_ep_pump_hint(struct zsm_net_ep *ep)
+{
+	/* Sends only: posted receives wait on the fd (net_pump.c). */
+	int busy = ep->tx_inflight || ep->ctrl_tx || ep->ctrl_head;
+
+	if (!ep->pump)
+		return;
+	/* relaxed: a hint (spin or sleep) the pump reads again each turn;
+	 * nothing it guards is read through it.  A sleeping pump is woken
+	 * when sends come (the fence there pairs with its sleep's). */
+	if (busy && !atomic_exchange_explicit(&ep->pump_busy, 1,
+					      memory_order_relaxed))
+		zsm_net_pump_wake(ep);
+	else if (!busy)
+		atomic_store_explicit(&ep->pump_busy, 0,
+				      memory_order_relaxed);
 }
 
 /* Operations of ep's comms that the provider still holds. */
@@ -246,6 +320,8 @@ static void zsm_net_ep_destroy(struct zsm_net_ep *ep)
 	struct zsm_net_comm *c, *next;
 	unsigned long held = zsm_net_ep_held(ep);
 
+	zsm_net_pump_stop(ep);
+
 	if (held)
 		ZSM_INFO("net: %s: closing the endpoint with %lu operations "
 			 "the provider did not give back in %llu ms",
@@ -268,6 +344,7 @@ static void zsm_net_ep_destroy(struct zsm_net_ep *ep)
 		zsm_net_mr_dereg_internal(ep->spill_mr);
 	free(ep->spill);
 	zsm_net_mr_close_all(ep);
+	zsm_net_mr_drop_twins(ep);
 	zsm_net_mr_fini(ep);
 	zsm_net_mr_flush_fini(ep);
 	zsm_idmap_fini(&ep->ids);
@@ -281,6 +358,8 @@ static void zsm_net_ep_destroy(struct zsm_net_ep *ep)
 		fi_close(&ep->fabric->fid);
 	if (ep->dev && ep->dev->ep == ep)
 		ep->dev->ep = NULL;
+	if (ep->dev && ep->dev->ep_rx == ep)
+		ep->dev->ep_rx = NULL;
 	free(ep);
 }
 
@@ -302,6 +381,8 @@ void zsm_net_ep_retire(struct zsm_net_ep *ep)
 	ep->retired = 1;
 	if (dev->ep == ep)
 		dev->ep = NULL;
+	if (dev->ep_rx == ep)
+		dev->ep_rx = NULL;
 	ep->retired_next = dev->retired;
 	dev->retired = ep;
 	ZSM_INFO("net: %s: new comms get a fresh endpoint; this one closes "
@@ -354,9 +435,12 @@ struct zsm_net_comm *zsm_net_dev_find_comm(struct zsm_net_dev *dev,
 	struct zsm_net_comm *c = dev->ep ? zsm_idmap_find(&dev->ep->ids, id)
 					 : NULL;
 
+	/* Connecting comms live on sending endpoints only (ids of the two
+	 * kinds may be alike). */
 	for (struct zsm_net_ep *ep = dev->retired; ep && !c;
 	     ep = ep->retired_next)
-		c = zsm_idmap_find(&ep->ids, id);
+		if (!ep->rx_role)
+			c = zsm_idmap_find(&ep->ids, id);
 	return c;
 }
 
@@ -619,6 +703,7 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 	} else {
 		ep->tx_inflight++;
 	}
+	zsm_net_ep_pump_hint(ep);
 	return 0;
 }
 
@@ -650,7 +735,11 @@ static void zsm_net_req_ready(struct zsm_net_req *req)
 							   : ZSM_OP_SEND;
 		req->ops[i].index = (uint8_t)i;
 		req->ops[i].posted = 0;
-		req->mr_desc[i] = mr ? zsm_net_mr_of(mr)->desc : NULL;
+		req->mr_desc[i] =
+			mr ? zsm_net_mr_desc(zsm_net_mr_of(mr),
+					     ((struct zsm_net_comm *)
+						      b->comm->tp)->ep)
+			   : NULL;
 	}
 }
 
@@ -763,6 +852,7 @@ static int zsm_net_ep_pass(struct zsm_net_ep *ep, uint64_t now)
 	ep->kicked = 0;
 	zsm_net_ctrl_progress(ep);
 	zsm_net_ep_tick(ep, now);
+	zsm_net_ep_pump_hint(ep);
 	return events;
 }
 
@@ -776,6 +866,8 @@ static int zsm_net_progress_all(void)
 
 		if (dev->ep)
 			events += zsm_net_ep_pass(dev->ep, now);
+		if (dev->ep_rx)
+			events += zsm_net_ep_pass(dev->ep_rx, now);
 		for (struct zsm_net_ep *ep = dev->retired; ep;
 		     ep = ep->retired_next)
 			events += zsm_net_ep_pass(ep, now);
@@ -790,7 +882,8 @@ static int zsm_net_busy(void)
 	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
 		const struct zsm_net_dev *dev = &zsm_net_topo.devs[i];
 
-		if (dev->retired || (dev->ep && zsm_net_ep_busy(dev->ep)))
+		if (dev->retired || (dev->ep && zsm_net_ep_busy(dev->ep)) ||
+		    (dev->ep_rx && zsm_net_ep_busy(dev->ep_rx)))
 			return 1;
 	}
 	return 0;
@@ -802,8 +895,9 @@ static int zsm_net_wait_fds(struct pollfd *fds, int max)
 	struct fid *fid;
 	int n = 0;
 
-	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
-		struct zsm_net_ep *ep = zsm_net_topo.devs[i].ep;
+	for (int i = 0; i < 2 * zsm_net_topo.ndevs; i++) {
+		const struct zsm_net_dev *dev = &zsm_net_topo.devs[i / 2];
+		struct zsm_net_ep *ep = i % 2 ? dev->ep_rx : dev->ep;
 
 		if (!ep)
 			continue;
@@ -828,9 +922,12 @@ static int zsm_net_wait_fds(struct pollfd *fds, int max)
 /* An fd said something arrived: every endpoint is looked at next. */
 static void zsm_net_kick(void)
 {
-	for (int i = 0; i < zsm_net_topo.ndevs; i++)
+	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
 		if (zsm_net_topo.devs[i].ep)
 			zsm_net_topo.devs[i].ep->kicked = 1;
+		if (zsm_net_topo.devs[i].ep_rx)
+			zsm_net_topo.devs[i].ep_rx->kicked = 1;
+	}
 }
 
 const struct zsm_transport_ops zsm_net_progress_ops = {

@@ -28,6 +28,7 @@ static int zsm_net_open_endpoints(void)
 	for (int i = 0; i < t->ndevs; i++) {
 		struct zsm_net_ep *ep;
 
+		zsm_net_dev_plan_duplex(&t->devs[i]);
 		if (zsm_net_ep_get(&t->devs[i], &ep) != 0) {
 			ZSM_WARN("net: device %s is left out: its endpoint "
 				 "does not open",
@@ -128,6 +129,7 @@ void zsm_net_close_endpoints(void)
 		struct zsm_net_dev *dev = &zsm_net_topo.devs[i];
 
 		zsm_net_ep_close(dev->ep);
+		zsm_net_ep_close(dev->ep_rx);
 		while (dev->retired) {
 			struct zsm_net_ep *ep = dev->retired;
 

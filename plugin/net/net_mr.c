@@ -304,9 +304,26 @@ int zsm_net_mr_reg_window(struct zsm_net_ep *ep, void *data, size_t size,
 	/* FI_THREAD_DOMAIN: registrations serialise with the engine. */
 	zsm_proxy_lock();
 	ret = zsm_net_mr_attr_reg(ep, &attr, 0, what, "", &mr->window);
+	/* A duplex device: the same bytes in the other endpoint's domain
+	 * too (its windows count, as ours: a provider that places peers'
+	 * writes in software does so only while it is polled). */
+	if (!ret) {
+		ret = zsm_net_ep_twin(ep, &mr->twin_ep);
+		if (!ret && mr->twin_ep)
+			ret = zsm_net_mr_attr_reg(mr->twin_ep, &attr, 0, what,
+						  "", &mr->twin);
+		if (ret)
+			fi_close(&mr->window->fid);
+	}
 	if (!ret) {
 		mr->base.type = type;
 		mr->desc = fi_mr_desc(mr->window);
+		if (mr->twin) {
+			mr->twin_desc = fi_mr_desc(mr->twin);
+			mr->twin_ep->windows++;
+		} else {
+			mr->twin_ep = NULL;
+		}
 		mr->start = data;
 		mr->size = size;
 		ep->windows++;
@@ -419,6 +436,10 @@ static void zsm_net_mr_free_locked(struct zsm_net_mr *mr)
 	if (mr->window) {
 		fi_close(&mr->window->fid);
 		mr->ep->windows--;
+		if (mr->twin) {
+			fi_close(&mr->twin->fid);
+			mr->twin_ep->windows--;
+		}
 		zsm_cuda_win_mirror_free(&mr->mirror);
 	} else
 		zsm_mr_cache_put(mr->ep->mr_cache, mr->entry);
@@ -472,4 +493,31 @@ void zsm_net_mr_close_all(struct zsm_net_ep *ep)
 			zsm_handle_close(mr->base.handle, ZSM_H_MR, &obj);
 		zsm_net_mr_free_locked(mr);
 	}
+}
+
+/* The windows of ep (one endpoint's list) with a registration in dead's
+ * domain lose it. */
+static void zsm_net_mr_drop_twins_of(struct zsm_net_ep *ep,
+				     struct zsm_net_ep *dead)
+{
+	for (struct zsm_net_mr *mr = ep ? ep->mrs : NULL; mr; mr = mr->ep_next)
+		if (mr->twin && mr->twin_ep == dead) {
+			fi_close(&mr->twin->fid);
+			dead->windows--;
+			mr->twin = NULL;
+			mr->twin_desc = NULL;
+			mr->twin_ep = NULL;
+		}
+}
+
+void zsm_net_mr_drop_twins(struct zsm_net_ep *ep)
+{
+	struct zsm_net_dev *dev = ep->dev;
+
+	if (!dev || !dev->duplex)
+		return;
+	zsm_net_mr_drop_twins_of(dev->ep, ep);
+	zsm_net_mr_drop_twins_of(dev->ep_rx, ep);
+	for (struct zsm_net_ep *r = dev->retired; r; r = r->retired_next)
+		zsm_net_mr_drop_twins_of(r, ep);
 }

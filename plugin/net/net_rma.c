@@ -81,7 +81,9 @@ int zsm_net_rma_reg_window_op(struct zsm_comm *c, void *data, size_t size,
 	win->addr = !(ep->mr_mode & FI_MR_VIRT_ADDR) ? 0
 		    : mr->mirror.host ? (uint64_t)(uintptr_t)mr->mirror.host
 							 : (uint64_t)(uintptr_t)data;
-	win->key = fi_mr_key(mr->window);
+	/* Peers write it through the endpoint they connect to: on a duplex
+	 * device, the receiving one's registration is theirs. */
+	win->key = fi_mr_key(mr->twin && !ep->rx_role ? mr->twin : mr->window);
 	win->size = size;
 	win->flags = mr->mirror.host ? ZSM_WIN_GPU | ZSM_WIN_STAGED : 0;
 	if ((uintptr_t)data % 8)
@@ -363,7 +365,9 @@ struct zsm_net_mr *zsm_net_rma_window(struct zsm_net_ep *ep, uint64_t id)
 	    base->ops != &zsm_net_comm_ops)
 		return NULL;
 	mr = zsm_net_mr_of(base);
-	return mr->window && mr->ep == ep ? mr : NULL;
+	return mr->window && (mr->ep == ep || (mr->twin && mr->twin_ep == ep))
+		       ? mr
+		       : NULL;
 }
 
 /*

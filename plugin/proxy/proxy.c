@@ -241,6 +241,12 @@ static void zsm_proxy_wake(void)
 		zsm_proxy_kick();
 }
 
+void zsm_proxy_poke(void)
+{
+	/* Only a sleeping thread is kicked, and only a running one sleeps. */
+	zsm_proxy_wake();
+}
+
 void zsm_proxy_caller_leave(void)
 {
 	pthread_mutex_unlock(&zsm_proxy.lock);
@@ -555,8 +561,7 @@ int zsm_proxy_assist_mode(int param, int cpus)
 						 : ZSM_PROXY_ASSIST_WAITER;
 }
 
-/* The CPUs this process may run on. */
-static int zsm_proxy_cpus(void)
+int zsm_proxy_cpus(void)
 {
 	cpu_set_t set;
 	int cpus = sched_getaffinity(0, sizeof(set), &set) == 0
@@ -601,6 +606,8 @@ int zsm_proxy_start(void)
 			 strerror(-ret));
 		goto err_efd;
 	}
+	/* A name top -H and profilers show (at most 15 characters). */
+	(void)pthread_setname_np(zsm_proxy.thread, "zsm-proxy");
 	zsm_proxy.have_thread = 1;
 	ZSM_INFO("proxy: progress thread started (assist %s)",
 		 zsm_proxy.assist == ZSM_PROXY_ASSIST_NEVER ? "off"

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Owns duplex devices (ZSM_NET_DUPLEX) and their endpoints' pump threads.
+ *
+ * tcp;ofi_rxm moves bytes on the host's CPUs, inside whichever call
+ * drives the provider, and one endpoint's calls run one at a time.  With
+ * every comm of a device on one endpoint, driven by the engine, the bytes
+ * a process sends and the bytes it receives share one core: on the GPU
+ * machine a put both ways at once got 0.67 of one way's rate each way,
+ * the engine's thread at 100 % of a core in both.  A duplex device puts
+ * the comms peers connect to (listeners and what they accept) on a second
+ * endpoint with a domain of its own, so its own provider locks, and gives
+ * each endpoint a pump: a thread that drives the provider for it outside
+ * the engine lock.  fi_cq_read with no room for completions moves bytes
+ * and leaves the completions to the engine, which the pump wakes.  A
+ * rank's puts then go out through one endpoint and its peers' puts come
+ * in through the other, each on its own core.
+ *
+ * The pump spins while zsm has sends in its endpoint, and for a while
+ * after the provider showed anything; otherwise it sleeps on the
+ * endpoint's fd, which turns readable when bytes come, and on an eventfd
+ * the engine writes when it gives the endpoint sends.  Posted receives
+ * alone do not keep it spinning: NCCL keeps receives posted all the
+ * time, and they need the fd only.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/param.h"
+#include "net/net.h"
+
+/* How long the pump keeps driving without a sleep after the provider or
+ * zsm last had something for it. */
+#define ZSM_NET_PUMP_SPIN_NS 200000ULL
+/* ZSM_NET_DUPLEX=auto wants more CPUs than this: where cores are few,
+ * two more threads driving the provider take them from the engine and
+ * the application, which drive it too. */
+#define ZSM_NET_DUPLEX_MAX_CPUS_OFF 4
+
+struct zsm_net_pump {
+	struct zsm_net_ep *ep;
+	pthread_t thread;
+	atomic_int stop;
+	/* Asleep on the endpoint's fd and its eventfd, which the engine
+	 * writes when it gives the endpoint sends (zsm_net_pump_wake). */
+	atomic_int asleep;
+	int efd;
+};
+
+void zsm_net_dev_plan_duplex(struct zsm_net_dev *dev)
+{
+	int64_t mode = zsm_param_int(ZSM_P_NET_DUPLEX); /* auto|0|1 */
+	const char *prov = dev->info->fabric_attr->prov_name;
+
+	if (mode == 0)
+		dev->duplex = strcmp(prov, "tcp;ofi_rxm") == 0 &&
+			      zsm_proxy_cpus() > ZSM_NET_DUPLEX_MAX_CPUS_OFF;
+	else
+		dev->duplex = mode == 2;
+	if (dev->duplex)
+		ZSM_INFO("net: %s: duplex: comms peers connect to get an "
+			 "endpoint of their own, and each endpoint a pump "
+			 "thread (ZSM_NET_DUPLEX)",
+			 dev->name);
+}
+
+/*
+ * Sleep until bytes come (the endpoint's fd), the engine gives the
+ * endpoint sends or the pump is stopped (the eventfd), with no timeout:
+ * the pump only speeds the provider up, the engine's own passes never
+ * rely on it, and an idle process makes no wake-ups.  Whether it woke
+ * for the fd.
+ */
+static int zsm_net_pump_sleep(struct zsm_net_pump *p)
+{
+	struct pollfd fds[2] = {{.fd = p->efd, .events = POLLIN},
+				{.fd = p->ep->wait_fd, .events = POLLIN}};
+	uint64_t v;
+	int n;
+
+	/* relaxed store, then the seq_cst fence pairing with the one in
+	 * zsm_net_pump_wake (Dekker): either the engine sees us asleep, or
+	 * we see the work it gave the endpoint, or the stop. */
+	atomic_store_explicit(&p->asleep, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	/* relaxed: ordered by the fence above. */
+	if (atomic_load_explicit(&p->ep->pump_busy, memory_order_relaxed) ||
+	    atomic_load_explicit(&p->stop, memory_order_relaxed)) {
+		atomic_store_explicit(&p->asleep, 0, memory_order_relaxed);
+		return 0;
+	}
+	n = poll(fds, p->ep->wait_fd >= 0 ? 2 : 1, -1);
+	/* relaxed: only the wake-up decision reads it. */
+	atomic_store_explicit(&p->asleep, 0, memory_order_relaxed);
+	if (n > 0 && (fds[0].revents & POLLIN))
+		(void)!read(p->efd, &v, sizeof(v));
+	return n > 0 && fds[1].revents;
+}
+
+static void *zsm_net_pump_main(void *arg)
+{
+	struct zsm_net_pump *p = arg;
+	struct zsm_net_ep *ep = p->ep;
+	struct fid *cq = &ep->cq->fid;
+	uint64_t spin_until = 0;
+
+	/* relaxed: stop is a request; the join is the synchronisation. */
+	while (!atomic_load_explicit(&p->stop, memory_order_relaxed)) {
+		/* No room: the provider moves bytes, completions stay. */
+		ssize_t n = fi_cq_read(ep->cq, NULL, 0);
+		uint64_t now = zsm_now_ns();
+
+		/* 0: completions wait for the engine; -FI_EAVAIL: a
+		 * failure does. */
+		if (n != -FI_EAGAIN) {
+			zsm_proxy_poke();
+			spin_until = now + ZSM_NET_PUMP_SPIN_NS;
+		}
+		/* relaxed: a hint, see zsm_net_ep_pump_hint. */
+		if (atomic_load_explicit(&ep->pump_busy, memory_order_relaxed))
+			spin_until = now + ZSM_NET_PUMP_SPIN_NS;
+		if (now < spin_until)
+			continue;
+		/* Not 0: the provider has something already. */
+		if (ep->wait_fd >= 0 && fi_trywait(ep->fabric, &cq, 1) != 0) {
+			spin_until = now + ZSM_NET_PUMP_SPIN_NS;
+			continue;
+		}
+		if (zsm_net_pump_sleep(p))
+			spin_until = zsm_now_ns() + ZSM_NET_PUMP_SPIN_NS;
+	}
+	return NULL;
+}
+
+void zsm_net_pump_wake(struct zsm_net_ep *ep)
+{
+	struct zsm_net_pump *p = ep->pump;
+	uint64_t one = 1;
+
+	/* seq_cst fence: pairs with the one in zsm_net_pump_sleep. */
+	atomic_thread_fence(memory_order_seq_cst);
+	/* relaxed: ordered by the fence above. */
+	if (atomic_load_explicit(&p->asleep, memory_order_relaxed))
+		(void)!write(p->efd, &one, sizeof(one));
+}
+
+int zsm_net_pump_start(struct zsm_net_ep *ep)
+{
+	struct zsm_net_pump *p = calloc(1, sizeof(*p));
+	int ret;
+
+	if (!p)
+		return -ENOMEM;
+	p->ep = ep;
+	p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (p->efd < 0) {
+		ret = -errno;
+		free(p);
+		return ret;
+	}
+	/* The thread is not running yet; pthread_create publishes these. */
+	atomic_init(&p->stop, 0);
+	atomic_init(&p->asleep, 0);
+	ret = -pthread_create(&p->thread, NULL, zsm_net_pump_main, p);
+	if (ret) {
+		close(p->efd);
+		free(p);
+		return ret;
+	}
+	(void)pthread_setname_np(p->thread,
+				 ep->rx_role ? "zsm-pump-rx" : "zsm-pump-tx");
+	ep->pump = p;
+	return 0;
+}
+
+void zsm_net_pump_stop(struct zsm_net_ep *ep)
+{
+	struct zsm_net_pump *p = ep->pump;
+
+	if (!p)
+		return;
+	/* relaxed: the join below is what orders the thread's end; the
+	 * wake's fence makes a sleeping pump see it. */
+	atomic_store_explicit(&p->stop, 1, memory_order_relaxed);
+	zsm_net_pump_wake(ep);
+	pthread_join(p->thread, NULL);
+	close(p->efd);
+	free(p);
+	ep->pump = NULL;
+}
