@@ -420,6 +420,8 @@ static void zsm_net_ep_reap(struct zsm_net_dev *dev)
 				 "operations with the provider: left open, "
 				 "unpolled",
 				 dev->name, zsm_net_ep_held(ep));
+			/* Its pump would poll it too. */
+			zsm_net_pump_stop(ep);
 			ep->retired_next = zsm_net_ep_abandoned;
 			zsm_net_ep_abandoned = ep;
 			continue;
