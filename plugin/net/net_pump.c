@@ -43,6 +43,10 @@
 /* How long the pump keeps driving without a sleep after the provider or
  * zsm last had something for it. */
 #define ZSM_NET_PUMP_SPIN_NS 200000ULL
+/* Completions the engine has not taken for this long are left to it,
+ * and the pump naps this long between looks. */
+#define ZSM_NET_PUMP_STALE_NS 2000000ULL
+#define ZSM_NET_PUMP_NAP_MS 1
 /* ZSM_NET_DUPLEX=auto wants more CPUs than this: where cores are few,
  * two more threads driving the provider take them from the engine and
  * the application, which drive it too. */
@@ -113,7 +117,7 @@ static void *zsm_net_pump_main(void *arg)
 	struct zsm_net_pump *p = arg;
 	struct zsm_net_ep *ep = p->ep;
 	struct fid *cq = &ep->cq->fid;
-	uint64_t spin_until = 0;
+	uint64_t spin_until = 0, pending_since = 0;
 
 	/* relaxed: stop is a request; the join is the synchronisation. */
 	while (!atomic_load_explicit(&p->stop, memory_order_relaxed)) {
@@ -122,16 +126,29 @@ static void *zsm_net_pump_main(void *arg)
 		uint64_t now = zsm_now_ns();
 
 		/* 0: completions wait for the engine; -FI_EAVAIL: a
-		 * failure does. */
-		if (n != -FI_EAGAIN) {
+		 * failure does.  More bytes usually follow them: keep
+		 * driving, unless the engine has not taken them for a
+		 * while (ZSM_PROXY=inline between test() calls), where a
+		 * spin would only burn the core; the fd cannot help then
+		 * (it stays readable while they wait). */
+		if (n == -FI_EAGAIN) {
+			pending_since = 0;
+		} else {
 			zsm_proxy_poke();
-			spin_until = now + ZSM_NET_PUMP_SPIN_NS;
+			if (!pending_since)
+				pending_since = now;
+			if (now - pending_since < ZSM_NET_PUMP_STALE_NS)
+				spin_until = now + ZSM_NET_PUMP_SPIN_NS;
 		}
 		/* relaxed: a hint, see zsm_net_ep_pump_hint. */
 		if (atomic_load_explicit(&ep->pump_busy, memory_order_relaxed))
 			spin_until = now + ZSM_NET_PUMP_SPIN_NS;
 		if (now < spin_until)
 			continue;
+		if (n != -FI_EAGAIN) {
+			(void)poll(NULL, 0, ZSM_NET_PUMP_NAP_MS);
+			continue;
+		}
 		/* Not 0: the provider has something already. */
 		if (ep->wait_fd >= 0 && fi_trywait(ep->fabric, &cq, 1) != 0) {
 			spin_until = now + ZSM_NET_PUMP_SPIN_NS;
