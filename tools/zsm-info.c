@@ -202,6 +202,9 @@ int main(int argc, char **argv)
 		       topo.devs[i].gdr.why);
 		printf("      one-sided (put, signal, get): %s\n",
 		       topo.devs[i].rma.why);
+		zsm_net_dev_plan_duplex(&topo.devs[i]);
+		printf("      duplex endpoints and pumps: %s\n",
+		       topo.devs[i].duplex_why);
 	}
 	zsm_net_topo_free(&topo);
 	return 0;

@@ -27,6 +27,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -66,17 +67,27 @@ void zsm_net_dev_plan_duplex(struct zsm_net_dev *dev)
 {
 	int64_t mode = zsm_param_int(ZSM_P_NET_DUPLEX); /* auto|0|1 */
 	const char *prov = dev->info->fabric_attr->prov_name;
+	char *why = dev->duplex_why;
+	size_t len = sizeof(dev->duplex_why);
+	int cpus = zsm_proxy_cpus();
 
-	if (mode == 0)
-		dev->duplex = strcmp(prov, "tcp;ofi_rxm") == 0 &&
-			      zsm_proxy_cpus() > ZSM_NET_DUPLEX_MAX_CPUS_OFF;
-	else
+	dev->duplex = 0;
+	if (mode != 0) {
 		dev->duplex = mode == 2;
-	if (dev->duplex)
-		ZSM_INFO("net: %s: duplex: comms peers connect to get an "
-			 "endpoint of their own, and each endpoint a pump "
-			 "thread (ZSM_NET_DUPLEX)",
-			 dev->name);
+		snprintf(why, len, "%s (ZSM_NET_DUPLEX=%d)",
+			 dev->duplex ? "on" : "off", dev->duplex);
+	} else if (strcmp(prov, "tcp;ofi_rxm") != 0) {
+		snprintf(why, len,
+			 "off: %s moves bytes without the host's CPUs (auto)",
+			 prov);
+	} else if (cpus <= ZSM_NET_DUPLEX_MAX_CPUS_OFF) {
+		snprintf(why, len, "off: %d CPUs, %d or fewer (auto)", cpus,
+			 ZSM_NET_DUPLEX_MAX_CPUS_OFF);
+	} else {
+		dev->duplex = 1;
+		snprintf(why, len, "on: tcp on %d CPUs (auto)", cpus);
+	}
+	ZSM_INFO("net: %s: duplex endpoints and pumps: %s", dev->name, why);
 }
 
 /*

@@ -9,6 +9,7 @@
 #include "zsm_test.h"
 
 static const char *duplex_value;
+static char why[96]; /* the last plan's reason */
 
 static const char *fake_getenv(const char *name)
 {
@@ -29,6 +30,7 @@ static int plan(const char *value, const char *prov)
 	duplex_value = value;
 	zsm_assert_int_eq(zsm_param_load(fake_getenv), 0);
 	zsm_net_dev_plan_duplex(&dev);
+	strcpy(why, dev.duplex_why);
 	return dev.duplex;
 }
 
@@ -55,6 +57,7 @@ static void test_net_duplex_off_when_asked(void **state)
 {
 	(void)state;
 	assert_false(plan("0", "tcp;ofi_rxm"));
+	assert_string_equal(why, "off (ZSM_NET_DUPLEX=0)");
 }
 
 static void test_net_duplex_auto_leaves_nics_alone(void **state)
@@ -62,6 +65,7 @@ static void test_net_duplex_auto_leaves_nics_alone(void **state)
 	/* A NIC moves the bytes itself: a pump only takes a core. */
 	(void)state;
 	assert_false(plan(NULL, "efa"));
+	assert_non_null(strstr(why, "efa moves bytes without"));
 	assert_false(plan("auto", "cxi"));
 	assert_false(plan(NULL, "verbs;ofi_rxm"));
 }
@@ -74,6 +78,7 @@ static void test_net_duplex_auto_wants_cpus_for_tcp(void **state)
 		assert_true(plan(NULL, "tcp;ofi_rxm"));
 	pin_to_one_cpu();
 	assert_false(plan(NULL, "tcp;ofi_rxm"));
+	assert_string_equal(why, "off: 1 CPUs, 4 or fewer (auto)");
 	assert_false(plan("auto", "tcp;ofi_rxm"));
 }
 
