@@ -230,41 +230,32 @@ err:
 	return -EIO;
 }
 
+/* The device's current endpoint of a role, opened on first use. */
+static int zsm_net_ep_current(struct zsm_net_dev *dev, int rx_role,
+			      struct zsm_net_ep **out)
+{
+	struct zsm_net_ep **slot = rx_role ? &dev->ep_rx : &dev->ep;
+	int ret = *slot ? 0 : zsm_net_ep_open(dev, rx_role, slot);
+
+	*out = *slot;
+	return ret;
+}
+
 int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 {
-	int ret;
-
-	if (!dev->ep) {
-		ret = zsm_net_ep_open(dev, 0, &dev->ep);
-		if (ret)
-			return ret;
-	}
-	*out = dev->ep;
-	return 0;
+	return zsm_net_ep_current(dev, 0, out);
 }
 
 int zsm_net_ep_get_rx(struct zsm_net_dev *dev, struct zsm_net_ep **out)
 {
-	int ret;
-
-	if (!dev->duplex)
-		return zsm_net_ep_get(dev, out);
-	if (!dev->ep_rx) {
-		ret = zsm_net_ep_open(dev, 1, &dev->ep_rx);
-		if (ret)
-			return ret;
-	}
-	*out = dev->ep_rx;
-	return 0;
+	return zsm_net_ep_current(dev, dev->duplex, out);
 }
 
 int zsm_net_ep_twin(struct zsm_net_ep *ep, struct zsm_net_ep **out)
 {
 	*out = NULL;
-	if (!ep->dev->duplex)
-		return 0;
-	return ep->rx_role ? zsm_net_ep_get(ep->dev, out)
-			   : zsm_net_ep_get_rx(ep->dev, out);
+	return ep->dev->duplex ? zsm_net_ep_current(ep->dev, !ep->rx_role, out)
+			       : 0;
 }
 
 void zsm_net_ep_pump_hint(struct zsm_net_ep *ep)
@@ -275,14 +266,15 @@ void zsm_net_ep_pump_hint(struct zsm_net_ep *ep)
 	if (!ep->pump)
 		return;
 	/* relaxed: a hint (spin or sleep) the pump reads again each turn;
-	 * nothing it guards is read through it.  A sleeping pump is woken
-	 * when sends come (the fence there pairs with its sleep's). */
-	if (busy && !atomic_exchange_explicit(&ep->pump_busy, 1,
-					      memory_order_relaxed))
+	 * nothing it guards is read through it, and only the engine writes
+	 * it, so a change is a plain load and store, no locked instruction
+	 * per post.  A sleeping pump is woken when sends come (the fence
+	 * there pairs with its sleep's). */
+	if (busy == atomic_load_explicit(&ep->pump_busy, memory_order_relaxed))
+		return;
+	atomic_store_explicit(&ep->pump_busy, busy, memory_order_relaxed);
+	if (busy)
 		zsm_net_pump_wake(ep);
-	else if (!busy)
-		atomic_store_explicit(&ep->pump_busy, 0,
-				      memory_order_relaxed);
 }
 
 /* Operations of ep's comms that the provider still holds. */

@@ -145,7 +145,7 @@ static void *zsm_net_pump_main(void *arg)
 		if (n == -FI_EAGAIN) {
 			pending_since = 0;
 		} else {
-			zsm_proxy_poke();
+			zsm_proxy_wake();
 			if (!pending_since)
 				pending_since = now;
 			if (now - pending_since < ZSM_NET_PUMP_STALE_NS)

@@ -231,7 +231,8 @@ static void zsm_proxy_kick(void)
 			 strerror(errno));
 }
 
-static void zsm_proxy_wake(void)
+/* Only a sleeping thread is kicked, and only a running one sleeps. */
+void zsm_proxy_wake(void)
 {
 	/* seq_cst fence: pairs with the fence in zsm_proxy_sleep (Dekker):
 	 * either the thread sees our pushed slot, or we see it sleeping. */
@@ -239,12 +240,6 @@ static void zsm_proxy_wake(void)
 	/* relaxed: ordered by the fence above. */
 	if (atomic_load_explicit(&zsm_proxy.sleeping, memory_order_relaxed))
 		zsm_proxy_kick();
-}
-
-void zsm_proxy_poke(void)
-{
-	/* Only a sleeping thread is kicked, and only a running one sleeps. */
-	zsm_proxy_wake();
 }
 
 void zsm_proxy_caller_leave(void)

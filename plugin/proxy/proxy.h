@@ -63,7 +63,7 @@ int zsm_proxy_start(void);
 int zsm_proxy_cpus(void);
 /* Something for the engine arrived outside it (a transport's own thread
  * saw completions): wake the thread if it sleeps. */
-void zsm_proxy_poke(void);
+void zsm_proxy_wake(void);
 /* Stops the thread and runs the engine until the queue is empty. */
 void zsm_proxy_stop(void);
 /* Queue a descriptor: 0, or -EAGAIN when the queue is full. */
