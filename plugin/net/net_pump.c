@@ -61,6 +61,11 @@ struct zsm_net_pump {
 	 * writes when it gives the endpoint sends (zsm_net_pump_wake). */
 	atomic_int asleep;
 	int efd;
+	/* A helper (ZSM_NET_TX_PUMPS) drives only while zsm has sends in
+	 * the endpoint and sleeps on its eventfd alone otherwise: bytes
+	 * coming in are the first pump's to notice. */
+	int helper;
+	struct zsm_net_pump *next;
 };
 
 void zsm_net_dev_plan_duplex(struct zsm_net_dev *dev)
@@ -115,7 +120,7 @@ static int zsm_net_pump_sleep(struct zsm_net_pump *p)
 		atomic_store_explicit(&p->asleep, 0, memory_order_relaxed);
 		return 0;
 	}
-	n = poll(fds, p->ep->wait_fd >= 0 ? 2 : 1, -1);
+	n = poll(fds, p->ep->wait_fd >= 0 && !p->helper ? 2 : 1, -1);
 	/* relaxed: only the wake-up decision reads it. */
 	atomic_store_explicit(&p->asleep, 0, memory_order_relaxed);
 	if (n > 0 && (fds[0].revents & POLLIN))
@@ -136,6 +141,13 @@ static void *zsm_net_pump_main(void *arg)
 		ssize_t n = fi_cq_read(ep->cq, NULL, 0);
 		uint64_t now = zsm_now_ns();
 
+		if (p->helper) {
+			/* relaxed: a hint, see zsm_net_ep_pump_hint. */
+			if (!atomic_load_explicit(&ep->pump_busy,
+						  memory_order_relaxed))
+				(void)zsm_net_pump_sleep(p);
+			continue;
+		}
 		/* 0: completions wait for the engine; -FI_EAVAIL: a
 		 * failure does.  More bytes usually follow them: keep
 		 * driving, unless the engine has not taken them for a
@@ -173,24 +185,28 @@ static void *zsm_net_pump_main(void *arg)
 
 void zsm_net_pump_wake(struct zsm_net_ep *ep)
 {
-	struct zsm_net_pump *p = ep->pump;
 	uint64_t one = 1;
 
 	/* seq_cst fence: pairs with the one in zsm_net_pump_sleep. */
 	atomic_thread_fence(memory_order_seq_cst);
-	/* relaxed: ordered by the fence above. */
-	if (atomic_load_explicit(&p->asleep, memory_order_relaxed))
-		(void)!write(p->efd, &one, sizeof(one));
+	for (struct zsm_net_pump *p = ep->pump; p; p = p->next)
+		/* relaxed: ordered by the fence above. */
+		if (atomic_load_explicit(&p->asleep, memory_order_relaxed))
+			(void)!write(p->efd, &one, sizeof(one));
 }
 
-int zsm_net_pump_start(struct zsm_net_ep *ep)
+static int zsm_net_pump_start_one(struct zsm_net_ep *ep, int helper)
 {
 	struct zsm_net_pump *p = calloc(1, sizeof(*p));
+	const char *name = helper ? "zsm-pump-tx+" : "zsm-pump-tx";
 	int ret;
 
+	if (ep->rx_role)
+		name = "zsm-pump-rx";
 	if (!p)
 		return -ENOMEM;
 	p->ep = ep;
+	p->helper = helper;
 	p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (p->efd < 0) {
 		ret = -errno;
@@ -206,24 +222,41 @@ int zsm_net_pump_start(struct zsm_net_ep *ep)
 		free(p);
 		return ret;
 	}
-	(void)pthread_setname_np(p->thread,
-				 ep->rx_role ? "zsm-pump-rx" : "zsm-pump-tx");
+	(void)pthread_setname_np(p->thread, name);
+	p->next = ep->pump;
 	ep->pump = p;
 	return 0;
 }
 
+int zsm_net_pump_start(struct zsm_net_ep *ep)
+{
+	int n = ep->rx_role ? 1 : (int)zsm_param_int(ZSM_P_NET_TX_PUMPS);
+	int ret = zsm_net_pump_start_one(ep, 0);
+
+	/* Helpers are extras: without one the endpoint is only slower. */
+	for (int i = 1; !ret && i < n; i++)
+		if (zsm_net_pump_start_one(ep, 1)) {
+			ZSM_WARN("net: %s: %d of %d pump threads for the "
+				 "sending endpoint",
+				 ep->dev->name, i, n);
+			break;
+		}
+	return ret;
+}
+
 void zsm_net_pump_stop(struct zsm_net_ep *ep)
 {
-	struct zsm_net_pump *p = ep->pump;
+	struct zsm_net_pump *p;
 
-	if (!p)
-		return;
 	/* relaxed: the join below is what orders the thread's end; the
 	 * wake's fence makes a sleeping pump see it. */
-	atomic_store_explicit(&p->stop, 1, memory_order_relaxed);
+	for (p = ep->pump; p; p = p->next)
+		atomic_store_explicit(&p->stop, 1, memory_order_relaxed);
 	zsm_net_pump_wake(ep);
-	pthread_join(p->thread, NULL);
-	close(p->efd);
-	free(p);
-	ep->pump = NULL;
+	while ((p = ep->pump)) {
+		pthread_join(p->thread, NULL);
+		close(p->efd);
+		ep->pump = p->next;
+		free(p);
+	}
 }

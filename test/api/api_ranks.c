@@ -18,6 +18,7 @@
  */
 #include "api_ranks.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -193,7 +194,7 @@ static int usage(const char *argv0)
 		"[--modes oop,inplace,samewin]\n"
 		"  [--iters N] [--big BYTES] [--victim R] "
 		"[--kill-mode between|during|wait]\n"
-		"  [--calls N] [--deadline SECONDS]\n",
+		"  [--calls N] [--deadline SECONDS] [--threads NAME=N,...]\n",
 		argv0, API_MAXR);
 	return 2;
 }
@@ -216,6 +217,57 @@ static void to_hex(const zsm_unique_id_t *id, char *s)
 {
 	for (size_t i = 0; i < sizeof(id->internal); i++)
 		sprintf(s + 2 * i, "%02x", (unsigned char)id->internal[i]);
+}
+
+/* Threads of this process named name (/proc/self/task/T/comm). */
+static int count_threads(const char *name)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		char path[300], comm[32] = "";
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue; /* a thread that just ended */
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
+		n += strcmp(comm, name) == 0;
+	}
+	closedir(d);
+	return n;
+}
+
+/* --threads NAME=N,...: the library's threads this rank runs now. */
+static int check_threads(const char *spec)
+{
+	char buf[256], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", spec);
+	for (char *t = strtok_r(buf, ",", &save); t;
+	     t = strtok_r(NULL, ",", &save)) {
+		char *eq = strrchr(t, '=');
+		int want, have;
+
+		if (!eq)
+			API_FAIL("--threads: %s is not NAME=N", t);
+		*eq = 0;
+		want = atoi(eq + 1);
+		have = count_threads(t);
+		if (have != want)
+			API_FAIL("%d threads named %s, want %d", have, t, want);
+	}
+	return 0;
 }
 
 /* One rank, in its own process: id from rank 0's pipe or the command
@@ -263,6 +315,8 @@ static int rank_main(int idfd, const char *idhex)
 	else
 		/* Destroys the comm itself in a survivor. */
 		return api_kill_run(comm);
+	if (!status && api_opt.threads)
+		status = check_threads(api_opt.threads);
 	api_phase("zsm_comm_destroy");
 	ret = zsm_comm_destroy(comm);
 	if (ret)
@@ -510,6 +564,8 @@ int main(int argc, char **argv)
 			api_opt.calls = atoi(v);
 		else if (strcmp(a, "--deadline") == 0)
 			api_opt.deadline_s = atoi(v);
+		else if (strcmp(a, "--threads") == 0)
+			api_opt.threads = v;
 		else if (strcmp(a, "--rank") == 0) {
 			api_rank = atoi(v);
 			/* The parent's arguments end where it added ours. */

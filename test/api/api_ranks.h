@@ -38,6 +38,7 @@ struct api_opts {
 	const char *kill_mode; /* between, during, wait */
 	int calls;      /* kill: collectives the survivors try */
 	int deadline_s; /* the parent's limit for the whole run */
+	const char *threads; /* NAME=N,...: threads each rank must have */
 };
 
 enum {
