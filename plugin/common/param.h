@@ -121,14 +121,15 @@ enum zsm_param_type {
 	  "AllGather's) takes two cores instead of sharing one: for "         \
 	  "providers whose bytes the host's CPUs move. auto: 1 on "           \
 	  "tcp;ofi_rxm when the process may run on more than 4 CPUs.")        \
-	X(NET_TX_PUMPS, ZSM_PARAM_INT, "2", 1, 8, NULL,                       \
+	X(NET_TX_PUMPS, ZSM_PARAM_ENUM, "auto", 0, 0, "auto|1|2|3|4",         \
 	  "Duplex devices: threads that drive the sending endpoint's "       \
 	  "provider. The first also watches for bytes coming in; the others " \
 	  "run only while zsm has sends in the endpoint, and sleep "         \
 	  "otherwise. On tcp a second one lets the bytes going out move "    \
 	  "while the first is in another call, as a put's own test() loop "  \
 	  "does for it: an AllGather's traffic both ways needs it to keep "  \
-	  "up with a put one way (docs/benchmarking.md).")                   \
+	  "up with a put one way (docs/benchmarking.md). auto: 2 when the "  \
+	  "process may run on more than 8 CPUs, else 1.")                    \
 	X(EARLY_MSGS, ZSM_PARAM_INT, "4", 1, 4096, NULL,                      \
 	  "Small (eager) data messages a sender may send on a network comm "  \
 	  "beyond the receives the receiver has posted; larger ones always "  \

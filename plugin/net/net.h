@@ -65,6 +65,7 @@ struct zsm_net_dev {
 	 * NULL otherwise (ep takes both). */
 	struct zsm_net_ep *ep_rx;
 	int duplex;
+	int tx_pumps; /* duplex: pump threads of the sending endpoint */
 	char duplex_why[96]; /* what ZSM_NET_DUPLEX decided, and why */
 	/* Endpoints retired after a peer went silent (see zsm_net_ep_retire):
 	 * they serve their comms and close when the last one does. */

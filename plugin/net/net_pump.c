@@ -52,6 +52,10 @@
  * two more threads driving the provider take them from the engine and
  * the application, which drive it too. */
 #define ZSM_NET_DUPLEX_MAX_CPUS_OFF 4
+/* ZSM_NET_TX_PUMPS=auto gives a second sending pump above this many CPUs:
+ * it spins beside the first while sends are in flight, and on a small
+ * machine three spinning threads a rank starve the engine's. */
+#define ZSM_NET_TX_PUMPS_MAX_CPUS_ONE 8
 
 struct zsm_net_pump {
 	struct zsm_net_ep *ep;
@@ -71,9 +75,10 @@ struct zsm_net_pump {
 void zsm_net_dev_plan_duplex(struct zsm_net_dev *dev)
 {
 	int64_t mode = zsm_param_int(ZSM_P_NET_DUPLEX); /* auto|0|1 */
+	int64_t pumps = zsm_param_int(ZSM_P_NET_TX_PUMPS); /* auto|1|2|3|4 */
 	const char *prov = dev->info->fabric_attr->prov_name;
 	char *why = dev->duplex_why;
-	size_t len = sizeof(dev->duplex_why);
+	size_t len = sizeof(dev->duplex_why), at;
 	int cpus = zsm_proxy_cpus();
 
 	dev->duplex = 0;
@@ -92,6 +97,14 @@ void zsm_net_dev_plan_duplex(struct zsm_net_dev *dev)
 		dev->duplex = 1;
 		snprintf(why, len, "on: tcp on %d CPUs (auto)", cpus);
 	}
+	dev->tx_pumps = pumps ? (int)pumps
+			: cpus > ZSM_NET_TX_PUMPS_MAX_CPUS_ONE ? 2
+							       : 1;
+	at = strlen(why);
+	if (dev->duplex && at < len)
+		snprintf(why + at, len - at, "; %d sending pump%s (%s)",
+			 dev->tx_pumps, dev->tx_pumps > 1 ? "s" : "",
+			 pumps ? "ZSM_NET_TX_PUMPS" : "auto");
 	ZSM_INFO("net: %s: duplex endpoints and pumps: %s", dev->name, why);
 }
 
@@ -230,7 +243,7 @@ static int zsm_net_pump_start_one(struct zsm_net_ep *ep, int helper)
 
 int zsm_net_pump_start(struct zsm_net_ep *ep)
 {
-	int n = ep->rx_role ? 1 : (int)zsm_param_int(ZSM_P_NET_TX_PUMPS);
+	int n = ep->rx_role ? 1 : ep->dev->tx_pumps;
 	int ret = zsm_net_pump_start_one(ep, 0);
 
 	/* Helpers are extras: without one the endpoint is only slower. */

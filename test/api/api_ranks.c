@@ -527,6 +527,28 @@ static int parse_modes(const char *s)
 	return m;
 }
 
+/*
+ * ZSM_TEST_TIME_SCALE=N (test/tsan.sh, a slowed machine): the parent's
+ * deadline and the ranks' ZSM_PEER_CHECK_MS grow N times, so that a rank
+ * slowed down, not dead, is not taken for dead (the kill tests check for
+ * 200 ms).
+ */
+static void time_scale(void)
+{
+	const char *s = getenv("ZSM_TEST_TIME_SCALE");
+	const char *pc = getenv("ZSM_PEER_CHECK_MS");
+	int scale = s ? atoi(s) : 1;
+	char v[32];
+
+	if (scale <= 1)
+		return;
+	api_opt.deadline_s *= scale;
+	if (pc && atol(pc) > 0) {
+		snprintf(v, sizeof(v), "%ld", atol(pc) * scale);
+		setenv("ZSM_PEER_CHECK_MS", v, 1);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *idhex = NULL;
@@ -602,5 +624,6 @@ int main(int argc, char **argv)
 		return usage(argv[0]);
 	if (api_rank >= 0)
 		return rank_main(idfd, idhex);
+	time_scale();
 	return parent_main(parent_argc, argv);
 }

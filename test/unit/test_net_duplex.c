@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* ZSM_NET_DUPLEX: which devices get a second endpoint and pump threads. */
+/* ZSM_NET_DUPLEX: which devices get a second endpoint and pump threads;
+ * ZSM_NET_TX_PUMPS: how many pump the sending one. */
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,11 +9,14 @@
 #include "net/net.h"
 #include "zsm_test.h"
 
-static const char *duplex_value;
+static const char *duplex_value, *pumps_value;
 static char why[96]; /* the last plan's reason */
+static int tx_pumps; /* the last plan's sending pumps */
 
 static const char *fake_getenv(const char *name)
 {
+	if (strcmp(name, "ZSM_NET_TX_PUMPS") == 0)
+		return pumps_value;
 	return strcmp(name, "ZSM_NET_DUPLEX") == 0 ? duplex_value : NULL;
 }
 
@@ -31,6 +35,7 @@ static int plan(const char *value, const char *prov)
 	zsm_assert_int_eq(zsm_param_load(fake_getenv), 0);
 	zsm_net_dev_plan_duplex(&dev);
 	strcpy(why, dev.duplex_why);
+	tx_pumps = dev.tx_pumps;
 	return dev.duplex;
 }
 
@@ -82,13 +87,59 @@ static void test_net_duplex_auto_wants_cpus_for_tcp(void **state)
 	assert_false(plan("auto", "tcp;ofi_rxm"));
 }
 
+static void test_net_duplex_tx_pumps_auto_wants_cpus(void **state)
+{
+	cpu_set_t all;
+
+	(void)state;
+	zsm_assert_int_eq(sched_getaffinity(0, sizeof(all), &all), 0);
+	pumps_value = NULL;
+	/* More than 8 CPUs: a second one (only where this machine has
+	 * them). */
+	if (zsm_proxy_cpus() > 8) {
+		assert_true(plan("1", "tcp;ofi_rxm"));
+		assert_int_equal(tx_pumps, 2);
+	}
+	pin_to_one_cpu();
+	assert_true(plan("1", "tcp;ofi_rxm"));
+	assert_int_equal(tx_pumps, 1);
+	assert_string_equal(why, "on (ZSM_NET_DUPLEX=1); 1 sending pump "
+				 "(auto)");
+	/* The next tests count this machine's CPUs again. */
+	zsm_assert_int_eq(sched_setaffinity(0, sizeof(all), &all), 0);
+}
+
+static void test_net_duplex_tx_pumps_as_asked(void **state)
+{
+	(void)state;
+	pin_to_one_cpu();
+	pumps_value = "3";
+	assert_true(plan("1", "tcp;ofi_rxm"));
+	assert_int_equal(tx_pumps, 3);
+	assert_string_equal(why, "on (ZSM_NET_DUPLEX=1); 3 sending pumps "
+				 "(ZSM_NET_TX_PUMPS)");
+	/* Off: the count is kept, and not said. */
+	assert_false(plan("0", "tcp;ofi_rxm"));
+	assert_string_equal(why, "off (ZSM_NET_DUPLEX=0)");
+	/* Out of range: the load refuses it, naming the variable. */
+	duplex_value = NULL;
+	pumps_value = "0";
+	assert_int_not_equal(zsm_param_load(fake_getenv), 0);
+	pumps_value = "5";
+	assert_int_not_equal(zsm_param_load(fake_getenv), 0);
+	pumps_value = NULL;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		/* First: the last two pin this thread to one CPU for good. */
+		cmocka_unit_test(test_net_duplex_tx_pumps_auto_wants_cpus),
 		cmocka_unit_test(test_net_duplex_off_when_asked),
 		cmocka_unit_test(test_net_duplex_auto_leaves_nics_alone),
 		cmocka_unit_test(test_net_duplex_auto_wants_cpus_for_tcp),
 		cmocka_unit_test(test_net_duplex_forced_on_any_provider),
+		cmocka_unit_test(test_net_duplex_tx_pumps_as_asked),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
