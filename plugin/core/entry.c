@@ -81,7 +81,9 @@ static int zsm_entry_publish_comm(struct zsm_comm *c,
 		zsm_comm_close(c);
 		return ret;
 	}
-	/* release: pairs with the engine's acquire loads (expiry). */
+	/* release: pairs with the engine's acquire loads (expiry, and
+	 * connect's look-up of a comm in progress). */
+	atomic_store_explicit(&c->published, 1, memory_order_release);
 	atomic_store_explicit(&c->handle, h, memory_order_release);
 	*out = zsm_entry_handle_out(h);
 	return 0;

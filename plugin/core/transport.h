@@ -182,6 +182,10 @@ struct zsm_comm {
 	 * written by the caller's thread, read by the engine's (expiry
 	 * spares what NCCL holds). */
 	_Atomic uint64_t handle;
+	/* Set once its handle is given out, never cleared: from then on
+	 * only its close, in its queue's order, frees it (the engine must
+	 * not take a closed one, handle 0 again, for an abandoned one). */
+	atomic_int published;
 	atomic_int state; /* enum zsm_comm_state */
 	atomic_int error; /* -errno once FAILED */
 	/* Set by the engine before state turns CONNECTED. */

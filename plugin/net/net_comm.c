@@ -549,9 +549,11 @@ int zsm_net_connect_find(int dev, void *handle, struct zsm_comm **out)
 	if (h->conn_id == 0)
 		return 0;
 	c = zsm_net_dev_find_comm(&zsm_net_topo.devs[dev], h->conn_id);
-	/* acquire: pairs with the release in zsm_entry_publish_comm. */
+	/* acquire: pairs with the release in zsm_entry_publish_comm.  A
+	 * comm given out once and closed since is not found again. */
 	if (c && c->type == ZSM_COMM_SEND && c->owner &&
-	    !atomic_load_explicit(&c->owner->handle, memory_order_acquire) &&
+	    !atomic_load_explicit(&c->owner->published,
+				  memory_order_acquire) &&
 	    !c->closing && c->nonce == h->nonce &&
 	    c->started_ns == h->conn_start_ns) {
 		*out = c->owner;
@@ -650,10 +652,14 @@ void zsm_net_comm_expire(struct zsm_net_ep *ep, uint64_t now)
 		int state;
 
 		next = c->ep_next;
-		/* acquire: pairs with the release in zsm_entry_publish_comm
-		 * and zsm_entry_close. */
+		/* acquire: pairs with the release in zsm_entry_publish_comm.
+		 * A comm that was given out is freed by its close alone,
+		 * which is queued behind what it still has held: its handle
+		 * turns 0 before that close reaches the engine, and freeing
+		 * it here as abandoned left the queue pointing into freed
+		 * memory (seen under TSan, a close after a peer died). */
 		if (c->closing || c->type == ZSM_COMM_LISTEN ||
-		    (c->owner && atomic_load_explicit(&c->owner->handle,
+		    (c->owner && atomic_load_explicit(&c->owner->published,
 						      memory_order_acquire)))
 			continue;
 		state = c->hs;

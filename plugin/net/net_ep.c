@@ -641,10 +641,16 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 	int recv = b->type == ZSM_REQ_RECV;
 	ssize_t ret;
 
-	/* Full by zsm's own count: refused, like the provider would. */
+	/* Full by zsm's own count: refused, like the provider would; once
+	 * NCCL closes the comm, for good, so that its close (queued behind
+	 * this) is not held up until other comms' transfers end. */
 	if (recv ? ep->rx_inflight >= ep->rx_budget
 		 : ep->tx_inflight >= ep->tx_budget)
-		return -EAGAIN;
+		/* acquire: pairs with the release in zsm_comm_close. */
+		return atomic_load_explicit(&b->comm->close_asked,
+					    memory_order_acquire)
+			       ? -ECANCELED
+			       : -EAGAIN;
 	/* The receiver has not posted for it, nor for the early messages
 	 * before it: its GRANT lets this go (net_credit.h). */
 	if (b->type == ZSM_REQ_SEND &&
@@ -823,7 +829,7 @@ int zsm_net_ep_busy(const struct zsm_net_ep *ep)
 		    (c->closing || c->deferred ||
 		     /* acquire: pairs with the release in
 		      * zsm_entry_publish_comm. */
-		     (c->owner && !atomic_load_explicit(&c->owner->handle,
+		     (c->owner && !atomic_load_explicit(&c->owner->published,
 							memory_order_acquire))))
 			return 1;
 	return 0;
