@@ -641,25 +641,15 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 	int recv = b->type == ZSM_REQ_RECV;
 	ssize_t ret;
 
-	/* Full by zsm's own count: refused, like the provider would; once
-	 * NCCL closes the comm, for good, so that its close (queued behind
-	 * this) is not held up until other comms' transfers end. */
+	/* Full by zsm's own count: refused, like the provider would. */
 	if (recv ? ep->rx_inflight >= ep->rx_budget
 		 : ep->tx_inflight >= ep->tx_budget)
-		/* acquire: pairs with the release in zsm_comm_close. */
-		return atomic_load_explicit(&b->comm->close_asked,
-					    memory_order_acquire)
-			       ? -ECANCELED
-			       : -EAGAIN;
+		return -EAGAIN;
 	/* The receiver has not posted for it, nor for the early messages
 	 * before it: its GRANT lets this go (net_credit.h). */
 	if (b->type == ZSM_REQ_SEND &&
 	    !zsm_net_credit_may_send(&comm->credit, len > ep->eager_max))
-		/* acquire: pairs with the release in zsm_comm_close. */
-		return atomic_load_explicit(&b->comm->close_asked,
-					    memory_order_acquire)
-			       ? -ECANCELED
-			       : -EAGAIN;
+		return -EAGAIN;
 	if (b->type == ZSM_REQ_SEND) {
 		if (ep->cq_data)
 			ret = fi_tsenddata(ep->ep, buf, len, desc,
@@ -770,6 +760,15 @@ int zsm_net_ep_post_req(struct zsm_req *b)
 		if (req->ops[i].posted)
 			continue;
 		err = zsm_net_ep_post_op(req, i);
+		/* Refused for now (no room, no credit, an earlier write or
+		 * ack to wait for): once NCCL closed the comm, for good, so
+		 * that its close, queued behind this, goes on; NCCL tests
+		 * none of its requests any more.  acquire: pairs with the
+		 * release in zsm_comm_close. */
+		if (err == -EAGAIN &&
+		    atomic_load_explicit(&b->comm->close_asked,
+					 memory_order_acquire))
+			err = -ECANCELED;
 		if (err == -EAGAIN) {
 			if (!req->deferred) {
 				req->deferred = 1;
