@@ -131,7 +131,8 @@ void zsm_comm_release(struct zsm_comm *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	/* Teardown frees comms NCCL never closed: their handles die too. */
-	/* acquire: pairs with the release in zsm_entry_publish_comm. */
+	/* acquire: pairs with the releases in zsm_entry_publish_comm and
+	 * zsm_entry_close. */
 	h = atomic_load_explicit(&c->handle, memory_order_acquire);
 	if (h) {
 		void *obj;

@@ -81,8 +81,9 @@ static int zsm_entry_publish_comm(struct zsm_comm *c,
 		zsm_comm_close(c);
 		return ret;
 	}
-	/* release: pairs with the engine's acquire loads (expiry, and
-	 * connect's look-up of a comm in progress). */
+	/* release: published pairs with the engine's acquire loads (expiry,
+	 * the busy check, connect's look-up of a comm in progress); handle
+	 * with zsm_comm_release's. */
 	atomic_store_explicit(&c->published, 1, memory_order_release);
 	atomic_store_explicit(&c->handle, h, memory_order_release);
 	*out = zsm_entry_handle_out(h);
@@ -241,7 +242,7 @@ static int zsm_entry_close(const char *call, void *h,
 			 zsm_handle_type_name(type));
 		return ret;
 	}
-	/* release: pairs with the engine's acquire loads (expiry). */
+	/* release: pairs with the acquire in zsm_comm_release. */
 	atomic_store_explicit(&c->handle, 0, memory_order_release);
 	return zsm_comm_close(c);
 }

@@ -179,12 +179,12 @@ struct zsm_close_wait;
 struct zsm_comm {
 	uint8_t type; /* enum zsm_comm_type */
 	/* NCCL's handle for it, 0 before it is given out and once closed:
-	 * written by the caller's thread, read by the engine's (expiry
-	 * spares what NCCL holds). */
+	 * written by the caller's thread, read by the engine's when it frees
+	 * a comm NCCL never closed (teardown), to close the handle too. */
 	_Atomic uint64_t handle;
 	/* Set once its handle is given out, never cleared: from then on
-	 * only its close, in its queue's order, frees it (the engine must
-	 * not take a closed one, handle 0 again, for an abandoned one). */
+	 * only its close, in its queue's order, frees it, and expiry spares
+	 * it (a closed one's handle is 0 again before that close is run). */
 	atomic_int published;
 	atomic_int state; /* enum zsm_comm_state */
 	atomic_int error; /* -errno once FAILED */
