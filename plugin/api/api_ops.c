@@ -133,7 +133,10 @@ static void zsm_api_batch_number(struct zsm_api_batch *b)
 /*
  * The stream's side in GPU mode: writes of the puts' ready words (the last
  * per slot covers the earlier ones), between's copies, then the wait's
- * ready word and the waits: the puts' done words and the counters.
+ * ready word and the waits: the puts' done words and the counters.  On a
+ * stream with nothing left to run the ready words are stored now
+ * (zsm_cuda_door_post): the puts need not wait for the GPU to schedule
+ * the stream, which under another process's kernels is a time slice.
  */
 static int zsm_api_batch_ring_gpu(struct zsm_api_batch *b,
 				  zsm_cu_stream stream,
@@ -145,16 +148,19 @@ static int zsm_api_batch_ring_gpu(struct zsm_api_batch *b,
 				  (b->wait ? b->wait->nwait : 0);
 	struct zsm_cuda_door_op *o = calloc(max, sizeof(*o));
 	uint64_t *last = calloc((size_t)c->nranks, sizeof(*last));
-	int ret = o && last ? 0 : -ENOMEM;
+	unsigned int *slots = calloc((size_t)c->nranks, sizeof(*slots));
+	uint64_t *seqs = calloc((size_t)c->nranks, sizeof(*seqs));
+	int ret = o && last && slots && seqs ? 0 : -ENOMEM;
 
 	for (struct zsm_api_op *op = b->head; !ret && op; op = op->next)
 		last[op->slot] = op->seq;
 	for (int p = 0; !ret && p < c->nranks; p++)
-		if (last[p])
-			o[n++] = (struct zsm_cuda_door_op){c->ops, (unsigned)p,
-							   0, last[p]};
+		if (last[p]) {
+			slots[n] = (unsigned int)p;
+			seqs[n++] = last[p];
+		}
 	if (!ret && n)
-		ret = zsm_cuda_door_batch(stream, n, o);
+		ret = zsm_cuda_door_post(c->ops, stream, n, slots, seqs, NULL);
 	if (!ret && between)
 		ret = between(arg, stream);
 	n = 0;
@@ -172,6 +178,8 @@ static int zsm_api_batch_ring_gpu(struct zsm_api_batch *b,
 		ret = zsm_cuda_door_batch(stream, n, o);
 	free(o);
 	free(last);
+	free(slots);
+	free(seqs);
 	return ret;
 }
 

@@ -283,9 +283,13 @@ static void zsm_cuda_door_op(zsm_cu_memop *op, int operation,
 				  : 0;
 }
 
+/* What zsm_cuda_door_enqueue puts on the stream. */
+#define ZSM_CUDA_DOOR_WRITES 0x1
+#define ZSM_CUDA_DOOR_WAITS 0x2
+
 /*
  * The writes of ready for each (slots[i], seqs[i]), then the waits on
- * done for each (only the waits when waits_only), in batches of at most
+ * done for each (parts says which of the two), in batches of at most
  * 255 operations, in that order.  A batch refused after an earlier one went in leaves the stream
  * half rung (ready written, no wait), so the door fails: the operation
  * cannot be trusted and no later one must rely on it.
@@ -293,10 +297,12 @@ static void zsm_cuda_door_op(zsm_cu_memop *op, int operation,
 static int zsm_cuda_door_enqueue(struct zsm_cuda_door *door,
 				 zsm_cu_stream stream, unsigned int n,
 				 const unsigned int *slots,
-				 const uint64_t *seqs, int waits_only)
+				 const uint64_t *seqs, int parts)
 {
 	zsm_cu_memop ops[ZSM_CU_BATCH_MEM_OP_MAX];
-	size_t nops = waits_only ? n : 2 * (size_t)n;
+	int writes = parts & ZSM_CUDA_DOOR_WRITES;
+	size_t nops = (writes ? (size_t)n : 0) +
+		      (parts & ZSM_CUDA_DOOR_WAITS ? (size_t)n : 0);
 	size_t k = 0, m, i;
 	zsm_cu_result res;
 	char why[256] = "";
@@ -304,9 +310,9 @@ static int zsm_cuda_door_enqueue(struct zsm_cuda_door *door,
 
 	while (k < nops) {
 		for (m = 0; m < ZSM_CU_BATCH_MEM_OP_MAX && k < nops; m++, k++) {
-			int write = !waits_only && k < n;
+			int write = writes && k < n;
 
-			i = write || waits_only ? k : k - n;
+			i = writes && !write ? k - n : k;
 			zsm_cuda_door_op(
 				&ops[m],
 				write ? ZSM_CU_STREAM_MEM_OP_WRITE_VALUE_64
@@ -353,6 +359,30 @@ static int zsm_cuda_door_check(struct zsm_cuda_door *door, unsigned int n,
 	return 0;
 }
 
+/*
+ * The ready words stored from this thread: a host-memory door's always
+ * (stream must be NULL), a device door's when its stream has nothing left
+ * to run.
+ */
+static int zsm_cuda_door_store(struct zsm_cuda_door *door,
+			       zsm_cu_stream stream, unsigned int n,
+			       const unsigned int *slots, const uint64_t *seqs)
+{
+	if (!door->drv && stream) {
+		ZSM_WARN("cuda door: a stream was given to a host-memory door");
+		return -EINVAL;
+	}
+	/*
+	 * Release: pairs with the acquire load in zsm_cuda_door_ready, as
+	 * the stream's write does: what the caller (or the stream's finished
+	 * work, which the query saw over) wrote before is the proxy's to read.
+	 */
+	for (unsigned int i = 0; i < n; i++)
+		atomic_store_explicit(zsm_cuda_door_ready_word(door, slots[i]),
+				      seqs[i], memory_order_release);
+	return 0;
+}
+
 int zsm_cuda_door_ring(struct zsm_cuda_door *door, zsm_cu_stream stream,
 		       unsigned int n, const unsigned int *slots,
 		       const uint64_t *seqs)
@@ -362,17 +392,60 @@ int zsm_cuda_door_ring(struct zsm_cuda_door *door, zsm_cu_stream stream,
 	if (ret || !n)
 		return ret;
 	if (door->drv)
-		return zsm_cuda_door_enqueue(door, stream, n, slots, seqs, 0);
-	if (stream) {
-		ZSM_WARN("cuda door: a stream was given to a host-memory door");
-		return -EINVAL;
-	}
-	/* Pairs with the acquire load in zsm_cuda_door_ready: what the
-	 * caller wrote before ringing is the proxy's to read. */
-	for (unsigned int i = 0; i < n; i++)
-		atomic_store_explicit(zsm_cuda_door_ready_word(door, slots[i]),
-				      seqs[i], memory_order_release);
-	return 0;
+		return zsm_cuda_door_enqueue(door, stream, n, slots, seqs,
+					     ZSM_CUDA_DOOR_WRITES |
+						     ZSM_CUDA_DOOR_WAITS);
+	return zsm_cuda_door_store(door, stream, n, slots, seqs);
+}
+
+/*
+ * Whether the stream has nothing left to run that work queued on it now
+ * would follow: then that work's ready words may be stored from here at
+ * once.  Only a stream of the caller's own: the legacy and per-thread
+ * default streams also wait for other streams, which a query of them does
+ * not cover.  Not while it is being captured (a query there invalidates
+ * the capture).  A blocking stream also waits for the legacy stream's
+ * earlier work, so that must be over too.  Any error answers no: the
+ * stream's own write is always right, only later.
+ */
+static int zsm_cuda_door_stream_over(const struct zsm_cuda_drv *d,
+				     zsm_cu_stream stream)
+{
+	unsigned int flags = 0;
+	int capturing = 1;
+
+	if (stream == ZSM_CU_STREAM_NULL || stream == ZSM_CU_STREAM_LEGACY ||
+	    stream == ZSM_CU_STREAM_PER_THREAD || !d->stream_is_capturing ||
+	    !d->stream_get_flags || !d->stream_query)
+		return 0;
+	if (d->stream_is_capturing(stream, &capturing) != ZSM_CU_SUCCESS ||
+	    capturing != ZSM_CU_STREAM_CAPTURE_STATUS_NONE)
+		return 0;
+	if (d->stream_get_flags(stream, &flags) != ZSM_CU_SUCCESS)
+		return 0;
+	if (d->stream_query(stream) != ZSM_CU_SUCCESS)
+		return 0;
+	return (flags & ZSM_CU_STREAM_NON_BLOCKING) ||
+	       d->stream_query(ZSM_CU_STREAM_LEGACY) == ZSM_CU_SUCCESS;
+}
+
+int zsm_cuda_door_post(struct zsm_cuda_door *door, zsm_cu_stream stream,
+		       unsigned int n, const unsigned int *slots,
+		       const uint64_t *seqs, int *now)
+{
+	int ret = zsm_cuda_door_check(door, n, slots), dummy;
+
+	if (!now)
+		now = &dummy;
+	*now = 0;
+	if (ret || !n)
+		return ret;
+	if (door->drv && !zsm_cuda_door_stream_over(door->drv, stream))
+		return zsm_cuda_door_enqueue(door, stream, n, slots, seqs,
+					     ZSM_CUDA_DOOR_WRITES);
+	ret = zsm_cuda_door_store(door, stream, n, slots, seqs);
+	*now = !ret;
+	return ret;
 }
 
 int zsm_cuda_door_batch(zsm_cu_stream stream, unsigned int n,
@@ -442,7 +515,8 @@ int zsm_cuda_door_wait(struct zsm_cuda_door *door, zsm_cu_stream stream,
 			 "host waits with zsm_cuda_door_wait_host)");
 		return -EINVAL;
 	}
-	return zsm_cuda_door_enqueue(door, stream, 1, &slot, &seq, 1);
+	return zsm_cuda_door_enqueue(door, stream, 1, &slot, &seq,
+				     ZSM_CUDA_DOOR_WAITS);
 }
 
 int zsm_cuda_door_wait_host(struct zsm_cuda_door *door, unsigned int slot,

@@ -56,6 +56,20 @@ int zsm_cuda_door_ring(struct zsm_cuda_door *door, zsm_cu_stream stream,
 		       unsigned int n, const unsigned int *slots,
 		       const uint64_t *seqs);
 /*
+ * Stream side: the writes of ready[slots[i]] = seqs[i] alone (the waits
+ * come later, zsm_cuda_door_batch).  When the stream has nothing left to
+ * run (a stream of the caller's own, not captured, whose earlier work,
+ * and for a blocking stream the legacy stream's too, is over), the words
+ * are stored from this thread now and *now is 1: the proxy starts at once
+ * instead of when the GPU next schedules the stream, which on a GPU that
+ * time-slices between processes can be milliseconds.  Otherwise one
+ * batch of stream writes, *now 0.  now may be NULL.  Host-memory mode: stored now, stream
+ * must be NULL.
+ */
+int zsm_cuda_door_post(struct zsm_cuda_door *door, zsm_cu_stream stream,
+		       unsigned int n, const unsigned int *slots,
+		       const uint64_t *seqs, int *now);
+/*
  * Stream side, for operations on several doors in one go: ops in order,
  * each the write of a ready word (wait 0) or a wait on a done word (wait
  * 1), in as few cuStreamBatchMemOp calls as they fit (255 each).  Every

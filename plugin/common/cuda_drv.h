@@ -79,6 +79,12 @@ typedef struct {
 #define ZSM_CU_MEM_LOCATION_TYPE_DEVICE 0x1
 #define ZSM_CU_MEM_ACCESS_FLAGS_PROT_READWRITE 0x3
 #define ZSM_CU_STREAM_NON_BLOCKING 0x1
+/* CU_STREAM_LEGACY and CU_STREAM_PER_THREAD, and NULL (the legacy stream,
+ * or the per-thread one where a program is built for it). */
+#define ZSM_CU_STREAM_NULL ((zsm_cu_stream)0)
+#define ZSM_CU_STREAM_LEGACY ((zsm_cu_stream)0x1)
+#define ZSM_CU_STREAM_PER_THREAD ((zsm_cu_stream)0x2)
+#define ZSM_CU_STREAM_CAPTURE_STATUS_NONE 0
 #define ZSM_CU_MEMHOSTREGISTER_PORTABLE 0x1
 #define ZSM_CU_MODULE_LAZY_LOADING 0x2
 #define ZSM_CU_MEMCPY_SRC_ACCESS_ORDER_STREAM 0x1
@@ -173,6 +179,10 @@ typedef union {
 	  (zsm_cu_event event, zsm_cu_stream stream))                         \
 	X(event_query, "cuEventQuery", (zsm_cu_event event))                  \
 	X(stream_query, "cuStreamQuery", (zsm_cu_stream stream))              \
+	X(stream_get_flags, "cuStreamGetFlags",                               \
+	  (zsm_cu_stream stream, unsigned int *flags))                        \
+	X(stream_is_capturing, "cuStreamIsCapturing",                         \
+	  (zsm_cu_stream stream, int *status))                                \
 	X(event_destroy, "cuEventDestroy_v2", (zsm_cu_event event))           \
 	X(memcpy_async, "cuMemcpyAsync",                                      \
 	  (zsm_cu_deviceptr dst, zsm_cu_deviceptr src, size_t size,           \

@@ -48,6 +48,11 @@ _Static_assert(ZSM_CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS ==
 	       "attribute 122");
 _Static_assert(ZSM_CU_MEMHOSTALLOC_DEVICEMAP == CU_MEMHOSTALLOC_DEVICEMAP,
 	       "DEVICEMAP");
+_Static_assert(ZSM_CU_STREAM_NON_BLOCKING == CU_STREAM_NON_BLOCKING,
+	       "NON_BLOCKING");
+_Static_assert(ZSM_CU_STREAM_CAPTURE_STATUS_NONE ==
+		       CU_STREAM_CAPTURE_STATUS_NONE,
+	       "CAPTURE_STATUS_NONE");
 
 #define DEADLINE_NS (60ull * 1000000000ull)
 
@@ -98,6 +103,83 @@ static int drain(const struct zsm_cuda_drv *d, zsm_cu_stream s,
 			what, res);
 		return -EIO;
 	}
+	return 0;
+}
+
+/*
+ * zsm_cuda_door_post on the real driver, seq to seq + 4 (no proxy): an idle stream of ours is written now; one held behind a wait
+ * gets the write on the stream, after the wait; a blocking stream goes
+ * now while the legacy stream is idle; the legacy stream goes the
+ * stream's way.  1 on a failure, said.
+ */
+static int post_probe(const struct zsm_cuda_drv *d,
+		      struct zsm_cuda_door *door, zsm_cu_stream s,
+		      uint64_t seq)
+{
+	zsm_cu_stream blocking = NULL;
+	unsigned int slot = 0;
+	uint64_t held = seq + 1, after = seq + 2;
+	int now = -1;
+
+	if ((void *)ZSM_CU_STREAM_LEGACY != (void *)CU_STREAM_LEGACY ||
+	    (void *)ZSM_CU_STREAM_PER_THREAD != (void *)CU_STREAM_PER_THREAD) {
+		fprintf(stderr, "FAIL: zsm's default stream handles are not "
+				"cuda.h's\n");
+		return 1;
+	}
+	if (zsm_cuda_door_post(door, s, 1, &slot, &seq, &now) || now != 1 ||
+	    zsm_cuda_door_ready(door, 0) != seq) {
+		fprintf(stderr, "FAIL: post on an idle stream: now %d, ready "
+				"%llu, not %llu\n",
+			now, (unsigned long long)zsm_cuda_door_ready(door, 0),
+			(unsigned long long)seq);
+		return 1;
+	}
+	/* A ring no one answers holds the stream at its wait. */
+	if (zsm_cuda_door_ring(door, s, 1, &slot, &held) ||
+	    zsm_cuda_door_post(door, s, 1, &slot, &after, &now) || now != 0) {
+		fprintf(stderr, "FAIL: post behind a held wait: now %d\n",
+			now);
+		return 1;
+	}
+	if (d->stream_query(s) != ZSM_CU_ERROR_NOT_READY ||
+	    zsm_cuda_door_ready(door, 0) == after) {
+		fprintf(stderr, "FAIL: the post's write passed a held wait\n");
+		return 1;
+	}
+	zsm_cuda_door_done(door, 0, held);
+	if (drain(d, s, "a post's write after a released wait"))
+		return 1;
+	if (zsm_cuda_door_ready(door, 0) != after) {
+		fprintf(stderr, "FAIL: ready %llu after the post's write, not "
+				"%llu\n",
+			(unsigned long long)zsm_cuda_door_ready(door, 0),
+			(unsigned long long)after);
+		return 1;
+	}
+	after++;
+	if (d->stream_create(&blocking, 0) != ZSM_CU_SUCCESS ||
+	    drain(d, ZSM_CU_STREAM_LEGACY, "the legacy stream") ||
+	    zsm_cuda_door_post(door, blocking, 1, &slot, &after, &now) ||
+	    now != 1) {
+		fprintf(stderr, "FAIL: post on an idle blocking stream: now "
+				"%d\n",
+			now);
+		return 1;
+	}
+	d->stream_destroy(blocking);
+	after++;
+	if (zsm_cuda_door_post(door, ZSM_CU_STREAM_LEGACY, 1, &slot, &after,
+			       &now) ||
+	    now != 0 || drain(d, ZSM_CU_STREAM_LEGACY, "a post's write") ||
+	    zsm_cuda_door_ready(door, 0) != after) {
+		fprintf(stderr, "FAIL: post on the legacy stream: now %d\n",
+			now);
+		return 1;
+	}
+	printf("door: post stores at once on an idle stream (and an idle "
+	       "blocking one), and goes behind a held wait and on the "
+	       "legacy stream\n");
 	return 0;
 }
 
@@ -171,8 +253,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	/* No proxy now: the wait can only pass through fail(). */
-	seq = n + 1;
+	/* No proxy now. */
+	if (post_probe(d, door, s, n + 1))
+		return 1;
+	/* The wait can only pass through fail(). */
+	seq = n + 6;
 	ret = zsm_cuda_door_ring(door, s, 1, &slot, &seq);
 	if (ret) {
 		fprintf(stderr, "FAIL: ring before fail: %d\n", ret);
@@ -186,7 +271,7 @@ int main(int argc, char **argv)
 	zsm_cuda_door_fail(door, -EPIPE);
 	if (drain(d, s, "a wait released by fail()"))
 		return 1;
-	seq = n + 2;
+	seq = n + 7;
 	if (zsm_cuda_door_ring(door, s, 1, &slot, &seq) != -EPIPE) {
 		fprintf(stderr, "FAIL: a ring after fail was not refused\n");
 		return 1;

@@ -48,6 +48,12 @@ static struct fake {
 	_Atomic int stop;
 	int bad_address;
 	pthread_t thread;
+	/* What the stream queries answer. */
+	unsigned int flags;	/* cuStreamGetFlags of STREAM */
+	int capturing;		/* cuStreamIsCapturing of STREAM */
+	int legacy_busy;	/* the legacy stream has work left */
+	int query_fails;	/* cuStreamQuery returns an error */
+	int queries;		/* calls of any of the three */
 } fk;
 
 static _Atomic uint64_t *fake_word(zsm_cu_deviceptr p)
@@ -116,6 +122,37 @@ static zsm_cu_result fake_batch(zsm_cu_stream st, unsigned int n,
 	pthread_cond_signal(&fk.more);
 	pthread_mutex_unlock(&fk.lock);
 	return ZSM_CU_SUCCESS;
+}
+
+/* The tests' stream is over once its thread ran all it was given. */
+static zsm_cu_result fake_stream_query(zsm_cu_stream st)
+{
+	int idle;
+
+	fk.queries++;
+	if (fk.query_fails)
+		return ZSM_CU_ERROR_INVALID_VALUE;
+	if (st == ZSM_CU_STREAM_LEGACY)
+		return fk.legacy_busy ? ZSM_CU_ERROR_NOT_READY
+				      : ZSM_CU_SUCCESS;
+	pthread_mutex_lock(&fk.lock);
+	idle = atomic_load(&fk.ran) == fk.nq;
+	pthread_mutex_unlock(&fk.lock);
+	return idle ? ZSM_CU_SUCCESS : ZSM_CU_ERROR_NOT_READY;
+}
+
+static zsm_cu_result fake_stream_flags(zsm_cu_stream st, unsigned int *flags)
+{
+	fk.queries++;
+	*flags = fk.flags;
+	return st ? ZSM_CU_SUCCESS : ZSM_CU_ERROR_INVALID_VALUE;
+}
+
+static zsm_cu_result fake_capturing(zsm_cu_stream st, int *status)
+{
+	fk.queries++;
+	*status = fk.capturing;
+	return st ? ZSM_CU_SUCCESS : ZSM_CU_ERROR_INVALID_VALUE;
 }
 
 static zsm_cu_result fake_host_alloc(void **p, size_t n, unsigned int flags)
@@ -204,8 +241,12 @@ static int fake_setup(void **state)
 	t.mem_host_get_device_pointer = fake_dev_ptr;
 	t.mem_free_host = fake_free_host;
 	t.stream_batch_mem_op = fake_batch;
+	t.stream_query = fake_stream_query;
+	t.stream_get_flags = fake_stream_flags;
+	t.stream_is_capturing = fake_capturing;
 	memset(&fk, 0, sizeof(fk));
 	fk.can_64 = 1;
+	fk.flags = ZSM_CU_STREAM_NON_BLOCKING;
 	fake_current = NULL;
 	pthread_mutex_init(&fk.lock, NULL);
 	pthread_cond_init(&fk.more, NULL);
@@ -345,6 +386,116 @@ static void test_batch_in_order(void **state)
 		zsm_cuda_door_done(door, slots[i], seqs[i]);
 	zsm_cuda_door_done(door, 1, 9);
 	ran_at_least(7, "three writes, three waits and the lone wait");
+	zsm_cuda_door_free(door);
+}
+
+/* A stream with nothing left to run: the ready words are stored now, and
+ * nothing goes on the stream. */
+static void test_post_idle_stream_stores_now(void **state)
+{
+	struct zsm_cuda_door *door = door_of(4);
+	unsigned int slots[2] = { 3, 1 };
+	uint64_t seqs[2] = { 4, 9 };
+	int now = -1;
+
+	(void)state;
+	zsm_assert_int_eq(zsm_cuda_door_post(door, STREAM, 2, slots, seqs,
+					     &now),
+			  0);
+	zsm_assert_int_eq(now, 1);
+	zsm_assert_int_eq(fk.nbatches, 0);
+	zsm_assert_int_eq(zsm_cuda_door_ready(door, 3), 4);
+	zsm_assert_int_eq(zsm_cuda_door_ready(door, 1), 9);
+	/* The waits still go on the stream, and hold it until done. */
+	zsm_assert_int_eq(zsm_cuda_door_wait(door, STREAM, 3, 4), 0);
+	zsm_assert_int_eq(fk.nbatches, 1);
+	logged(0, ZSM_CU_STREAM_MEM_OP_WAIT_VALUE_64, 0, 3, 4);
+	zsm_cuda_door_done(door, 3, 4);
+	ran_at_least(1, "the wait on done");
+	zsm_cuda_door_free(door);
+}
+
+/*
+ * A stream with work left (a wait no one has released): the writes go on
+ * the stream, behind it, as one batch of writes only, and the words move
+ * only once the stream gets there.
+ */
+static void test_post_busy_stream_enqueues(void **state)
+{
+	struct zsm_cuda_door *door = door_of(4);
+	unsigned int slot = 0, slots[2] = { 2, 1 };
+	uint64_t seq = 1, seqs[2] = { 7, 8 };
+	int now = -1;
+
+	(void)state;
+	zsm_assert_int_eq(zsm_cuda_door_ring(door, STREAM, 1, &slot, &seq), 0);
+	ran_at_least(1, "the write of ready before the held wait");
+	zsm_assert_int_eq(zsm_cuda_door_post(door, STREAM, 2, slots, seqs,
+					     &now),
+			  0);
+	zsm_assert_int_eq(now, 0);
+	zsm_assert_int_eq(fk.nbatches, 2);
+	zsm_assert_int_eq(fk.batch_len[1], 2);
+	logged(2, ZSM_CU_STREAM_MEM_OP_WRITE_VALUE_64, 1, 2, 7);
+	logged(3, ZSM_CU_STREAM_MEM_OP_WRITE_VALUE_64, 1, 1, 8);
+	/* Held behind the wait: not written yet. */
+	zsm_assert_int_eq(zsm_cuda_door_ready(door, 2), 0);
+	zsm_assert_int_eq(zsm_cuda_door_ready(door, 1), 0);
+	zsm_cuda_door_done(door, 0, 1);
+	ready_reaches(door, 2, 7);
+	ready_reaches(door, 1, 8);
+	zsm_cuda_door_free(door);
+}
+
+/*
+ * Every stream whose query would not cover what comes before the post goes
+ * the stream's way: a captured one, the default streams, a blocking one
+ * while the legacy stream has work, and any failed query.  Each is idle
+ * here, so only the rule can send it there.
+ */
+static void test_post_unsure_streams_enqueue(void **state)
+{
+	struct zsm_cuda_door *door = door_of(2);
+	zsm_cu_stream defaults[3] = { ZSM_CU_STREAM_NULL,
+				      ZSM_CU_STREAM_LEGACY,
+				      ZSM_CU_STREAM_PER_THREAD };
+	unsigned int slot = 1;
+	uint64_t seq = 0;
+	int now = -1, batches = 0;
+
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		seq++;
+		zsm_assert_int_eq(zsm_cuda_door_post(door, defaults[i], 1,
+						     &slot, &seq, &now),
+				  0);
+		zsm_assert_int_eq(now, 0);
+		zsm_assert_int_eq(fk.nbatches, ++batches);
+		ready_reaches(door, 1, seq);
+	}
+	for (int c = 0; c < 3; c++) {
+		fk.capturing = c == 0;
+		fk.flags = c == 1 ? 0 : ZSM_CU_STREAM_NON_BLOCKING;
+		fk.legacy_busy = c == 1;
+		fk.query_fails = c == 2;
+		seq++;
+		zsm_assert_int_eq(zsm_cuda_door_post(door, STREAM, 1, &slot,
+						     &seq, &now),
+				  0);
+		zsm_assert_int_eq(now, 0);
+		zsm_assert_int_eq(fk.nbatches, ++batches);
+		ready_reaches(door, 1, seq);
+	}
+	/* A blocking stream once the legacy stream is idle: now. */
+	fk.capturing = fk.legacy_busy = fk.query_fails = 0;
+	fk.flags = 0;
+	seq++;
+	zsm_assert_int_eq(zsm_cuda_door_post(door, STREAM, 1, &slot, &seq,
+					     &now),
+			  0);
+	zsm_assert_int_eq(now, 1);
+	zsm_assert_int_eq(fk.nbatches, batches);
+	zsm_assert_int_eq(zsm_cuda_door_ready(door, 1), seq);
 	zsm_cuda_door_free(door);
 }
 
@@ -531,6 +682,24 @@ static void test_host_mode(void **state)
 	zsm_assert_int_eq(zsm_cuda_door_ring(p.door, STREAM, 1, &slot,
 					     &p.upto),
 			  -EINVAL);
+	zsm_assert_int_eq(zsm_cuda_door_post(p.door, STREAM, 1, &slot,
+					     &p.upto, NULL),
+			  -EINVAL);
+	zsm_assert_int_eq(zsm_cuda_door_ready(p.door, 0), 0);
+	{
+		/* Post in host mode: stored now, like ring. */
+		struct zsm_cuda_door *d = NULL;
+		uint64_t seq = 3;
+		int now = -1;
+
+		zsm_assert_int_eq(zsm_cuda_door_new(NULL, 1, &d), 0);
+		zsm_assert_int_eq(zsm_cuda_door_post(d, NULL, 1, &slot, &seq,
+						     &now),
+				  0);
+		zsm_assert_int_eq(now, 1);
+		zsm_assert_int_eq(zsm_cuda_door_ready(d, 0), 3);
+		zsm_cuda_door_free(d);
+	}
 	assert_int_equal(pthread_create(&t, NULL, host_proxy_run, &p), 0);
 	for (uint64_t seq = 1; seq <= p.upto; seq++) {
 		zsm_assert_int_eq(zsm_cuda_door_ring(p.door, NULL, 1, &slot,
@@ -567,6 +736,14 @@ int main(void)
 						fake_setup, fake_teardown),
 		cmocka_unit_test_setup_teardown(test_batch_in_order,
 						fake_setup, fake_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_post_idle_stream_stores_now, fake_setup,
+			fake_teardown),
+		cmocka_unit_test_setup_teardown(test_post_busy_stream_enqueues,
+						fake_setup, fake_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_post_unsure_streams_enqueue, fake_setup,
+			fake_teardown),
 		cmocka_unit_test_setup_teardown(test_large_ring_splits,
 						fake_setup, fake_teardown),
 		cmocka_unit_test_setup_teardown(test_fail_releases_and_refuses,
