@@ -401,12 +401,13 @@ int zsm_cuda_door_ring(struct zsm_cuda_door *door, zsm_cu_stream stream,
 /*
  * Whether the stream has nothing left to run that work queued on it now
  * would follow: then that work's ready words may be stored from here at
- * once.  Only a stream of the caller's own: the legacy and per-thread
- * default streams also wait for other streams, which a query of them does
- * not cover.  Not while it is being captured (a query there invalidates
- * the capture).  A blocking stream also waits for the legacy stream's
- * earlier work, so that must be over too.  Any error answers no: the
- * stream's own write is always right, only later.
+ * once.  Only a non-blocking stream of the caller's own: the default
+ * streams, and a blocking stream (which waits for the legacy stream's
+ * work), also wait for other streams, which a query of the stream does not
+ * cover, and a query of the legacy stream could break another thread's
+ * capture.  Not while it is being captured (a query there invalidates the
+ * capture).  Any error answers no: the stream's own write is always
+ * right, only later.
  */
 static int zsm_cuda_door_stream_over(const struct zsm_cuda_drv *d,
 				     zsm_cu_stream stream)
@@ -421,12 +422,10 @@ static int zsm_cuda_door_stream_over(const struct zsm_cuda_drv *d,
 	if (d->stream_is_capturing(stream, &capturing) != ZSM_CU_SUCCESS ||
 	    capturing != ZSM_CU_STREAM_CAPTURE_STATUS_NONE)
 		return 0;
-	if (d->stream_get_flags(stream, &flags) != ZSM_CU_SUCCESS)
+	if (d->stream_get_flags(stream, &flags) != ZSM_CU_SUCCESS ||
+	    !(flags & ZSM_CU_STREAM_NON_BLOCKING))
 		return 0;
-	if (d->stream_query(stream) != ZSM_CU_SUCCESS)
-		return 0;
-	return (flags & ZSM_CU_STREAM_NON_BLOCKING) ||
-	       d->stream_query(ZSM_CU_STREAM_LEGACY) == ZSM_CU_SUCCESS;
+	return d->stream_query(stream) == ZSM_CU_SUCCESS;
 }
 
 int zsm_cuda_door_post(struct zsm_cuda_door *door, zsm_cu_stream stream,

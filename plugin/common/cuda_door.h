@@ -58,8 +58,8 @@ int zsm_cuda_door_ring(struct zsm_cuda_door *door, zsm_cu_stream stream,
 /*
  * Stream side: the writes of ready[slots[i]] = seqs[i] alone (the waits
  * come later, zsm_cuda_door_batch).  When the stream has nothing left to
- * run (a stream of the caller's own, not captured, whose earlier work,
- * and for a blocking stream the legacy stream's too, is over), the words
+ * run (a non-blocking stream of the caller's own, not captured, whose
+ * earlier work is over), the words
  * are stored from this thread now and *now is 1: the proxy starts at once
  * instead of when the GPU next schedules the stream, which on a GPU that
  * time-slices between processes can be milliseconds.  Otherwise one

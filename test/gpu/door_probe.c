@@ -108,9 +108,8 @@ static int drain(const struct zsm_cuda_drv *d, zsm_cu_stream s,
 
 /*
  * zsm_cuda_door_post on the real driver, seq to seq + 4 (no proxy): an idle stream of ours is written now; one held behind a wait
- * gets the write on the stream, after the wait; a blocking stream goes
- * now while the legacy stream is idle; the legacy stream goes the
- * stream's way.  1 on a failure, said.
+ * gets the write on the stream, after the wait; an idle blocking stream
+ * and the legacy stream go the stream's way.  1 on a failure, said.
  */
 static int post_probe(const struct zsm_cuda_drv *d,
 		      struct zsm_cuda_door *door, zsm_cu_stream s,
@@ -159,9 +158,10 @@ static int post_probe(const struct zsm_cuda_drv *d,
 	}
 	after++;
 	if (d->stream_create(&blocking, 0) != ZSM_CU_SUCCESS ||
-	    drain(d, ZSM_CU_STREAM_LEGACY, "the legacy stream") ||
+	    drain(d, blocking, "a new blocking stream") ||
 	    zsm_cuda_door_post(door, blocking, 1, &slot, &after, &now) ||
-	    now != 1) {
+	    now != 0 || drain(d, blocking, "a post's write") ||
+	    zsm_cuda_door_ready(door, 0) != after) {
 		fprintf(stderr, "FAIL: post on an idle blocking stream: now "
 				"%d\n",
 			now);
@@ -177,9 +177,9 @@ static int post_probe(const struct zsm_cuda_drv *d,
 			now);
 		return 1;
 	}
-	printf("door: post stores at once on an idle stream (and an idle "
-	       "blocking one), and goes behind a held wait and on the "
-	       "legacy stream\n");
+	printf("door: post stores at once on an idle non-blocking stream, and "
+	       "goes on the stream behind a held wait, on a blocking stream and "
+	       "on the legacy stream\n");
 	return 0;
 }
 

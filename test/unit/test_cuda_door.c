@@ -51,7 +51,6 @@ static struct fake {
 	/* What the stream queries answer. */
 	unsigned int flags;	/* cuStreamGetFlags of STREAM */
 	int capturing;		/* cuStreamIsCapturing of STREAM */
-	int legacy_busy;	/* the legacy stream has work left */
 	int query_fails;	/* cuStreamQuery returns an error */
 	int queries;		/* calls of any of the three */
 } fk;
@@ -132,9 +131,6 @@ static zsm_cu_result fake_stream_query(zsm_cu_stream st)
 	fk.queries++;
 	if (fk.query_fails)
 		return ZSM_CU_ERROR_INVALID_VALUE;
-	if (st == ZSM_CU_STREAM_LEGACY)
-		return fk.legacy_busy ? ZSM_CU_ERROR_NOT_READY
-				      : ZSM_CU_SUCCESS;
 	pthread_mutex_lock(&fk.lock);
 	idle = atomic_load(&fk.ran) == fk.nq;
 	pthread_mutex_unlock(&fk.lock);
@@ -450,8 +446,8 @@ static void test_post_busy_stream_enqueues(void **state)
 /*
  * Every stream whose query would not cover what comes before the post goes
  * the stream's way: a captured one, the default streams, a blocking one
- * while the legacy stream has work, and any failed query.  Each is idle
- * here, so only the rule can send it there.
+ * (it also waits for the legacy stream), and any failed query.  Each is
+ * idle here, so only the rule can send it there.
  */
 static void test_post_unsure_streams_enqueue(void **state)
 {
@@ -476,7 +472,6 @@ static void test_post_unsure_streams_enqueue(void **state)
 	for (int c = 0; c < 3; c++) {
 		fk.capturing = c == 0;
 		fk.flags = c == 1 ? 0 : ZSM_CU_STREAM_NON_BLOCKING;
-		fk.legacy_busy = c == 1;
 		fk.query_fails = c == 2;
 		seq++;
 		zsm_assert_int_eq(zsm_cuda_door_post(door, STREAM, 1, &slot,
@@ -486,9 +481,9 @@ static void test_post_unsure_streams_enqueue(void **state)
 		zsm_assert_int_eq(fk.nbatches, ++batches);
 		ready_reaches(door, 1, seq);
 	}
-	/* A blocking stream once the legacy stream is idle: now. */
-	fk.capturing = fk.legacy_busy = fk.query_fails = 0;
-	fk.flags = 0;
+	/* The same stream, non-blocking, idle, not captured: now. */
+	fk.capturing = fk.query_fails = 0;
+	fk.flags = ZSM_CU_STREAM_NON_BLOCKING;
 	seq++;
 	zsm_assert_int_eq(zsm_cuda_door_post(door, STREAM, 1, &slot, &seq,
 					     &now),
