@@ -290,9 +290,10 @@ static void zsm_cuda_door_op(zsm_cu_memop *op, int operation,
 /*
  * The writes of ready for each (slots[i], seqs[i]), then the waits on
  * done for each (parts says which of the two), in batches of at most
- * 255 operations, in that order.  A batch refused after an earlier one went in leaves the stream
- * half rung (ready written, no wait), so the door fails: the operation
- * cannot be trusted and no later one must rely on it.
+ * 255 operations, in that order.  A batch refused after an earlier one
+ * went in leaves the stream half rung (ready written, no wait), so the
+ * door fails: the operation cannot be trusted and no later one must rely
+ * on it.
  */
 static int zsm_cuda_door_enqueue(struct zsm_cuda_door *door,
 				 zsm_cu_stream stream, unsigned int n,

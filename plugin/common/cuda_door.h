@@ -8,8 +8,9 @@
  * Sequence numbers only grow, per slot, and waits compare them cyclically
  * (GEQ), so the words are never reset.
  *
- * Stream side (application threads): zsm_cuda_door_ring and
- * zsm_cuda_door_wait enqueue on a stream and return at once.
+ * Stream side (application threads): zsm_cuda_door_ring,
+ * zsm_cuda_door_post, zsm_cuda_door_batch and zsm_cuda_door_wait enqueue
+ * on a stream (post may store at once instead) and return at once.
  * Proxy side (the engine thread, no CUDA call): zsm_cuda_door_ready,
  * zsm_cuda_door_done, zsm_cuda_door_fail.
  *
@@ -59,12 +60,12 @@ int zsm_cuda_door_ring(struct zsm_cuda_door *door, zsm_cu_stream stream,
  * Stream side: the writes of ready[slots[i]] = seqs[i] alone (the waits
  * come later, zsm_cuda_door_batch).  When the stream has nothing left to
  * run (a non-blocking stream of the caller's own, not captured, whose
- * earlier work is over), the words
- * are stored from this thread now and *now is 1: the proxy starts at once
- * instead of when the GPU next schedules the stream, which on a GPU that
- * time-slices between processes can be milliseconds.  Otherwise one
- * batch of stream writes, *now 0.  now may be NULL.  Host-memory mode: stored now, stream
- * must be NULL.
+ * earlier work is over), the words are stored from this thread now and
+ * *now is 1: the proxy starts at once instead of when the GPU next
+ * schedules the stream, which on a GPU that time-slices between
+ * processes can be milliseconds.  Otherwise one batch of stream writes,
+ * *now 0.  now may be NULL.  Host-memory mode: stored now; stream must
+ * be NULL.
  */
 int zsm_cuda_door_post(struct zsm_cuda_door *door, zsm_cu_stream stream,
 		       unsigned int n, const unsigned int *slots,
