@@ -144,7 +144,9 @@ static int zsm_api_batch_ring_gpu(struct zsm_api_batch *b,
 				  void *arg)
 {
 	struct zsm_api_comm *c = b->c;
-	unsigned int n = 0, max = 2 * (unsigned int)c->nranks + 1 +
+	/* o holds the second batch: the wait's ready, the done waits, the
+	 * counter waits. */
+	unsigned int n = 0, max = (unsigned int)c->nranks + 1 +
 				  (b->wait ? b->wait->nwait : 0);
 	struct zsm_cuda_door_op *o = calloc(max, sizeof(*o));
 	uint64_t *last = calloc((size_t)c->nranks, sizeof(*last));

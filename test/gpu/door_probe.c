@@ -107,9 +107,10 @@ static int drain(const struct zsm_cuda_drv *d, zsm_cu_stream s,
 }
 
 /*
- * zsm_cuda_door_post on the real driver, seq to seq + 4 (no proxy): an idle stream of ours is written now; one held behind a wait
- * gets the write on the stream, after the wait; an idle blocking stream
- * and the legacy stream go the stream's way.  1 on a failure, said.
+ * zsm_cuda_door_post on the real driver, seq to seq + 4 (no proxy): an
+ * idle stream of ours is written now; one held behind a wait gets the
+ * write on the stream, after the wait; an idle blocking stream and the
+ * legacy stream go the stream's way.  1 on a failure, said.
  */
 static int post_probe(const struct zsm_cuda_drv *d,
 		      struct zsm_cuda_door *door, zsm_cu_stream s,

@@ -52,7 +52,6 @@ static struct fake {
 	unsigned int flags;	/* cuStreamGetFlags of STREAM */
 	int capturing;		/* cuStreamIsCapturing of STREAM */
 	int query_fails;	/* cuStreamQuery returns an error */
-	int queries;		/* calls of any of the three */
 } fk;
 
 static _Atomic uint64_t *fake_word(zsm_cu_deviceptr p)
@@ -128,7 +127,6 @@ static zsm_cu_result fake_stream_query(zsm_cu_stream st)
 {
 	int idle;
 
-	fk.queries++;
 	if (fk.query_fails)
 		return ZSM_CU_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&fk.lock);
@@ -139,14 +137,12 @@ static zsm_cu_result fake_stream_query(zsm_cu_stream st)
 
 static zsm_cu_result fake_stream_flags(zsm_cu_stream st, unsigned int *flags)
 {
-	fk.queries++;
 	*flags = fk.flags;
 	return st ? ZSM_CU_SUCCESS : ZSM_CU_ERROR_INVALID_VALUE;
 }
 
 static zsm_cu_result fake_capturing(zsm_cu_stream st, int *status)
 {
-	fk.queries++;
 	*status = fk.capturing;
 	return st ? ZSM_CU_SUCCESS : ZSM_CU_ERROR_INVALID_VALUE;
 }
