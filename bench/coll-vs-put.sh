@@ -14,6 +14,10 @@
 #              GB/s: (n-1) x size / time per call, the bytes a rank
 #              receives per second (one call at a time, each timed to its
 #              end, both directions at once)
+#   kernel tcp     on tcp over lo only: BUILD/bench/tcp-pair, the kernel's
+#              own TCP on loopback with blocking send/recv of SIZE
+#              messages, one way and both ways at once (information: how
+#              much two-way traffic costs this host without zsm)
 # then the medians and the ratio all_gather / put (target: at least 0.9).
 #
 #     bench/coll-vs-put.sh [-b BUILD] [-r ROUNDS] [-s SIZE] [-i ITERS]
@@ -68,7 +72,22 @@ run() { # name command...: one run; its GB/s into $gbps
 	gbps=$(tail -n 1 "$out/$name.csv" | cut -d, -f4)
 }
 
-puts=() bidirs=() ags=()
+# tcp-pair uses 127.0.0.1: a baseline only for zsm's tcp on loopback.
+pair=$build/bench/tcp-pair pair_why=
+case $ZSM_PROVIDER in
+tcp | "tcp;ofi_rxm") [ "$ZSM_DOMAIN" = lo ] || pair_why="domain $ZSM_DOMAIN, not lo" ;;
+*) pair_why="provider $ZSM_PROVIDER, not tcp" ;;
+esac
+[ -z "$pair_why" ] && [ ! -x "$pair" ] && pair_why="no $pair"
+pair_run() { # args...: one tcp-pair run, its figures into $pair_out
+	if ! pair_out=$("$pair" "$@" "$size" "$iters" 2>>"$out/all.log"); then
+		echo "tcp-pair $* $size $iters failed:" >&2
+		tail -n 3 "$out/all.log" >&2
+		exit 2
+	fi
+}
+
+puts=() bidirs=() ags=() tcp1=() tcp2=()
 for r in $(seq 1 "$rounds"); do
 	# Every byte is checked in the first round; the others only time.
 	verify=()
@@ -82,16 +101,26 @@ for r in $(seq 1 "$rounds"); do
 	run all_gather "$bench" --coll all_gather --hosts 0,1 $place \
 		"${gpu[@]}" "${verify[@]}"
 	ags+=("$gbps")
+	if [ -z "$pair_why" ]; then
+		pair_run
+		tcp1+=("$pair_out")
+		pair_run --both
+		# Each way's figure; the AllGather's are its slower rank's.
+		tcp2+=("$(echo "$pair_out" | tr ' ' '\n' | sort -g | head -n 1)")
+	fi
 done
 # What ran (the first round's headers, which say the bytes were checked).
 grep -m 1 '^# zsm-bench: plugin' "$out/all.log"
 grep -m 1 '^# zsm-bench: zsm API' "$out/all.log"
-python3 - "${puts[*]}" "${ags[*]}" "${bidirs[*]}" "$size" "${gpus:-host}" "$([ -n "$place" ] && echo "in place" || echo "out of place")" <<'PY'
+python3 - "${puts[*]}" "${ags[*]}" "${bidirs[*]}" "$size" "${gpus:-host}" "$([ -n "$place" ] && echo "in place" || echo "out of place")" "${tcp1[*]}" "${tcp2[*]}" "$pair_why" <<'PY'
 import statistics, sys
 put = [float(x) for x in sys.argv[1].split()]
 ag = [float(x) for x in sys.argv[2].split()]
 bidir = [float(x) for x in sys.argv[3].split()]
 size, where, place = sys.argv[4], sys.argv[5], sys.argv[6]
+tcp1 = [float(x) for x in sys.argv[7].split()]
+tcp2 = [float(x) for x in sys.argv[8].split()]
+pair_why = sys.argv[9]
 mp, ma, mb = (statistics.median(put), statistics.median(ag),
               statistics.median(bidir))
 mem = "host memory" if where == "host" else "GPUs " + where
@@ -104,6 +133,16 @@ print("put both ways: " + " ".join(f"{x:.3f}" for x in bidir) +
 print("all_gather: " + " ".join(f"{x:.3f}" for x in ag) + f"  median {ma:.3f}"
       f"  (zsm-bench --coll all_gather --hosts 0,1, {place}: (n-1) x size / time per call)")
 print(f"all_gather / put both ways: {ma / mb:.3f} (information)")
+if tcp1:
+    m1, m2 = statistics.median(tcp1), statistics.median(tcp2)
+    print("kernel tcp one way: " + " ".join(f"{x:.3f}" for x in tcp1) +
+          f"  median {m1:.3f}  (tcp-pair: blocking send/recv on 127.0.0.1, no zsm)")
+    print("kernel tcp both ways: " + " ".join(f"{x:.3f}" for x in tcp2) +
+          f"  median {m2:.3f}  (the slower direction)")
+    print(f"kernel tcp both ways / one way: {m2 / m1:.3f} (information: "
+          "what two-way traffic costs this host without zsm)")
+else:
+    print(f"kernel tcp: not run ({pair_why})")
 ok = ma / mp >= 0.9
 print(f"all_gather / put: {ma / mp:.3f} (target >= 0.9): {'PASS' if ok else 'FAIL'}")
 sys.exit(0 if ok else 1)
