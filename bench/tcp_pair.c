@@ -41,6 +41,7 @@
 
 struct tcp_pair_dir {
 	int fd;
+	unsigned char *buf; /* TCP_PAIR_SLOTS x size, touched */
 	int dir; /* 0: rank 0 to 1, 1: rank 1 to 0 */
 	size_t size;
 	long count;
@@ -81,12 +82,8 @@ static unsigned char *tcp_pair_buffers(size_t size)
 static void *tcp_pair_send(void *arg)
 {
 	struct tcp_pair_dir *d = arg;
-	unsigned char *buf = tcp_pair_buffers(d->size);
+	unsigned char *buf = d->buf;
 
-	if (!buf) {
-		d->failed = 1;
-		return NULL;
-	}
 	for (long m = 0; m < d->count && !d->failed; m++) {
 		unsigned char *p = buf + (size_t)(m % TCP_PAIR_SLOTS) * d->size;
 
@@ -110,20 +107,15 @@ static void *tcp_pair_send(void *arg)
 			off += (size_t)r;
 		}
 	}
-	munmap(buf, d->size * TCP_PAIR_SLOTS);
 	return NULL;
 }
 
 static void *tcp_pair_recv(void *arg)
 {
 	struct tcp_pair_dir *d = arg;
-	unsigned char *buf = tcp_pair_buffers(d->size);
+	unsigned char *buf = d->buf;
 	double t0 = 0;
 
-	if (!buf) {
-		d->failed = 1;
-		return NULL;
-	}
 	for (long m = 0; m < d->count && !d->failed; m++) {
 		unsigned char *p = buf + (size_t)(m % TCP_PAIR_SLOTS) * d->size;
 
@@ -160,7 +152,6 @@ static void *tcp_pair_recv(void *arg)
 	if (!d->failed && d->size && d->count)
 		d->gbps = (double)d->size * (double)d->count /
 			  (tcp_pair_now() - t0) / 1e9;
-	munmap(buf, d->size * TCP_PAIR_SLOTS);
 	return NULL;
 }
 
@@ -218,7 +209,13 @@ static int tcp_pair_accept(int lfd)
 	int fd = accept(lfd, NULL, NULL);
 
 	if (fd < 0 || tcp_pair_timeout(fd)) {
-		fprintf(stderr, "tcp-pair: accepting: %s\n", strerror(errno));
+		if (errno == EAGAIN)
+			fprintf(stderr, "tcp-pair: the other rank did not "
+					"connect within %d s\n",
+				TCP_PAIR_WAIT_S);
+		else
+			fprintf(stderr, "tcp-pair: accepting: %s\n",
+				strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -307,6 +304,18 @@ int main(int argc, char **argv)
 					   .count = count, .verify = verify};
 		int bad;
 
+		/* Each listener belongs to its accepting rank alone, so that
+		 * a rank gone before it accepted refuses or resets the other's
+		 * connection at once instead of leaving it to its timeout. */
+		if (both)
+			close(l10);
+		close(pipefd[0]);
+		/* Buffers first: the connections are the start line, and
+		 * both directions begin right after them. */
+		in.buf = tcp_pair_buffers(size);
+		out.buf = both ? tcp_pair_buffers(size) : NULL;
+		if (!in.buf || (both && !out.buf))
+			_exit(1);
 		in.fd = tcp_pair_accept(l01);
 		out.fd = both ? tcp_pair_connect(p10) : -1;
 		bad = in.fd < 0 || (both && out.fd < 0) ||
@@ -324,23 +333,26 @@ int main(int argc, char **argv)
 		double g01 = 0;
 		int bad;
 
+		close(l01);
 		close(pipefd[1]);
-		out.fd = tcp_pair_connect(p01);
-		in.fd = both ? tcp_pair_accept(l10) : -1;
-		bad = out.fd < 0 || (both && in.fd < 0) ||
+		out.buf = tcp_pair_buffers(size);
+		in.buf = both ? tcp_pair_buffers(size) : NULL;
+		bad = !out.buf || (both && !in.buf);
+		out.fd = bad ? -1 : tcp_pair_connect(p01);
+		in.fd = both && !bad && out.fd >= 0 ? tcp_pair_accept(l10) : -1;
+		bad = bad || out.fd < 0 || (both && in.fd < 0) ||
 		      tcp_pair_run(&out, both ? &in : NULL);
 		/* The connections close before the wait, so that a rank 1
-		 * still waiting on a failed rank 0 sees the end at once. */
+		 * still waiting on a failed rank 0 sees the end at once; one
+		 * still waiting for a connection is ended. */
 		if (out.fd >= 0)
 			close(out.fd);
 		if (in.fd >= 0)
 			close(in.fd);
-		if (read(pipefd[0], &g01, sizeof(g01)) != sizeof(g01))
-			bad = 1;
-		/* A rank 1 still waiting for a connection that failed here
-		 * would wait out its timeout. */
 		if (bad)
 			kill(child, SIGKILL);
+		else if (read(pipefd[0], &g01, sizeof(g01)) != sizeof(g01))
+			bad = 1;
 		if (waitpid(child, &st, 0) != child || !WIFEXITED(st) ||
 		    WEXITSTATUS(st))
 			bad = 1;
