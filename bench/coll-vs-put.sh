@@ -105,7 +105,8 @@ for r in $(seq 1 "$rounds"); do
 		pair_run
 		tcp1+=("$pair_out")
 		pair_run --both
-		# Each way's figure; the AllGather's are its slower rank's.
+		# The slower direction, as the AllGather's figure is its
+		# slower rank's.
 		tcp2+=("$(echo "$pair_out" | tr ' ' '\n' | sort -g | head -n 1)")
 	fi
 done

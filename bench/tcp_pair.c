@@ -9,9 +9,10 @@
  * rank 1 takes them with blocking recv().  --both: rank 1 sends as many to
  * rank 0 over a second connection at the same time, a sending and a
  * receiving thread in each process, the traffic of a two-rank AllGather.
- * Each side cycles through 4 buffers of SIZE, touched first, so that large
- * messages come from memory rather than the cache, as a 64 MiB put's do.
- * A receiver's time runs from its first byte to its last.
+ * Each side cycles through 4 buffers of SIZE, so that large messages come
+ * from memory rather than the cache, as a 64 MiB put's do; they are
+ * touched before the connections are made, so that both directions start
+ * together.  A receiver's time runs from its first byte to its last.
  *
  * Prints one line: the GB/s (1e9 bytes/s) rank 1 received, and with
  * --both then the GB/s rank 0 received.  --verify fills every message
@@ -252,9 +253,9 @@ static int tcp_pair_size(const char *s, size_t *out)
 	if (errno || end == s)
 		return -1;
 	switch (*end) {
-	case 'K': v <<= 10; end++; break;
-	case 'M': v <<= 20; end++; break;
-	case 'G': v <<= 30; end++; break;
+	case 'K': case 'k': v <<= 10; end++; break;
+	case 'M': case 'm': v <<= 20; end++; break;
+	case 'G': case 'g': v <<= 30; end++; break;
 	default: break;
 	}
 	if (*end || v > ((size_t)1 << 34))
