@@ -37,17 +37,25 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pattern.h"
+#include "size_arg.h"
+
 #define TCP_PAIR_SLOTS 4
 #define TCP_PAIR_WAIT_S 60
 
+struct tcp_pair_opts {
+	size_t size;
+	long count;
+	int both, verify;
+};
+
+/* One direction as one rank sees it: sending or receiving on fd. */
 struct tcp_pair_dir {
+	const struct tcp_pair_opts *o;
 	int fd;
 	unsigned char *buf; /* TCP_PAIR_SLOTS x size, touched */
 	int dir; /* 0: rank 0 to 1, 1: rank 1 to 0 */
-	size_t size;
-	long count;
-	int verify;
-	double gbps;
+	double gbps; /* receiving: what came in */
 	int failed;
 };
 
@@ -59,10 +67,10 @@ static double tcp_pair_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static unsigned char tcp_pair_byte(int dir, long msg, size_t i)
+/* Message m of direction dir: its pattern's seed. */
+static uint32_t tcp_pair_seed(int dir, long m)
 {
-	return (unsigned char)((i * 131u + (size_t)msg * 29u +
-				(size_t)dir * 101u + 7u) % 251u);
+	return (uint32_t)m * 2u + (uint32_t)dir;
 }
 
 static unsigned char *tcp_pair_buffers(size_t size)
@@ -80,33 +88,45 @@ static unsigned char *tcp_pair_buffers(size_t size)
 	return p;
 }
 
+/* Moves message m's n bytes at p through d's socket, sending or
+ * receiving; stamps *t0 at the first byte in.  0, or -1 (said). */
+static int tcp_pair_io(struct tcp_pair_dir *d, int send_it, long m,
+		       unsigned char *p, size_t n, double *t0)
+{
+	for (size_t off = 0; off < n;) {
+		ssize_t r = send_it ? send(d->fd, p + off, n - off,
+					   MSG_NOSIGNAL)
+				    : recv(d->fd, p + off, n - off, 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			fprintf(stderr, "tcp-pair: %s of message %ld failed: "
+					"%s\n",
+				send_it ? "send" : "receive", m,
+				r == 0		? "the peer closed"
+				: errno == EAGAIN ? "nothing moved in time"
+						  : strerror(errno));
+			return -1;
+		}
+		if (t0 && *t0 == 0)
+			*t0 = tcp_pair_now();
+		off += (size_t)r;
+	}
+	return 0;
+}
+
 static void *tcp_pair_send(void *arg)
 {
 	struct tcp_pair_dir *d = arg;
-	unsigned char *buf = d->buf;
+	size_t size = d->o->size;
 
-	for (long m = 0; m < d->count && !d->failed; m++) {
-		unsigned char *p = buf + (size_t)(m % TCP_PAIR_SLOTS) * d->size;
+	for (long m = 0; m < d->o->count && !d->failed; m++) {
+		unsigned char *p = d->buf + (size_t)(m % TCP_PAIR_SLOTS) * size;
 
-		if (d->verify)
-			for (size_t i = 0; i < d->size; i++)
-				p[i] = tcp_pair_byte(d->dir, m, i);
-		for (size_t off = 0; off < d->size;) {
-			ssize_t r = send(d->fd, p + off, d->size - off,
-					 MSG_NOSIGNAL);
-
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0) {
-				fprintf(stderr,
-					"tcp-pair: send of message %ld "
-					"failed: %s\n",
-					m, r < 0 ? strerror(errno) : "closed");
-				d->failed = 1;
-				break;
-			}
-			off += (size_t)r;
-		}
+		if (d->o->verify)
+			zsm_pattern_fill(p, size, tcp_pair_seed(d->dir, m));
+		d->failed = tcp_pair_io(d, 1, m, p, size, NULL) != 0;
 	}
 	return NULL;
 }
@@ -114,44 +134,26 @@ static void *tcp_pair_send(void *arg)
 static void *tcp_pair_recv(void *arg)
 {
 	struct tcp_pair_dir *d = arg;
-	unsigned char *buf = d->buf;
+	size_t size = d->o->size;
 	double t0 = 0;
 
-	for (long m = 0; m < d->count && !d->failed; m++) {
-		unsigned char *p = buf + (size_t)(m % TCP_PAIR_SLOTS) * d->size;
+	for (long m = 0; m < d->o->count && !d->failed; m++) {
+		unsigned char *p = d->buf + (size_t)(m % TCP_PAIR_SLOTS) * size;
+		long bad;
 
-		for (size_t off = 0; off < d->size;) {
-			ssize_t r = recv(d->fd, p + off, d->size - off, 0);
-
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0) {
-				fprintf(stderr,
-					"tcp-pair: receive of message %ld "
-					"failed: %s\n",
-					m,
-					r == 0 ? "the peer closed"
-					: errno == EAGAIN
-						? "nothing came in time"
-						: strerror(errno));
-				d->failed = 1;
-				break;
-			}
-			if (t0 == 0)
-				t0 = tcp_pair_now();
-			off += (size_t)r;
+		d->failed = tcp_pair_io(d, 0, m, p, size, &t0) != 0;
+		if (d->failed || !d->o->verify)
+			continue;
+		bad = zsm_pattern_check(p, size, tcp_pair_seed(d->dir, m));
+		if (bad >= 0) {
+			fprintf(stderr,
+				"tcp-pair: message %ld, byte %ld is wrong\n",
+				m, bad);
+			d->failed = 1;
 		}
-		for (size_t i = 0; d->verify && !d->failed && i < d->size; i++)
-			if (p[i] != tcp_pair_byte(d->dir, m, i)) {
-				fprintf(stderr,
-					"tcp-pair: message %ld, byte %zu is "
-					"wrong\n",
-					m, i);
-				d->failed = 1;
-			}
 	}
-	if (!d->failed && d->size && d->count)
-		d->gbps = (double)d->size * (double)d->count /
+	if (!d->failed)
+		d->gbps = (double)size * (double)d->o->count /
 			  (tcp_pair_now() - t0) / 1e9;
 	return NULL;
 }
@@ -243,128 +245,107 @@ static int tcp_pair_run(struct tcp_pair_dir *out, struct tcp_pair_dir *in)
 	return (out && out->failed) || (in && in->failed);
 }
 
-static int tcp_pair_size(const char *s, size_t *out)
+/*
+ * One rank's side.  Direction d is connected by rank d and accepted by the
+ * other; rank r sends on direction r and receives on the other.  Rank 1
+ * hands its figure to rank 0 through fd_out.  0 when all went well.
+ */
+static int tcp_pair_rank(const struct tcp_pair_opts *o, int rank,
+			 const int *lfd, const int *port, int fd_out,
+			 double *gbps)
 {
-	char *end;
-	unsigned long long v;
+	struct tcp_pair_dir d[2];
+	int n = o->both ? 2 : 1, bad = 0;
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'K': case 'k': v <<= 10; end++; break;
-	case 'M': case 'm': v <<= 20; end++; break;
-	case 'G': case 'g': v <<= 30; end++; break;
-	default: break;
+	/* Buffers first: the connections are the start line, and both
+	 * directions begin right after them. */
+	for (int i = 0; i < n; i++) {
+		d[i] = (struct tcp_pair_dir){.o = o, .fd = -1, .dir = i};
+		d[i].buf = tcp_pair_buffers(o->size);
+		bad |= !d[i].buf;
 	}
-	if (*end || v > ((size_t)1 << 34))
-		return -1;
-	*out = (size_t)v;
-	return 0;
+	for (int i = 0; i < n && !bad; i++) {
+		d[i].fd = rank == i ? tcp_pair_connect(port[i])
+				    : tcp_pair_accept(lfd[i]);
+		bad = d[i].fd < 0;
+	}
+	if (!bad)
+		bad = tcp_pair_run(rank < n ? &d[rank] : NULL,
+				   1 - rank < n ? &d[1 - rank] : NULL);
+	if (rank == 1 && write(fd_out, &d[0].gbps, sizeof(d[0].gbps)) !=
+				 sizeof(d[0].gbps))
+		bad = 1;
+	/* Closed before rank 0 waits, so that a rank 1 still waiting on a
+	 * failed rank 0 sees the end at once. */
+	for (int i = 0; i < n; i++)
+		if (d[i].fd >= 0)
+			close(d[i].fd);
+	*gbps = o->both ? d[1].gbps : 0;
+	return bad;
 }
 
 int main(int argc, char **argv)
 {
-	int both = 0, verify = 0, a = 1, p01, p10 = 0, l01, l10 = -1, st;
-	int pipefd[2];
-	size_t size;
-	long count;
+	struct tcp_pair_opts o = {0};
+	int a = 1, port[2] = {0}, lfd[2] = {-1, -1}, pipefd[2], st, bad;
+	double g01 = 0, g10;
+	const char *send_end;
 	char *end;
 	pid_t child;
 
 	for (; a < argc && argv[a][0] == '-'; a++) {
 		if (!strcmp(argv[a], "--both"))
-			both = 1;
+			o.both = 1;
 		else if (!strcmp(argv[a], "--verify"))
-			verify = 1;
+			o.verify = 1;
 		else
 			break;
 	}
-	count = a + 1 < argc ? strtol(argv[a + 1], &end, 10) : 0;
-	if (argc - a != 2 || tcp_pair_size(argv[a], &size) || *end ||
-	    count < 1 || size == 0) {
+	o.count = a + 1 < argc ? strtol(argv[a + 1], &end, 10) : 0;
+	if (argc - a != 2 || zsm_size_arg(argv[a], &o.size, &send_end) ||
+	    *send_end || *end || o.count < 1 || o.size == 0 ||
+	    o.size > ((size_t)1 << 34)) {
 		fprintf(stderr, "usage: tcp-pair [--both] [--verify] SIZE "
 				"COUNT (SIZE > 0 with K/M/G, COUNT >= 1)\n");
 		return 2;
 	}
-	l01 = tcp_pair_listen(&p01);
-	if (l01 < 0 || (both && (l10 = tcp_pair_listen(&p10)) < 0) ||
-	    pipe(pipefd))
+	for (int i = 0; i < (o.both ? 2 : 1); i++)
+		if ((lfd[i] = tcp_pair_listen(&port[i])) < 0)
+			return 1;
+	if (pipe(pipefd))
 		return 1;
 	child = fork();
 	if (child < 0) {
 		fprintf(stderr, "tcp-pair: fork: %s\n", strerror(errno));
 		return 1;
 	}
+	/* Each listener belongs to its accepting rank alone, so that a rank
+	 * gone before it accepted refuses or resets the other's connection
+	 * at once instead of leaving it to its timeout. */
 	if (child == 0) {
-		/* rank 1: receives on 0 -> 1, sends on 1 -> 0 */
-		struct tcp_pair_dir in = {.dir = 0, .size = size,
-					  .count = count, .verify = verify};
-		struct tcp_pair_dir out = {.dir = 1, .size = size,
-					   .count = count, .verify = verify};
-		int bad;
-
-		/* Each listener belongs to its accepting rank alone, so that
-		 * a rank gone before it accepted refuses or resets the other's
-		 * connection at once instead of leaving it to its timeout. */
-		if (both)
-			close(l10);
+		if (lfd[1] >= 0)
+			close(lfd[1]);
 		close(pipefd[0]);
-		/* Buffers first: the connections are the start line, and
-		 * both directions begin right after them. */
-		in.buf = tcp_pair_buffers(size);
-		out.buf = both ? tcp_pair_buffers(size) : NULL;
-		if (!in.buf || (both && !out.buf))
-			_exit(1);
-		in.fd = tcp_pair_accept(l01);
-		out.fd = both ? tcp_pair_connect(p10) : -1;
-		bad = in.fd < 0 || (both && out.fd < 0) ||
-		      tcp_pair_run(both ? &out : NULL, &in);
-		if (write(pipefd[1], &in.gbps, sizeof(in.gbps)) !=
-		    sizeof(in.gbps))
-			bad = 1;
-		_exit(bad);
+		_exit(tcp_pair_rank(&o, 1, lfd, port, pipefd[1], &g10));
 	}
-	{
-		struct tcp_pair_dir out = {.dir = 0, .size = size,
-					   .count = count, .verify = verify};
-		struct tcp_pair_dir in = {.dir = 1, .size = size,
-					  .count = count, .verify = verify};
-		double g01 = 0;
-		int bad;
-
-		close(l01);
-		close(pipefd[1]);
-		out.buf = tcp_pair_buffers(size);
-		in.buf = both ? tcp_pair_buffers(size) : NULL;
-		bad = !out.buf || (both && !in.buf);
-		out.fd = bad ? -1 : tcp_pair_connect(p01);
-		in.fd = both && !bad && out.fd >= 0 ? tcp_pair_accept(l10) : -1;
-		bad = bad || out.fd < 0 || (both && in.fd < 0) ||
-		      tcp_pair_run(&out, both ? &in : NULL);
-		/* The connections close before the wait, so that a rank 1
-		 * still waiting on a failed rank 0 sees the end at once; one
-		 * still waiting for a connection is ended. */
-		if (out.fd >= 0)
-			close(out.fd);
-		if (in.fd >= 0)
-			close(in.fd);
-		if (bad)
-			kill(child, SIGKILL);
-		else if (read(pipefd[0], &g01, sizeof(g01)) != sizeof(g01))
-			bad = 1;
-		if (waitpid(child, &st, 0) != child || !WIFEXITED(st) ||
-		    WEXITSTATUS(st))
-			bad = 1;
-		if (bad) {
-			fprintf(stderr, "tcp-pair: the transfer failed\n");
-			return 1;
-		}
-		if (both)
-			printf("%.3f %.3f\n", g01, in.gbps);
-		else
-			printf("%.3f\n", g01);
+	close(lfd[0]);
+	close(pipefd[1]);
+	bad = tcp_pair_rank(&o, 0, lfd, port, -1, &g10);
+	/* One still waiting for a connection is ended. */
+	if (bad)
+		kill(child, SIGKILL);
+	else if (read(pipefd[0], &g01, sizeof(g01)) != sizeof(g01))
+		bad = 1;
+	if (waitpid(child, &st, 0) != child || !WIFEXITED(st) ||
+	    WEXITSTATUS(st))
+		bad = 1;
+	if (bad) {
+		fprintf(stderr, "tcp-pair: the transfer failed\n");
+		return 1;
 	}
+	if (o.both)
+		printf("%.3f %.3f\n", g01, g10);
+	else
+		printf("%.3f\n", g01);
 	return 0;
 }

@@ -13,6 +13,7 @@
 
 #include "bench.h"
 #include "oob.h"
+#include "size_arg.h"
 
 #ifndef ZSM_BENCH_DEFAULT_PLUGIN
 #define ZSM_BENCH_DEFAULT_PLUGIN "libnccl-net-zsm.so"
@@ -20,42 +21,13 @@
 /* Largest CUDA device ordinal --gpu takes. */
 #define BENCH_GPU_MAX 1023
 
+/* A size in a --sizes list: it ends the string or a list item. */
 static int bench_parse_size(const char *s, size_t *out)
 {
-	unsigned long long v, mult = 1;
-	char *end;
+	const char *end;
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
+	if (zsm_size_arg(s, out, &end) || (*end && *end != ','))
 		return -1;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		mult = 1ull << 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		mult = 1ull << 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		mult = 1ull << 30;
-		end++;
-		break;
-	default: break;
-	}
-	if (*end == 'i' || *end == 'B' || *end == 'b')
-		end++;
-	if (*end == 'B')
-		end++;
-	if (*end && *end != ',')
-		return -1;
-	if (v > SIZE_MAX / mult)
-		return -1;
-	*out = (size_t)(v * mult);
 	return 0;
 }
 
