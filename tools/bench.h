@@ -43,6 +43,12 @@ enum bench_coll {
 	BENCH_COLL_A2A = 2,
 };
 
+/* --poll: how --coll waits for its stream. */
+enum bench_poll {
+	BENCH_POLL_SPIN = 1,
+	BENCH_POLL_NAP = 2,
+};
+
 struct bench_opts {
 	const char *plugin;
 	int abi;
@@ -77,6 +83,8 @@ struct bench_opts {
 	int inplace;
 	/* --bidir (--rma put): both ranks put to each other at once. */
 	int bidir;
+	/* --poll (--coll on a GPU): 0 not given (spin), or one of these. */
+	int poll;
 };
 
 struct bench_rma;

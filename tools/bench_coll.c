@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <zsm/zsm.h>
@@ -249,9 +250,25 @@ static zsm_cu_deviceptr coll_dptr(const unsigned char *p)
  * with.  Then the comm must still be sound: a failed comm releases its
  * streams, which would otherwise look like a fast call.
  */
+/* --poll nap: a sleep of 1 % of the time waited so far, at most 50 us,
+ * after the first 100 us.  Each query takes the driver's locks that the
+ * library's proxy thread needs for its copies; the sleep keeps the
+ * waiting thread out of their way in a long call and adds at most 1 %
+ * (or 50 us) to the call's time. */
+static void coll_nap(uint64_t waited_ns)
+{
+	struct timespec ts = { 0, 0 };
+	uint64_t ns = waited_ns / 100;
+
+	if (waited_ns < 100000)
+		return;
+	ts.tv_nsec = (long)(ns < 50000 ? ns : 50000);
+	nanosleep(&ts, NULL);
+}
+
 static void coll_sync(struct coll *c, const char *what)
 {
-	uint64_t t0 = zsm_now_ns(), limit;
+	uint64_t t0 = zsm_now_ns(), limit, waited;
 	zsm_cu_result r;
 	int err = 0;
 
@@ -267,9 +284,12 @@ static void coll_sync(struct coll *c, const char *what)
 					  "cuStreamQuery after %s", what);
 			coll_die("%s", why);
 		}
-		if (zsm_now_ns() - t0 > limit)
+		waited = zsm_now_ns() - t0;
+		if (waited > limit)
 			coll_die("%s: the stream is not done after %u s",
 				 what, c->o->step_timeout_s);
+		if (c->o->poll == BENCH_POLL_NAP)
+			coll_nap(waited);
 	}
 	COLL_CALL(zsm_comm_get_async_error(c->comm, &err));
 	if (err)
@@ -659,7 +679,11 @@ static void coll_header(struct coll *c)
 	       c->nranks, c->forked ? "forked on this host" : "from a launcher",
 	       o->coll_hosts ? o->coll_hosts : "as the environment says",
 	       c->mem, o->inplace ? "in place" : "out of place",
-	       c->gpu >= 0 ? "calls on a CUDA stream" : "host-memory mode",
+	       c->gpu < 0 ? "host-memory mode"
+	       : o->poll == BENCH_POLL_NAP
+		       ? "calls on a CUDA stream (the host naps between "
+			 "queries)"
+		       : "calls on a CUDA stream",
 	       iters, o->verify ? "" : ", no verify");
 	printf("# size: bytes per rank (all_gather) or per block to each "
 	       "peer (all_to_all); usec: median over the timed calls of the "

@@ -51,7 +51,7 @@ static void bench_usage(FILE *out)
 		"         [--test stream|pingpong|both]\n"
 		"         [--rma [--test put|putsignal|both] [--bidir]]\n"
 		"         [--coll all_gather|all_to_all|both [--ranks N]\n"
-		"          [--hosts H0,H1,...] [--inplace]]\n"
+		"          [--hosts H0,H1,...] [--inplace] [--poll spin|nap]]\n"
 		"         [--sizes LIST | --min-size N --max-size N]\n"
 		"         [--iters N] [--warmup N] [--reps N] [--csv FILE]\n"
 		"         [--device N] [--gpu [G0[,G1]]] [--flush]\n"
@@ -107,8 +107,10 @@ static void bench_usage(FILE *out)
 		"Data windows are in --gpu memory when asked, signal words\n"
 		"in host memory.  With --raw: fi_write, and for a signal\n"
 		"the message zsm sends after the write on tcp;ofi_rxm\n"
-		"(ordered by FI_ORDER_SAW), added by the target.\n"
-		"--coll times zsm's own AllGather or AlltoAll\n"
+		"(ordered by FI_ORDER_SAW), added by the target.\n",
+		BENCH_WINDOW, ZSM_BENCH_DEFAULT_PLUGIN, BENCH_WINDOW);
+	/* Two strings: C99 promises no more than 4095 characters in one. */
+	fputs("--coll times zsm's own AllGather or AlltoAll\n"
 		"(include/zsm/zsm.h, linked) between --ranks processes\n"
 		"forked here (default 2), or one process per rank with\n"
 		"--rendezvous HOST:PORT [--rank R --nranks N] or a\n"
@@ -122,12 +124,17 @@ static void bench_usage(FILE *out)
 		"GB/s = (n-1) x size / time, the bytes a rank receives\n"
 		"per second; algGB/s = n x size / time.  --gpu takes one\n"
 		"device for all ranks or one per rank.  Every byte is\n"
-		"checked once per size unless --no-verify.\n"
+		"checked once per size unless --no-verify.  --poll says\n"
+		"how the host waits for a call's stream: spin (default)\n"
+		"queries it without pause; nap sleeps between queries,\n"
+		"for 1% of the time waited so far (at most 50 us), so that\n"
+		"the waiting thread leaves the driver and the CPUs to\n"
+		"zsm's own threads during long calls.\n"
 		"\n"
 		"       zsm-bench --plot OUT.png CSV...\n"
 		"draws GB/s and usec against size from zsm-bench CSV\n"
 		"files with gnuplot (Debian package gnuplot-nox).\n",
-		BENCH_WINDOW, ZSM_BENCH_DEFAULT_PLUGIN, BENCH_WINDOW);
+	      out);
 }
 
 static long bench_atol(const char *s, const char *what, long min, long max)
@@ -171,9 +178,10 @@ static void bench_parse_check(const struct bench_opts *o)
 				"the plugin) only\n");
 		exit(1);
 	}
-	if (!o->coll && (o->coll_ranks || o->coll_hosts || o->inplace)) {
-		fprintf(stderr, "zsm-bench: --ranks, --hosts and --inplace "
-				"go with --coll only\n");
+	if (!o->coll &&
+	    (o->coll_ranks || o->coll_hosts || o->inplace || o->poll)) {
+		fprintf(stderr, "zsm-bench: --ranks, --hosts, --inplace and "
+				"--poll go with --coll only\n");
 		exit(1);
 	}
 	if (o->rma) {
@@ -277,6 +285,13 @@ static void bench_parse_coll_check(struct bench_opts *o, unsigned given)
 	if (o->iters > 100000) {
 		fprintf(stderr, "zsm-bench: --coll: --iters is at most 100000 "
 				"(one time per call is kept)\n");
+		exit(1);
+	}
+	if (o->poll && !o->gpu) {
+		fprintf(stderr, "zsm-bench: --coll: --poll says how the host "
+				"waits for a call's CUDA stream: it goes with "
+				"--gpu (host-memory calls complete before "
+				"returning)\n");
 		exit(1);
 	}
 	if (o->coll_ranks && (o->rendezvous || o->launch_nranks >= 0)) {
@@ -391,6 +406,13 @@ void bench_parse(struct bench_opts *o, int argc, char **argv)
 			o->coll_ranks = (int)bench_atol(v, "--ranks", 2, 64);
 		} else if (!strcmp(a, "--hosts")) {
 			o->coll_hosts = v;
+		} else if (!strcmp(a, "--poll")) {
+			if (!strcmp(v, "spin"))
+				o->poll = BENCH_POLL_SPIN;
+			else if (!strcmp(v, "nap"))
+				o->poll = BENCH_POLL_NAP;
+			else
+				bench_die("--poll: '%s' is not spin or nap", v);
 		} else {
 			fprintf(stderr, "zsm-bench: unknown option %s\n", a);
 			bench_usage(stderr);

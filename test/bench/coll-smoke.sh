@@ -7,7 +7,8 @@
 # one comm).  Every run checks every byte before timing (a mismatch exits
 # 1); this script checks that each succeeded and printed one row and one
 # CSV line per collective and size, and that --coll --gpu where CUDA is
-# not usable exits 77 with one line saying why (or runs, on a GPU).
+# not usable exits 77 with one line saying why (or runs, on a GPU), and
+# that --poll is refused where it means nothing.
 # Usage: coll-smoke.sh ZSM-BENCH (the environment picks tcp and lo).
 set -u
 
@@ -68,4 +69,25 @@ case $rc in
 	fail "--gpu ran, but its header does not say GPU memory" ;;
 *) fail "--gpu: exit $rc" ;;
 esac
-echo "PASS: zsm-bench --coll ran, verified and reported (host), --gpu as expected"
+# --poll: a usage error without --gpu or with an unknown word; with --gpu
+# it runs (and says it naps) or skips as above.
+"$bench" --coll all_gather --poll nap --sizes 8 >"$work/poll.out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "--poll nap without --gpu: exit $rc, not 1"
+grep -q -- '--poll .*goes with --gpu' "$work/poll.out" ||
+	fail "--poll nap without --gpu: no line saying it needs --gpu"
+"$bench" --coll all_gather --gpu 0 --poll often --sizes 8 >"$work/poll.out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "--poll often: exit $rc, not 1"
+grep -q -- "--poll: 'often' is not spin or nap" "$work/poll.out" ||
+	fail "--poll often: no line naming the bad word"
+"$bench" --coll all_gather --gpu 0 --poll nap --sizes 8 --iters 2 >"$work/poll.out" 2>&1
+rc=$?
+cat "$work/poll.out"
+case $rc in
+77) ;;
+0) grep -q 'calls on a CUDA stream (the host naps between queries)' \
+	"$work/poll.out" || fail "--poll nap ran, but its header does not say so" ;;
+*) fail "--gpu --poll nap: exit $rc" ;;
+esac
+echo "PASS: zsm-bench --coll ran, verified and reported (host), --gpu and --poll as expected"
