@@ -21,8 +21,11 @@
 # then the medians and the ratio all_gather / put (target: at least 0.9).
 #
 #     bench/coll-vs-put.sh [-b BUILD] [-r ROUNDS] [-s SIZE] [-i ITERS]
-#                          [-g G0,G1] [-o]
+#                          [-g G0,G1] [-o] [-p spin|nap|both]
 #
+# -p (with -g) says how the AllGather's host waits for its stream
+# (zsm-bench --poll): spin (default) or nap; both runs each way in every
+# round, the verdict from spin, nap's figures as information.
 # -g puts both sides' buffers on those GPUs (-g 0,0: both on GPU 0) and the
 # AllGather's calls on a CUDA stream; without it, host memory.  -o runs
 # the AllGather out of place (its own block then costs a copy too).  Uses
@@ -31,7 +34,7 @@
 # when one skipped (-g without CUDA).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
-build=$top/build rounds=5 size=64M iters=20 gpus='' place=--inplace
+build=$top/build rounds=5 size=64M iters=20 gpus='' place=--inplace poll=spin
 while [ $# -gt 0 ]; do
 	case $1 in
 	-b) build=$2; shift 2 ;;
@@ -40,10 +43,15 @@ while [ $# -gt 0 ]; do
 	-i) iters=$2; shift 2 ;;
 	-g) gpus=$2; shift 2 ;;
 	-o) place=; shift ;;
-	*) echo "usage: $0 [-b BUILD] [-r ROUNDS] [-s SIZE] [-i ITERS] [-g G0,G1] [-o]" >&2
+	-p) poll=$2; shift 2 ;;
+	*) echo "usage: $0 [-b BUILD] [-r ROUNDS] [-s SIZE] [-i ITERS] [-g G0,G1] [-o] [-p spin|nap|both]" >&2
 	   exit 2 ;;
 	esac
 done
+case $poll in
+spin | nap | both) ;;
+*) echo "$0: -p takes spin, nap or both, not '$poll'" >&2; exit 2 ;;
+esac
 bench=$build/tools/zsm-bench
 if [ ! -x "$bench" ] || [ ! -x "$build/tools/zsm-bench-coll" ]; then
 	echo "no $bench or zsm-bench-coll: build first" >&2
@@ -52,6 +60,10 @@ fi
 export ZSM_PROVIDER=${ZSM_PROVIDER:-tcp} ZSM_DOMAIN=${ZSM_DOMAIN:-lo}
 gpu=()
 [ -n "$gpus" ] && gpu=(--gpu "$gpus")
+if [ -z "$gpus" ] && [ "$poll" != spin ]; then
+	echo "$0: -p $poll says how the host waits for a CUDA stream: give -g too" >&2
+	exit 2
+fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
@@ -87,7 +99,7 @@ pair_run() { # args...: one tcp-pair run, its figures into $pair_out
 	fi
 }
 
-puts=() bidirs=() ags=() tcp1=() tcp2=()
+puts=() bidirs=() ags=() naps=() tcp1=() tcp2=()
 for r in $(seq 1 "$rounds"); do
 	# Every byte is checked in the first round; the others only time.
 	verify=()
@@ -98,9 +110,21 @@ for r in $(seq 1 "$rounds"); do
 	ZSM_RMA=1 ZSM_CE=0 run put_bidir "$bench" --rma --test put --bidir \
 		--reps 3 "${gpu[@]}" "${verify[@]}"
 	bidirs+=("$gbps")
-	run all_gather "$bench" --coll all_gather --hosts 0,1 $place \
-		"${gpu[@]}" "${verify[@]}"
-	ags+=("$gbps")
+	# With -p both, the two ways of waiting take turns going first.
+	polls=$poll
+	[ "$poll" = both ] && polls="spin nap"
+	[ "$poll" = both ] && [ $((r % 2)) = 0 ] && polls="nap spin"
+	for p in $polls; do
+		pollarg=()
+		[ -n "$gpus" ] && pollarg=(--poll "$p")
+		run all_gather "$bench" --coll all_gather --hosts 0,1 $place \
+			"${pollarg[@]}" "${gpu[@]}" "${verify[@]}"
+		if [ "$p" = nap ] && [ "$poll" = both ]; then
+			naps+=("$gbps")
+		else
+			ags+=("$gbps")
+		fi
+	done
 	if [ -z "$pair_why" ]; then
 		pair_run
 		tcp1+=("$pair_out")
@@ -113,7 +137,7 @@ done
 # What ran (the first round's headers, which say the bytes were checked).
 grep -m 1 '^# zsm-bench: plugin' "$out/all.log"
 grep -m 1 '^# zsm-bench: zsm API' "$out/all.log"
-python3 - "${puts[*]}" "${ags[*]}" "${bidirs[*]}" "$size" "${gpus:-host}" "$([ -n "$place" ] && echo "in place" || echo "out of place")" "${tcp1[*]}" "${tcp2[*]}" "$pair_why" <<'PY'
+python3 - "${puts[*]}" "${ags[*]}" "${bidirs[*]}" "$size" "${gpus:-host}" "$([ -n "$place" ] && echo "in place" || echo "out of place")" "${tcp1[*]}" "${tcp2[*]}" "$pair_why" "$poll" "${naps[*]}" <<'PY'
 import statistics, sys
 put = [float(x) for x in sys.argv[1].split()]
 ag = [float(x) for x in sys.argv[2].split()]
@@ -122,6 +146,8 @@ size, where, place = sys.argv[4], sys.argv[5], sys.argv[6]
 tcp1 = [float(x) for x in sys.argv[7].split()]
 tcp2 = [float(x) for x in sys.argv[8].split()]
 pair_why = sys.argv[9]
+poll = "spin" if sys.argv[10] == "both" else sys.argv[10]
+nap = [float(x) for x in sys.argv[11].split()]
 mp, ma, mb = (statistics.median(put), statistics.median(ag),
               statistics.median(bidir))
 mem = "host memory" if where == "host" else "GPUs " + where
@@ -132,7 +158,14 @@ print("put both ways: " + " ".join(f"{x:.3f}" for x in bidir) +
       f"  median {mb:.3f}  (the same with --bidir: both ranks put at once,"
       " as the AllGather's two ranks do)")
 print("all_gather: " + " ".join(f"{x:.3f}" for x in ag) + f"  median {ma:.3f}"
-      f"  (zsm-bench --coll all_gather --hosts 0,1, {place}: (n-1) x size / time per call)")
+      f"  (zsm-bench --coll all_gather --hosts 0,1, {place}, --poll {poll}:"
+      " (n-1) x size / time per call)")
+if nap:
+    mn = statistics.median(nap)
+    print("all_gather --poll nap: " + " ".join(f"{x:.3f}" for x in nap) +
+          f"  median {mn:.3f}")
+    print(f"all_gather --poll nap / put: {mn / mp:.3f}, nap / spin:"
+          f" {mn / ma:.3f} (information)")
 print(f"all_gather / put both ways: {ma / mb:.3f} (information)")
 if tcp1:
     m1, m2 = statistics.median(tcp1), statistics.median(tcp2)

@@ -27,6 +27,7 @@
 #   example-py    torchrun --nproc-per-node 2 examples/allgather_overlap.py
 #                 --one-gpu
 # --quick: 3 rounds instead of 5, and coll-net/coll-ce up to 1 MiB.
+# ZSM_COLL_VS_PUT_ARGS: more arguments for coll-vs-put.sh (-p both, say).
 # Prints one table and writes it to $OUT/api-bench.txt; exit 0 when every
 # step but overlap-r0 passed.
 set -uo pipefail
@@ -110,9 +111,10 @@ for path in net ce; do
 done
 
 # ---------------------------------------------------------------- benches
+# shellcheck disable=SC2086  # words, as given
 step coll-vs-put 300 bash "$repo/bench/coll-vs-put.sh" -b "$build" \
-	-g 0,0 -r "$rounds"
-record coll-vs-put "$(word $rc)" "$(grep -E '^(put|all_gather|all_gather / put):' "$OUT/api-bench-coll-vs-put.log" |
+	-g 0,0 -r "$rounds" ${ZSM_COLL_VS_PUT_ARGS:-}
+record coll-vs-put "$(word $rc)" "$(grep -E '^(put|all_gather|all_gather / put|all_gather --poll nap / put):' "$OUT/api-bench-coll-vs-put.log" |
 	sed -E 's/^(put|all_gather):.*median ([0-9.]+).*/\1 \2/; s/ \(target.*\)//' | tr '\n' ';' | sed 's/;$//')"
 
 for load in all 0; do
