@@ -58,7 +58,8 @@ zsm_gpu_deps "$repo" "${ZSM_DEPS:-/tmp/zsm-deps}" "$OUT/accept-build.log" >/dev/
 	meson setup --reconfigure "$ZSM_BUILD" "$repo"; } >>"$OUT/accept-build.log" 2>&1
 ninja -C "$ZSM_BUILD" >>"$OUT/accept-build.log" 2>&1
 rc=$?
-record build $rc "$(git -C "$repo" log -1 --format='%h %s' 2>/dev/null | cut -c1-60)"
+# --dirty: a tree copied beside an older .git says so
+record build $rc "$(git -C "$repo" describe --always --dirty 2>/dev/null || echo 'no git')"
 if [ $rc != 0 ]; then
 	tail -n 20 "$OUT/accept-build.log" | tee -a "$sum"
 	exit 1
