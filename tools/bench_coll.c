@@ -244,17 +244,11 @@ static zsm_cu_deviceptr coll_dptr(const unsigned char *p)
 	return (zsm_cu_deviceptr)(uintptr_t)p;
 }
 
-/*
- * Wait for the stream with a deadline, polling: the host sees the end of
- * the work as soon as the driver does, which is what a call's time ends
- * with.  Then the comm must still be sound: a failed comm releases its
- * streams, which would otherwise look like a fast call.
- */
 /* --poll nap: a sleep of 1 % of the time waited so far, at most 50 us,
- * after the first 100 us.  Each query takes the driver's locks that the
- * library's proxy thread needs for its copies; the sleep keeps the
- * waiting thread out of their way in a long call and adds at most 1 %
- * (or 50 us) to the call's time. */
+ * after the first 100 us, so that a call's time grows by at most 1 % (or
+ * 50 us).  It asks whether a host spinning on cuStreamQuery takes CPU
+ * time or driver locks that zsm's own threads need during a long call
+ * (on the H200 machine it did not: docs/benchmarking.md). */
 static void coll_nap(uint64_t waited_ns)
 {
 	struct timespec ts = { 0, 0 };
@@ -266,6 +260,12 @@ static void coll_nap(uint64_t waited_ns)
 	nanosleep(&ts, NULL);
 }
 
+/*
+ * Wait for the stream with a deadline, polling: the host sees the end of
+ * the work as soon as the driver does, which is what a call's time ends
+ * with.  Then the comm must still be sound: a failed comm releases its
+ * streams, which would otherwise look like a fast call.
+ */
 static void coll_sync(struct coll *c, const char *what)
 {
 	uint64_t t0 = zsm_now_ns(), limit, waited;
