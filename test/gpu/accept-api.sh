@@ -32,7 +32,11 @@ quick=() compare=5
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=(--quick) compare=2; shift ;;
-	--compare) compare=$2; shift 2 ;;
+	--compare)
+		case ${2:-} in
+		'' | *[!0-9]* | 0) echo "accept-api: --compare takes a number of rounds, 1 or more" >&2; exit 2 ;;
+		esac
+		compare=$2; shift 2 ;;
 	*) echo "usage: bash test/gpu/accept-api.sh [--quick] [--compare ROUNDS]" >&2
 	   exit 2 ;;
 	esac
