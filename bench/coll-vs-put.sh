@@ -111,9 +111,11 @@ for r in $(seq 1 "$rounds"); do
 		--reps 3 "${gpu[@]}" "${verify[@]}"
 	bidirs+=("$gbps")
 	# With -p both, the two ways of waiting take turns going first.
-	polls=$poll
-	[ "$poll" = both ] && polls="spin nap"
-	[ "$poll" = both ] && [ $((r % 2)) = 0 ] && polls="nap spin"
+	case $poll/$((r % 2)) in
+	both/1) polls="spin nap" ;;
+	both/0) polls="nap spin" ;;
+	*) polls=$poll ;;
+	esac
 	for p in $polls; do
 		pollarg=()
 		[ -n "$gpus" ] && pollarg=(--poll "$p")
