@@ -103,8 +103,9 @@ enum zsm_param_type {
 	  "Liveness of peers on other hosts: while a comm has work "          \
 	  "outstanding and nothing was heard from its peer for this long, "   \
 	  "it probes the peer; nothing heard for twice this long (plus the "  \
-	  "time the largest receive posted from it takes at 10 MB/s) fails "  \
-	  "every comm to that peer (ncclRemoteError) instead of hanging. "    \
+	  "time the largest receive posted from it, or the bytes of puts "    \
+	  "and gets in flight with it, take at 10 MB/s) fails every comm to " \
+	  "that peer (ncclRemoteError) instead of hanging. "                  \
 	  "Peers on this host are watched by their process (a stopped one "   \
 	  "is alive). 0: no probes, a silent peer is waited for.")            \
 	X(NET_INFLIGHT, ZSM_PARAM_INT, "2048", 64, 65536, NULL,               \

@@ -388,6 +388,10 @@ struct zsm_net_comm {
 	 * long the peer may stay silent while a message fills it
 	 * (net_peer.c). */
 	uint64_t recv_max;
+	/* Bytes of puts' writes and gets' reads posted and not completed:
+	 * how long the peer may stay silent while one-sided bytes stream
+	 * between us (net_peer.c). */
+	uint64_t rma_bytes;
 	/* Its peer was declared dead (net_peer.c): what the provider still
 	 * holds for it is reported failed at once, and the closer need not
 	 * wait for it (a gone process sends nothing; a silent one's

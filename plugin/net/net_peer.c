@@ -19,7 +19,12 @@
  * behind the bytes the peer sends us first, and a 1 GiB receive brings
  * no completion until its last byte.  Every completion is word, so the
  * silence allowed grows by the time the largest receive we posted from
- * the peer takes to fill at 10 MB/s (ZSM_NET_PEER_NS_PER_BYTE).
+ * the peer takes to fill at 10 MB/s (ZSM_NET_PEER_NS_PER_BYTE).  One-
+ * sided bytes are no different, but no receive announces the peer's
+ * puts to us: a get's read streams from the peer, and in an exchange
+ * (every collective) the peer's puts to us match ours to it, so the
+ * bytes of our puts and gets in flight with the peer count too, all of
+ * them, since the PONG waits behind every put queued ahead of it.
  */
 #include <errno.h>
 #include <poll.h>
@@ -163,14 +168,19 @@ static struct zsm_net_comm *zsm_net_peer_busy(struct zsm_net_peer *p)
 	return NULL;
 }
 
-/* How long one message we asked p for may keep it silent. */
+/* How long the bytes that may be streaming from p may keep it silent. */
 static uint64_t zsm_net_peer_inbound_ns(struct zsm_net_peer *p)
 {
 	uint64_t bytes = 0;
 
-	for (struct zsm_net_comm *c = p->ep->comms; c; c = c->ep_next)
-		if (c->peer_obj == p && !c->closing && c->recv_max > bytes)
+	for (struct zsm_net_comm *c = p->ep->comms; c; c = c->ep_next) {
+		if (c->peer_obj != p || c->closing)
+			continue;
+		if (c->recv_max > bytes)
 			bytes = c->recv_max;
+		if (c->rma_bytes > bytes)
+			bytes = c->rma_bytes;
+	}
 	return bytes * ZSM_NET_PEER_NS_PER_BYTE;
 }
 

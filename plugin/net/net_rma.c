@@ -202,6 +202,8 @@ void zsm_net_rma_op_done(struct zsm_net_op *op)
 	struct zsm_net_comm *comm = b->comm->tp;
 
 	if (b->type == ZSM_REQ_GET) {
+		if (op->index == 1)
+			comm->rma_bytes -= b->len[0];
 		/* Its GET's send (its read holds no copy). */
 		if (op->index == 0) {
 			zsm_net_txpool_put(&comm->ep->txpool, req->sig_slot);
@@ -212,6 +214,7 @@ void zsm_net_rma_op_done(struct zsm_net_op *op)
 	switch (zsm_net_rma_op_of(b, op->index)) {
 	case ZSM_NET_RMA_BYTES:
 		comm->rma_writes--;
+		comm->rma_bytes -= b->len[0];
 		break;
 	case ZSM_NET_RMA_SIGNAL:
 		/* The signal's send: its copy may go. */
@@ -332,6 +335,7 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 		if (!ret) {
 			comm->rma_writes++;
 			comm->rma_posted++;
+			comm->rma_bytes += b->len[0];
 		}
 		return ret;
 	}

@@ -95,6 +95,7 @@ ssize_t zsm_net_rma_get_post(struct zsm_net_req *req, int i)
 	struct zsm_net_mr *mr = zsm_net_rma_get_staged(b);
 	char *buf = b->data[0];
 	char why[160];
+	ssize_t ret;
 
 	if (i == 0)
 		return zsm_net_rma_get_ask(req, &req->ops[0]);
@@ -128,9 +129,11 @@ ssize_t zsm_net_rma_get_post(struct zsm_net_req *req, int i)
 		}
 		buf = mr->mirror.host + off;
 	}
-	return fi_read(comm->ep->ep, buf, b->len[0], req->mr_desc[0],
-		       comm->peer, b->rma.addr, b->rma.key,
-		       &req->ops[1].fi_ctx);
+	ret = fi_read(comm->ep->ep, buf, b->len[0], req->mr_desc[0],
+		      comm->peer, b->rma.addr, b->rma.key, &req->ops[1].fi_ctx);
+	if (!ret)
+		comm->rma_bytes += b->len[0];
+	return ret;
 }
 
 int zsm_net_rma_get_landed(struct zsm_net_op *op)

@@ -2,7 +2,7 @@
 /*
  * Liveness (net_peer.c) on a fake endpoint: silence fails a peer's comms
  * after 2 x ZSM_PEER_CHECK_MS, but not while a message it may be sending
- * us can still be on its way.
+ * us, or one-sided bytes between us, can still be on their way.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -121,6 +121,25 @@ static void test_net_peer_large_receive_is_not_silence(void **state)
 	fake_close(&f);
 }
 
+/* 64 MiB of puts in flight to the peer (its own to us, as large in an
+ * exchange, hold its PONG back): 6.7 s more. */
+static void test_net_peer_rma_in_flight_is_not_silence(void **state)
+{
+	struct fake f;
+
+	(void)state;
+	fake_open(&f, 4096);
+	f.comm->rma_bytes = 64ULL << 20;
+	zsm_net_peer_check(&f.ep, T0 + 1500 * MS);
+	assert_true(f.comm->ctrl_want & (1u << ZSM_CTRL_PING));
+	zsm_net_peer_check(&f.ep, T0 + 3000 * MS);
+	zsm_net_peer_check(&f.ep, T0 + 8600 * MS);
+	assert_int_equal(fake_failed(&f), 0);
+	zsm_net_peer_check(&f.ep, T0 + 8800 * MS);
+	zsm_assert_int_eq(fake_failed(&f), -ECONNRESET);
+	fake_close(&f);
+}
+
 /* What is heard restarts the clock, whatever the receive's size. */
 static void test_net_peer_heard_restarts_clock(void **state)
 {
@@ -147,6 +166,7 @@ int main(void)
 		cmocka_unit_test(test_net_peer_silence_fails_comms),
 		cmocka_unit_test(test_net_peer_late_check_probes_first),
 		cmocka_unit_test(test_net_peer_large_receive_is_not_silence),
+		cmocka_unit_test(test_net_peer_rma_in_flight_is_not_silence),
 		cmocka_unit_test(test_net_peer_heard_restarts_clock),
 	};
 
