@@ -28,7 +28,7 @@ _FORMATS = {
 
 
 def _einval(text):
-    return Error(errno.EINVAL, text)
+    return _lib.ArgumentError(errno.EINVAL, text)
 
 
 class Buffer:
@@ -41,8 +41,22 @@ class Buffer:
         if dtype not in DTYPES:
             raise _einval("unknown dtype %r (one of %s)" %
                           (dtype, ", ".join(DTYPES)))
-        self.address, self.nbytes, self.dtype = int(address), int(nbytes), dtype
-        self.device, self.owner = device, owner
+        self.address = _lib.c_value(address, ctypes.c_void_p,
+                                    "Buffer: address")
+        self.nbytes = _lib.c_value(nbytes, ctypes.c_size_t, "Buffer: nbytes")
+        self.device = (None if device is None else
+                       _lib.c_value(device, ctypes.c_int, "Buffer: device"))
+        self.dtype, self.owner = dtype, owner
+        _whole_elements(self.nbytes, dtype, "Buffer")
+
+
+def _whole_elements(nbytes, dtype, what):
+    """Refuse a size that is not a whole number of dtype's elements: the
+    count the library takes would leave the rest out silently."""
+    size = DTYPES[dtype][1]
+    if nbytes % size:
+        raise _einval("%s: %d bytes is not a whole number of %s elements "
+                      "(%d bytes each)" % (what, nbytes, dtype, size))
 
 
 class _Region:
@@ -50,6 +64,7 @@ class _Region:
     reference that keeps the memory (and its pin, for host buffers) alive."""
 
     def __init__(self, address, nbytes, dtype, device, keep, what):
+        _whole_elements(nbytes, dtype, what)
         self.address, self.nbytes, self.dtype = address, nbytes, dtype
         self.device, self.keep, self.what = device, keep, what
 
@@ -117,15 +132,14 @@ def get_unique_id():
     """In the process that will be rank 0: a fresh id (128 bytes) for
     Comm.init_rank on every rank."""
     uid = _lib.UniqueId()
-    _lib.check(_lib.lib().zsm_get_unique_id(ctypes.byref(uid)),
-               "zsm_get_unique_id")
+    _lib.call("zsm_get_unique_id", ctypes.byref(uid))
     return ctypes.string_at(ctypes.addressof(uid), _lib.UNIQUE_ID_BYTES)
 
 
 def version():
     """The library's version, 100 * major + minor."""
     v = ctypes.c_int()
-    _lib.check(_lib.lib().zsm_get_version(ctypes.byref(v)), "zsm_get_version")
+    _lib.call("zsm_get_version", ctypes.byref(v))
     return v.value
 
 
@@ -183,10 +197,8 @@ class Comm:
         self.device = device
         self._windows = []
         n, r = ctypes.c_int(), ctypes.c_int()
-        _lib.check(_lib.lib().zsm_comm_count(handle, ctypes.byref(n)),
-                   "zsm_comm_count")
-        _lib.check(_lib.lib().zsm_comm_user_rank(handle, ctypes.byref(r)),
-                   "zsm_comm_user_rank")
+        _lib.call("zsm_comm_count", handle, ctypes.byref(n))
+        _lib.call("zsm_comm_user_rank", handle, ctypes.byref(r))
         self.size, self.rank = n.value, r.value
 
     @classmethod
@@ -200,9 +212,8 @@ class Comm:
         c_uid = _lib.UniqueId.from_buffer_copy(uid)
         device = _cuda_device_current()
         handle = ctypes.c_void_p()
-        _lib.check(_lib.lib().zsm_comm_init_rank(ctypes.byref(handle), nranks,
-                                                 c_uid, rank),
-                   "zsm_comm_init_rank")
+        _lib.call("zsm_comm_init_rank", ctypes.byref(handle), nranks, c_uid,
+                  rank)
         return cls(handle, device)
 
     @classmethod
@@ -211,8 +222,7 @@ class Comm:
         Slurm, PMI or ZSM_BOOT_ADDR; docs/api.md)."""
         device = _cuda_device_current()
         handle = ctypes.c_void_p()
-        _lib.check(_lib.lib().zsm_comm_init_env(ctypes.byref(handle)),
-                   "zsm_comm_init_env")
+        _lib.call("zsm_comm_init_env", ctypes.byref(handle))
         return cls(handle, device)
 
     @classmethod
@@ -256,9 +266,8 @@ class Comm:
         Window (also a context manager that deregisters)."""
         r = _region(buf, "window")
         handle = ctypes.c_void_p()
-        _lib.check(_lib.lib().zsm_comm_window_register(
-            self._live(), r.address, r.nbytes, ctypes.byref(handle), 0),
-            "zsm_comm_window_register")
+        _lib.call("zsm_comm_window_register", self._live(), r.address,
+                  r.nbytes, ctypes.byref(handle), 0)
         win = Window(self, handle, r)
         self._windows.append(win)
         return win
@@ -267,9 +276,7 @@ class Comm:
         """Collective, in the same order on every rank."""
         if win not in self._windows:
             raise _einval("that window is not registered on this comm")
-        _lib.check(_lib.lib().zsm_comm_window_deregister(self._live(),
-                                                         win._handle),
-                   "zsm_comm_window_deregister")
+        _lib.call("zsm_comm_window_deregister", self._live(), win._handle)
         self._windows.remove(win)
         win._handle = None
 
@@ -285,9 +292,8 @@ class Comm:
         if o.count != i.count * self.size:
             raise _einval("%s must hold %d x %s (one per rank)" %
                           (o, self.size, i))
-        _lib.check(_lib.lib().zsm_all_gather(
-            i.address, o.address, i.count, i.code, self._live(),
-            self._stream(stream)), "zsm_all_gather")
+        _lib.call("zsm_all_gather", i.address, o.address, i.count, i.code,
+                  self._live(), self._stream(stream))
 
     def all_to_all(self, output, input, stream=None):
         """Block j of input (len(input) / size elements) lands as block
@@ -301,9 +307,9 @@ class Comm:
         if i.count % self.size:
             raise _einval("%s does not split into %d equal blocks" %
                           (i, self.size))
-        _lib.check(_lib.lib().zsm_all_to_all(
-            i.address, o.address, i.count // self.size, i.code,
-            self._live(), self._stream(stream)), "zsm_all_to_all")
+        _lib.call("zsm_all_to_all", i.address, o.address,
+                  i.count // self.size, i.code, self._live(),
+                  self._stream(stream))
 
     def all_gather_into_tensor(self, output_tensor, input_tensor):
         """torch.distributed.all_gather_into_tensor's call (no async_op):
@@ -336,15 +342,15 @@ class Comm:
         r = self._in_window(_region(buf, "buffer"))
         if not isinstance(window, Window) or window not in self._windows:
             raise _einval("window: not a window registered on this comm")
-        _lib.check(_lib.lib().zsm_put_signal(
-            r.address, r.count, r.code, peer, window._handle, offset, 0, ctx,
-            0, self._live(), self._stream(stream)), "zsm_put_signal")
+        _lib.call("zsm_put_signal", r.address, r.count, r.code, peer,
+                  window._handle, offset, 0, ctx, 0, self._live(),
+                  self._stream(stream))
 
     def signal(self, peer, ctx=0, stream=None):
         """Add 1 to peer's signal for (this rank, ctx), after every earlier
         put of this rank."""
-        _lib.check(_lib.lib().zsm_signal(peer, 0, ctx, 0, self._live(),
-                                         self._stream(stream)), "zsm_signal")
+        _lib.call("zsm_signal", peer, 0, ctx, 0, self._live(),
+                  self._stream(stream))
 
     def wait_signal(self, waits, stream=None):
         """waits: (peer, op_cnt) or (peer, op_cnt, ctx) tuples.  The stream
@@ -352,22 +358,19 @@ class Comm:
         each peer on ctx than earlier waits on them asked for."""
         waits = list(waits)
         descs = (_lib.WaitSignalDesc * max(len(waits), 1))()
-        for d, w in zip(descs, waits):
+        for k, (d, w) in enumerate(zip(descs, waits)):
             if len(w) not in (2, 3):
                 raise _einval("wait %r: not (peer, op_cnt[, ctx])" % (w,))
-            d.peer, d.op_cnt = w[0], w[1]
-            d.sig_idx, d.ctx = 0, w[2] if len(w) == 3 else 0
-        _lib.check(_lib.lib().zsm_wait_signal(len(waits), descs, self._live(),
-                                              self._stream(stream)),
-                   "zsm_wait_signal")
+            _lib.fill(d, "wait_signal: waits[%d]" % k, peer=w[0],
+                      op_cnt=w[1], sig_idx=0, ctx=w[2] if len(w) == 3 else 0)
+        _lib.call("zsm_wait_signal", len(waits), descs, self._live(),
+                  self._stream(stream))
 
     def async_error(self):
         """None while the comm is sound; else the Error that failed it (a
         dead peer, a failed transfer, a wait past ZSM_WAIT_TIMEOUT_MS)."""
         err = ctypes.c_int()
-        _lib.check(_lib.lib().zsm_comm_get_async_error(self._live(),
-                                                       ctypes.byref(err)),
-                   "zsm_comm_get_async_error")
+        _lib.call("zsm_comm_get_async_error", self._live(), ctypes.byref(err))
         if err.value == 0:
             return None
         return Error(-err.value, _lib.strerror(err.value))
@@ -381,7 +384,7 @@ class Comm:
         for w in self._windows:
             w._handle = None
         self._windows = []
-        _lib.check(_lib.lib().zsm_comm_destroy(handle), "zsm_comm_destroy")
+        _lib.call("zsm_comm_destroy", handle)
 
     def __enter__(self):
         return self

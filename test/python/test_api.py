@@ -11,8 +11,9 @@ the others.  Each rank checks, with exact values: AllGather and AlltoAll
 out of place and in place from 0 to 256 Ki int32 per rank; put_signal into
 a peer's window and wait_signal on running totals, on two contexts; signal
 alone; arguments the library refuses (zsm.Error, EINVAL) and ones this
-package refuses (not in a window, read-only, destroyed comm), the comm
-still sound after them.  Ranks are different hosts to zsm (a ZSM_HOSTID
+package refuses (not in a window, read-only, destroyed comm; integers
+outside their C type, OverflowError naming the argument; a size that is
+not whole elements, ValueError), the comm still sound after them.  Ranks are different hosts to zsm (a ZSM_HOSTID
 each: the network path) unless --same-host (one ZSM_HOSTID: ce).
 
 Prints one PASS/FAIL line per check and rank; exit 0 only when every check
@@ -177,6 +178,65 @@ def check_errors(comm, recv, send, inbox_win):
            "async_error after refused calls: %s" % comm.async_error())
 
 
+def overflows(fn, what, names):
+    """fn must raise zsm.ArgumentOverflow (an OverflowError) naming
+    names (the call and argument), before calling the library."""
+    import zsm
+    try:
+        fn()
+    except Exception as e:
+        expect(isinstance(e, OverflowError) and isinstance(e, zsm.Error) and
+               e.errno == errno.EINVAL,
+               "%s: %r, not a zsm.Error and OverflowError with EINVAL" %
+               (what, e))
+        expect(names in e.text, "%s: %r does not name %r" %
+               (what, e.text, names))
+        return
+    raise Failed("%s: returned normally (the integer was cut)" % what)
+
+
+def check_ranges(comm, send, inbox_win, uid):
+    """Integers past their C type are refused, naming the argument, where
+    ctypes would pass their low bits (peer 2**40 + 1 is rank 1, offset
+    2**64 is 0); sizes that are not whole elements too."""
+    import zsm
+    n_r = comm.size
+    peer = (comm.rank + 1) % n_r
+    one = memoryview(send)[:1]
+    overflows(lambda: comm.put_signal(one, 2**40 + 1, inbox_win, 0),
+              "put_signal to peer 2**40 + 1", "put_signal: peer:")
+    overflows(lambda: comm.put_signal(one, peer, inbox_win, 2**64),
+              "put_signal at offset 2**64", "put_signal: offset:")
+    overflows(lambda: comm.put_signal(one, peer, inbox_win, -1),
+              "put_signal at offset -1", "put_signal: offset:")
+    overflows(lambda: comm.put_signal(one, peer, inbox_win, 0, ctx=2**32),
+              "put_signal on ctx 2**32", "put_signal: ctx:")
+    overflows(lambda: comm.signal(peer - 2**32), "signal to peer - 2**32",
+              "signal: peer:")
+    overflows(lambda: comm.wait_signal([(2**32, 1)]),
+              "wait_signal on peer 2**32", "waits[0].peer:")
+    overflows(lambda: comm.wait_signal([(peer, 2**32)]),
+              "wait_signal for 2**32 signals", "waits[0].op_cnt:")
+    overflows(lambda: comm.wait_signal([(peer, 1, 0), (peer, 1, 2**33)]),
+              "wait_signal on ctx 2**33", "waits[1].ctx:")
+    overflows(lambda: zsm.Comm.init_rank(2**32 + n_r, uid, comm.rank),
+              "init_rank of 2**32 + nranks ranks", "comm_init_rank: nranks:")
+    overflows(lambda: zsm.Buffer(2**64, 4), "Buffer at 2**64",
+              "Buffer: address:")
+    # A 6-byte float32 buffer would send 4 bytes.
+    try:
+        zsm.Buffer(ctypes.addressof(send), 6, "float32")
+    except Exception as e:
+        expect(isinstance(e, ValueError) and isinstance(e, zsm.Error) and
+               "whole number" in e.text, "6-byte float32 Buffer: %r" % e)
+    else:
+        raise Failed("a 6-byte float32 Buffer was taken (4 bytes would go)")
+    raises(errno.EINVAL, lambda: comm.put_signal(1.5, peer, inbox_win, 0),
+           "put_signal of a float", says="buffer")
+    expect(comm.async_error() is None,
+           "async_error after refused integers: %s" % comm.async_error())
+
+
 def barrier(comm):
     """Signals to and waits from every peer on ctx 0: every earlier put of
     every rank is there after it."""
@@ -232,6 +292,8 @@ def worker(rank, nranks, hostid, uid_q, out_q):
                                                                 send))
             ok &= report("put_signal", lambda: check_put_signal(
                 comm, inbox_win, inbox, send))
+            ok &= report("integer ranges", lambda: check_ranges(
+                comm, send, inbox_win, uid))
             ok &= report("errors", lambda: check_errors(comm, recv, send,
                                                         inbox_win))
             # The comm still works after the refused calls.
