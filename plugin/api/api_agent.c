@@ -51,6 +51,10 @@ struct zsm_api_agent {
 	struct zsm_api_fifo *fifo; /* [nranks + 1] */
 	uint64_t last_check_ns;
 	int inflight; /* puts issued and not yet done, this pass */
+	/* A call a peer's Ready does not match (0: none), and what to say
+	 * when the comm fails for it. */
+	uint64_t mismatch;
+	char mismatch_why[224];
 };
 
 void zsm_api_op_free(struct zsm_api_op *op)
@@ -128,8 +132,8 @@ static void zsm_api_dump(struct zsm_api_agent *a)
 		for (const struct zsm_api_op *o = op; o; o = o->next)
 			n++;
 		ZSM_WARN("api: rank %d: %s %d: stream reached %llu, done %llu, "
-			 "%u queued; oldest: seq %llu%s, pre %u/%llu (have "
-			 "%llu)",
+			 "%u queued; oldest: seq %llu%s, pre %u/%#llx (have "
+			 "%#llx)",
 			 c->rank, s < c->nranks ? "puts to rank" : "waits, slot",
 			 s,
 			 (unsigned long long)zsm_cuda_door_ready(c->ops,
@@ -140,11 +144,136 @@ static void zsm_api_dump(struct zsm_api_agent *a)
 			 op && op->req ? " (issued)" : "",
 			 op ? op->pre_row : 0U,
 			 op ? (unsigned long long)op->pre_val : 0ULL,
-			 op && op->pre_val && s < c->nranks
+			 op && op->pre_row && s < c->nranks
 				 ? (unsigned long long)zsm_api_counter(
 					   c, op->pre_row, s)
 				 : 0ULL);
 	}
+}
+
+/* A collective's Ready: a signal alone that no condition holds back. */
+static int zsm_api_op_is_ready(const struct zsm_api_op *op)
+{
+	return op->coll && !op->pre_row;
+}
+
+static const char *zsm_api_kind_name(uint64_t word)
+{
+	return (word >> 48 & 1) == ZSM_API_ALLTOALL ? "AlltoAll" : "AllGather";
+}
+
+/* Peer's Ready word is of op's call but not ours: noted (the first one);
+ * the comm fails once our own Readys of the call are out. */
+static void zsm_api_mismatch_note(struct zsm_api_agent *a,
+				  const struct zsm_api_op *op, uint64_t word)
+{
+	if (a->mismatch)
+		return;
+	a->mismatch = op->coll;
+	snprintf(a->mismatch_why, sizeof(a->mismatch_why),
+		 "collective %llu does not match rank %d's: its %s of %llu "
+		 "bytes per rank against this rank's %s of %llu",
+		 (unsigned long long)op->coll, op->peer,
+		 zsm_api_kind_name(word),
+		 (unsigned long long)(word & ZSM_API_COLL_BYTES_MAX),
+		 zsm_api_kind_name(op->pre_val),
+		 (unsigned long long)(op->pre_val & ZSM_API_COLL_BYTES_MAX));
+}
+
+/*
+ * -EPROTO for a mismatched call, once every Ready of ours up to that
+ * call has completed: each peer then holds our word and finds the
+ * mismatch itself, rather than seeing only that we went away.
+ */
+static void zsm_api_mismatch_fail(struct zsm_api_agent *a)
+{
+	struct zsm_api_comm *c = a->c;
+
+	for (int s = 0; s < c->nranks; s++)
+		for (const struct zsm_api_op *op = a->fifo[s].head; op;
+		     op = op->next)
+			if (op->peer >= 0 && zsm_api_op_is_ready(op) &&
+			    op->coll <= a->mismatch)
+				return;
+	zsm_api_comm_fail(c, -EPROTO, a->mismatch_why);
+}
+
+/* Whether a collective's put may go: 1; 0 not yet (the peer's Ready has
+ * not come, or does not match); -1 the comm failed. */
+static int zsm_api_pre(struct zsm_api_agent *a, struct zsm_api_op *op,
+		       uint64_t now)
+{
+	uint64_t word;
+	char why[160];
+
+	if (!op->pre_row)
+		return 1;
+	word = zsm_api_counter(a->c, op->pre_row, op->peer);
+	if (word == op->pre_val)
+		return 1;
+	if (zsm_api_ready_same_call(word, op->pre_val)) {
+		zsm_api_mismatch_note(a, op, word);
+		return 0;
+	}
+	if (!zsm_api_overdue(op, now))
+		return 0;
+	snprintf(why, sizeof(why),
+		 "rank %d's Ready of collective %llu never came within "
+		 "ZSM_WAIT_TIMEOUT_MS",
+		 op->peer, (unsigned long long)op->coll);
+	zsm_api_dump(a);
+	zsm_api_comm_fail(a->c, -ETIMEDOUT, why);
+	return -1;
+}
+
+/* Hand op to the engine: 0, or the comm failed. */
+static int zsm_api_issue(struct zsm_api_agent *a, struct zsm_api_op *op)
+{
+	struct zsm_api_comm *c = a->c;
+	struct zsm_rma_signal sig = {
+		.sym = c->sig_sym,
+		.off = zsm_cuda_door_done_at(op->sig_row *
+						     (unsigned int)c->nranks +
+					     (unsigned int)c->rank),
+		.value = op->sig_add,
+		.op = op->sig_add ? ZSM_RMA_SIGNAL_ADD : ZSM_RMA_SIGNAL_INC,
+	};
+	char why[160];
+	int ret = zsm_rma_iput(c->rctx, 0, op->src_off, op->src_sym,
+			       op->size, op->dst_off, op->dst_sym,
+			       (uint32_t)op->peer,
+			       op->sig_row == ZSM_API_ROW_NONE ? NULL : &sig,
+			       &op->req);
+
+	if (ret) {
+		snprintf(why, sizeof(why), "a put to rank %d was refused",
+			 op->peer);
+		zsm_api_comm_fail(c, ret, why);
+	}
+	return ret;
+}
+
+/* Test op, in flight: 1 when it ended (done, or the comm failed). */
+static int zsm_api_test(struct zsm_api_agent *a, struct zsm_api_op *op)
+{
+	char why[160];
+	int done = 0, ret = zsm_rma_test(a->c->coll, op->req, &done);
+
+	if (!ret && !done)
+		return 0;
+	/* A request that reported its error has ended: never tested
+	 * again. */
+	op->req = NULL;
+	op->size = 0;
+	op->dst_sym = NULL;
+	op->src_sym = NULL;
+	if (ret) {
+		snprintf(why, sizeof(why), "a put to rank %u failed",
+			 op->slot);
+		zsm_api_comm_fail(a->c, ret, why);
+	}
+	op->peer = -1; /* finished */
+	return 1;
 }
 
 /* Issue what the stream reached on one put slot, in order; test what is
@@ -153,83 +282,34 @@ static int zsm_api_puts(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 			uint64_t now)
 {
 	struct zsm_api_comm *c = a->c;
-	int moved = 0, issuing = 1, inflight = 0;
-	char why[160];
+	int moved = 0, issuing = 1, inflight = 0, go;
 
 	for (struct zsm_api_op *op = f->head; op; op = op->next) {
-		struct zsm_rma_signal sig;
-		int done = 0, ret;
-
 		if (op->req) {
 			inflight++;
 			a->inflight++;
-			ret = zsm_rma_test(c->coll, op->req, &done);
-			if (ret) {
-				/* A request that reported its error has
-				 * ended: never tested again. */
-				op->req = NULL;
-				op->peer = -1;
-				snprintf(why, sizeof(why),
-					 "a put to rank %u failed", op->slot);
-				zsm_api_comm_fail(c, ret, why);
-				return 1;
-			}
-			if (done) {
-				op->req = NULL;
-				op->size = 0;
-				op->dst_sym = NULL;
-				op->src_sym = NULL;
-				op->peer = -1; /* finished */
+			if (zsm_api_test(a, op)) {
+				if (zsm_api_comm_error(c))
+					return 1;
 				moved = 1;
 			}
 			continue;
 		}
 		if (op->peer < 0 || !issuing)
 			continue;
-		if (inflight >= ZSM_API_INFLIGHT) {
+		if (inflight >= ZSM_API_INFLIGHT || !zsm_api_reached(c, op)) {
 			issuing = 0;
 			continue;
 		}
-		if (!zsm_api_reached(c, op)) {
-			issuing = 0;
-			continue;
-		}
-		if (op->pre_val &&
-		    !zsm_cuda_door_geq(zsm_api_counter(c, op->pre_row,
-						       op->peer),
-				       op->pre_val)) {
-			if (zsm_api_overdue(op, now)) {
-				snprintf(why, sizeof(why),
-					 "rank %d's Ready %llu never came "
-					 "within ZSM_WAIT_TIMEOUT_MS",
-					 op->peer,
-					 (unsigned long long)op->pre_val);
-				zsm_api_dump(a);
-				zsm_api_comm_fail(c, -ETIMEDOUT, why);
-				return 1;
-			}
-			issuing = 0;
-			continue;
-		}
-		sig = (struct zsm_rma_signal){
-			.sym = c->sig_sym,
-			.off = zsm_cuda_door_done_at(
-				op->sig_row * (unsigned int)c->nranks +
-				(unsigned int)c->rank),
-			.value = 1,
-			.op = ZSM_RMA_SIGNAL_INC,
-		};
-		ret = zsm_rma_iput(c->rctx, 0, op->src_off, op->src_sym,
-				   op->size, op->dst_off, op->dst_sym,
-				   (uint32_t)op->peer,
-				   op->sig_row == ZSM_API_ROW_NONE ? NULL : &sig,
-				   &op->req);
-		if (ret) {
-			snprintf(why, sizeof(why), "a put to rank %d was refused",
-				 op->peer);
-			zsm_api_comm_fail(c, ret, why);
+		go = zsm_api_pre(a, op, now);
+		if (go < 0)
 			return 1;
+		if (!go) {
+			issuing = 0;
+			continue;
 		}
+		if (zsm_api_issue(a, op))
+			return 1;
 		inflight++;
 		a->inflight++;
 		moved = 1;
@@ -337,6 +417,59 @@ static void zsm_api_nap(long ns)
 	nanosleep(&ts, NULL);
 }
 
+/* The operations queued for us, once there are any, or we are to stop,
+ * or we still hold some (*queued). */
+static struct zsm_api_op *zsm_api_take(struct zsm_api_agent *a, int *stop,
+				       int *queued)
+{
+	struct zsm_api_comm *c = a->c;
+	unsigned int nfifo = (unsigned int)c->nranks + 1;
+	struct zsm_api_op *in;
+
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		struct timespec ts;
+
+		in = c->in_head;
+		*stop = c->stop;
+		for (unsigned int i = 0; i < nfifo && !*queued; i++)
+			*queued = a->fifo[i].head != NULL;
+		if (in || *stop || *queued)
+			break;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += ZSM_API_IDLE_NS;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&c->wake, &c->lock, &ts);
+	}
+	c->in_head = c->in_tail = NULL;
+	pthread_mutex_unlock(&c->lock);
+	return in;
+}
+
+/* Each of in to its slot's fifo, in order: 1 when there were any. */
+static int zsm_api_sort(struct zsm_api_agent *a, struct zsm_api_op *in)
+{
+	int moved = 0;
+
+	while (in) {
+		struct zsm_api_op *next = in->next;
+		struct zsm_api_fifo *f = &a->fifo[in->slot];
+
+		in->next = NULL;
+		if (f->tail)
+			f->tail->next = in;
+		else
+			f->head = in;
+		f->tail = in;
+		in = next;
+		moved = 1;
+	}
+	return moved;
+}
+
 static void *zsm_api_agent_main(void *arg)
 {
 	struct zsm_api_agent *a = arg;
@@ -350,41 +483,8 @@ static void *zsm_api_agent_main(void *arg)
 		int moved = 0, queued = 0, stop;
 		uint64_t now;
 
-		pthread_mutex_lock(&c->lock);
-		for (;;) {
-			in = c->in_head;
-			stop = c->stop;
-			for (unsigned int i = 0; i < nfifo && !queued; i++)
-				queued = a->fifo[i].head != NULL;
-			if (in || stop || queued)
-				break;
-			{
-				struct timespec ts;
-
-				clock_gettime(CLOCK_REALTIME, &ts);
-				ts.tv_nsec += ZSM_API_IDLE_NS;
-				if (ts.tv_nsec >= 1000000000L) {
-					ts.tv_sec++;
-					ts.tv_nsec -= 1000000000L;
-				}
-				pthread_cond_timedwait(&c->wake, &c->lock, &ts);
-			}
-		}
-		c->in_head = c->in_tail = NULL;
-		pthread_mutex_unlock(&c->lock);
-		while (in) {
-			struct zsm_api_op *next = in->next;
-			struct zsm_api_fifo *f = &a->fifo[in->slot];
-
-			in->next = NULL;
-			if (f->tail)
-				f->tail->next = in;
-			else
-				f->head = in;
-			f->tail = in;
-			in = next;
-			moved = 1;
-		}
+		in = zsm_api_take(a, &stop, &queued);
+		moved = zsm_api_sort(a, in);
 		now = zsm_now_ns();
 		if (zsm_api_comm_error(c)) {
 			int empty = 1;
@@ -406,6 +506,8 @@ static void *zsm_api_agent_main(void *arg)
 			if (a->fifo[i].head)
 				moved |= zsm_api_puts(a, &a->fifo[i], now);
 		moved |= zsm_api_waits(a, &a->fifo[nfifo - 1], now);
+		if (a->mismatch)
+			zsm_api_mismatch_fail(a);
 		queued = 0;
 		for (unsigned int i = 0; i < nfifo && !queued; i++)
 			queued = a->fifo[i].head != NULL;

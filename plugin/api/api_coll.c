@@ -66,9 +66,16 @@ int zsm_api_put_signal(struct zsm_api_comm *c, const void *src, size_t size,
 	if (!ret && size)
 		ret = zsm_api_fits("put_signal", dst, peer, dst_off, size);
 	if (!ret)
-		ret = zsm_api_batch_put(b, peer, sw ? sw->sym : NULL, soff,
-					size, size ? dst->sym : NULL, dst_off,
-					(unsigned int)ctx, 0, 0);
+		ret = zsm_api_batch_put(
+			b, &(struct zsm_api_op){
+				   .peer = peer,
+				   .src_sym = sw ? sw->sym : NULL,
+				   .src_off = soff,
+				   .size = size,
+				   .dst_sym = size ? dst->sym : NULL,
+				   .dst_off = dst_off,
+				   .sig_row = (unsigned int)ctx,
+			   });
 	if (ret) {
 		zsm_api_batch_drop(b);
 		return ret;
@@ -212,102 +219,177 @@ static int zsm_api_bounce_ensure(struct zsm_api_comm *c, size_t bytes)
 	return 0;
 }
 
-enum zsm_api_coll_kind { ZSM_API_ALLGATHER, ZSM_API_ALLTOALL };
+/* One collective call: its buffers as windows and offsets, and the
+ * Ready word that says it to peers. */
+struct zsm_api_call {
+	int kind, in_place;
+	const char *name;
+	const void *send;
+	void *recv;
+	size_t bytes, total;
+	struct zsm_api_win *rw, *sw;
+	uint64_t roff, soff, k, word;
+};
+
+/* Lock held: the windows of x's buffers, and room in every peer's
+ * recvbuff.  Count 0 looks at no buffer. */
+static int zsm_api_coll_locate(struct zsm_api_comm *c,
+			       struct zsm_api_call *x)
+{
+	int ret;
+
+	if (!x->bytes)
+		return 0;
+	ret = zsm_api_locate(c, x->name, "recvbuff", x->recv, x->total,
+			     &x->rw, &x->roff);
+	if (!ret && !x->in_place)
+		ret = zsm_api_locate(c, x->name, "sendbuff", x->send,
+				     x->kind == ZSM_API_ALLGATHER ? x->bytes
+								  : x->total,
+				     &x->sw, &x->soff);
+	for (int p = 0; !ret && p < c->nranks; p++)
+		if (p != c->rank)
+			ret = zsm_api_fits(x->name, x->rw, p, x->roff,
+					   x->total);
+	return ret;
+}
+
+/* Our block for peer p, in pieces (one signal-only put for count 0);
+ * only the last piece signals Complete, which (a strong signal) covers
+ * the earlier ones, and each waits for p's Ready of this call. */
+static int zsm_api_coll_block(struct zsm_api_comm *c,
+			      struct zsm_api_batch *b,
+			      const struct zsm_api_call *x, int p)
+{
+	struct zsm_api_win *src = x->sw ? x->sw : x->rw;
+	uint64_t off = x->sw ? x->soff : x->roff;
+	size_t at = 0;
+	int ret = 0;
+
+	if (x->kind == ZSM_API_ALLGATHER)
+		off += x->sw ? 0 : (uint64_t)c->rank * x->bytes;
+	else if (x->in_place)
+		src = c->bounce, off = (uint64_t)p * x->bytes;
+	else
+		off += (uint64_t)p * x->bytes;
+	do {
+		size_t len = x->bytes - at < ZSM_API_PIECE ? x->bytes - at
+							   : ZSM_API_PIECE;
+
+		ret = zsm_api_batch_put(
+			b, &(struct zsm_api_op){
+				   .peer = p,
+				   .src_sym = len ? src->sym : NULL,
+				   .src_off = off + at,
+				   .size = len,
+				   .dst_sym = len ? x->rw->sym : NULL,
+				   .dst_off = x->roff +
+					      (uint64_t)c->rank * x->bytes + at,
+				   .sig_row = at + len == x->bytes
+						      ? ZSM_API_ROW_DONE
+						      : ZSM_API_ROW_NONE,
+				   .pre_row = ZSM_API_ROW_READY(x->k),
+				   .pre_val = x->word,
+				   .coll = x->k,
+			   });
+		at += len;
+	} while (!ret && at < x->bytes);
+	if (!ret)
+		ret = zsm_api_batch_wait(b, p, ZSM_API_ROW_DONE, x->k);
+	return ret;
+}
+
+/*
+ * Lock held: call x's operations.  Every Ready first, so that no peer
+ * waits behind our data; each adds to our parity word at the peer the
+ * difference from what our last Ready of that parity left there (which
+ * the unused slot of our own rank in expect keeps).
+ */
+static int zsm_api_coll_queue(struct zsm_api_comm *c,
+			      struct zsm_api_batch *b,
+			      const struct zsm_api_call *x)
+{
+	unsigned int row = ZSM_API_ROW_READY(x->k);
+	uint64_t *left = &c->expect[row * (unsigned int)c->nranks +
+				    (unsigned int)c->rank];
+	int ret = 0;
+
+	for (int i = 1; !ret && i < c->nranks; i++)
+		ret = zsm_api_batch_put(
+			b, &(struct zsm_api_op){
+				   .peer = (c->rank + i) % c->nranks,
+				   .sig_row = row,
+				   .sig_add = x->word - *left,
+				   .coll = x->k,
+			   });
+	for (int i = 1; !ret && i < c->nranks; i++)
+		ret = zsm_api_coll_block(c, b, x, (c->rank + i) % c->nranks);
+	if (!ret)
+		*left = x->word;
+	return ret;
+}
 
 static int zsm_api_coll(struct zsm_api_comm *c, int kind, const char *call,
 			const void *send, void *recv, size_t bytes,
 			zsm_cu_stream stream)
 {
-	size_t n = (size_t)c->nranks, total = n * bytes;
-	int me = c->rank, in_place, ret;
-	struct zsm_api_win *rw = NULL, *sw = NULL;
-	uint64_t roff = 0, soff = 0, k;
+	size_t n = (size_t)c->nranks;
+	struct zsm_api_call x = {.kind = kind,
+				 .name = call,
+				 .send = send,
+				 .recv = recv,
+				 .bytes = bytes,
+				 .total = n * bytes};
 	struct zsm_api_copy own = {c, NULL, NULL, bytes}, stage;
 	struct zsm_api_batch *b;
+	int ret, a2a_in_place;
 
-	if (bytes && total / n != bytes) {
-		ZSM_WARN("api: %s: %zu bytes per rank overflow", call, bytes);
+	if (bytes > ZSM_API_COLL_BYTES_MAX || x.total / n != bytes) {
+		ZSM_WARN("api: %s: %zu bytes per rank: more than %llu, or "
+			 "%zu ranks' worth overflows",
+			 call, bytes, ZSM_API_COLL_BYTES_MAX, n);
 		return -EINVAL;
 	}
-	in_place = kind == ZSM_API_ALLGATHER
-			   ? send == (const char *)recv + (size_t)me * bytes
-			   : send == recv;
-	if (!bytes)
-		return zsm_api_comm_error(c);
-	ret = zsm_api_stage_ensure(c, in_place ? 0 : bytes);
-	if (!ret && in_place && kind == ZSM_API_ALLTOALL && n > 1)
-		ret = zsm_api_bounce_ensure(c, total);
+	/* Count 0 looks at no buffer (recv may be NULL). */
+	x.in_place = bytes && (kind == ZSM_API_ALLGATHER
+				       ? send == (const char *)recv +
+							 (size_t)c->rank * bytes
+				       : send == recv);
+	a2a_in_place = bytes && x.in_place && kind == ZSM_API_ALLTOALL &&
+		       n > 1;
+	ret = zsm_api_stage_ensure(c, x.in_place ? 0 : bytes);
+	if (!ret && a2a_in_place)
+		ret = zsm_api_bounce_ensure(c, x.total);
+	if (!ret)
+		ret = zsm_api_batch_new(c, &b);
 	if (ret)
 		return ret;
-	ret = zsm_api_batch_new(c, &b);
-	if (ret)
-		return ret;
-	ret = zsm_api_locate(c, call, "recvbuff", recv, total, &rw, &roff);
-	if (!ret && !in_place)
-		ret = zsm_api_locate(c, call, "sendbuff", send,
-				     kind == ZSM_API_ALLGATHER ? bytes : total,
-				     &sw, &soff);
-	for (int p = 0; !ret && p < c->nranks; p++)
-		if (p != me)
-			ret = zsm_api_fits(call, rw, p, roff, total);
+	ret = zsm_api_coll_locate(c, &x);
+	if (!ret) {
+		x.k = ++c->colls;
+		x.word = zsm_api_ready_word(x.k, kind, bytes);
+		ret = zsm_api_coll_queue(c, b, &x);
+		if (ret)
+			c->colls--;
+	}
 	if (ret) {
 		zsm_api_batch_drop(b);
 		return ret;
 	}
-	k = ++c->colls;
-	/* Every Ready first, so that no peer waits behind our data. */
-	for (int i = 1; !ret && i < c->nranks; i++)
-		ret = zsm_api_batch_put(b, (me + i) % c->nranks, NULL, 0, 0,
-					NULL, 0, ZSM_API_ROW_READY, 0, 0);
-	for (int i = 1; !ret && i < c->nranks; i++) {
-		int p = (me + i) % c->nranks;
-		struct zsm_api_win *src = sw ? sw : rw;
-		uint64_t off = sw ? soff : roff;
-
-		if (kind == ZSM_API_ALLGATHER)
-			off += sw ? 0 : (uint64_t)me * bytes;
-		else if (in_place)
-			src = c->bounce, off = (uint64_t)p * bytes;
-		else
-			off += (uint64_t)p * bytes;
-		/* In pieces; only the last one signals Complete, which (a
-		 * strong signal) covers the earlier ones. */
-		for (size_t at = 0; !ret && at < bytes; at += ZSM_API_PIECE) {
-			size_t len = bytes - at < ZSM_API_PIECE
-					     ? bytes - at
-					     : ZSM_API_PIECE;
-
-			ret = zsm_api_batch_put(
-				b, p, src->sym, off + at, len, rw->sym,
-				roff + (uint64_t)me * bytes + at,
-				at + len == bytes ? ZSM_API_ROW_DONE
-						  : ZSM_API_ROW_NONE,
-				ZSM_API_ROW_READY, k);
-		}
-		if (!ret)
-			ret = zsm_api_batch_wait(b, p, ZSM_API_ROW_DONE, k);
-	}
-	if (ret) {
-		c->colls--;
-		zsm_api_batch_drop(b);
-		return ret;
-	}
-	if (!in_place) {
-		own.dst = (char *)recv + (size_t)me * bytes;
+	if (!x.in_place && bytes) {
+		own.dst = (char *)recv + (size_t)c->rank * bytes;
 		own.src = kind == ZSM_API_ALLGATHER
 				  ? send
-				  : (const char *)send + (size_t)me * bytes;
+				  : (const char *)send + (size_t)c->rank * bytes;
 	}
 	/* In-place AlltoAll: our blocks go to the bounce window before our
 	 * Ready lets peers overwrite them. */
-	stage = (struct zsm_api_copy){c, c->bounce_buf, recv, total};
+	stage = (struct zsm_api_copy){c, c->bounce_buf, recv, x.total};
 	return zsm_api_batch_finish(
-		b, stream,
-		in_place && kind == ZSM_API_ALLTOALL && n > 1 ? zsm_api_copy_run
-							       : NULL,
-		in_place ? NULL : zsm_api_copy_run,
+		b, stream, a2a_in_place ? zsm_api_copy_run : NULL,
+		x.in_place ? NULL : zsm_api_copy_run,
 		/* before and between take different copies */
-		in_place ? (void *)&stage : (void *)&own);
+		x.in_place ? (void *)&stage : (void *)&own);
 }
 
 int zsm_api_all_gather(struct zsm_api_comm *c, const void *send, void *recv,

@@ -30,11 +30,11 @@
 /* Signal contexts callers may use (zsm.h's ZSM_MAX_CTX, asserted there). */
 #define ZSM_API_CTX 4
 /* Rows of the signal door: the callers' contexts, then the collectives'
- * Ready and Complete signals.  Row r's word for peer p is slot
- * r * nranks + p. */
-#define ZSM_API_ROW_READY ZSM_API_CTX
-#define ZSM_API_ROW_DONE (ZSM_API_CTX + 1)
-#define ZSM_API_ROWS (ZSM_API_CTX + 2)
+ * Ready words (two: by the call's parity) and Complete signals.  Row r's
+ * word for peer p is slot r * nranks + p. */
+#define ZSM_API_ROW_READY(k) (ZSM_API_CTX + (unsigned int)((k) & 1))
+#define ZSM_API_ROW_DONE (ZSM_API_CTX + 2)
+#define ZSM_API_ROWS (ZSM_API_CTX + 3)
 /* A put that signals nothing (the earlier pieces of a collective's block:
  * the last piece's signal covers them). */
 #define ZSM_API_ROW_NONE 0xffffffffu
@@ -42,6 +42,35 @@
  * piece's staging copy and the last one's transfer overlap on transports
  * that stage GPU memory through host memory. */
 #define ZSM_API_PIECE (4UL << 20)
+
+/*
+ * A collective's Ready is not a count but a word that says which call it
+ * is and what this rank gives in it, so that a peer checks the call
+ * matches before it writes into our recvbuff (docs/api.md, "Mismatched
+ * calls"): bits 63-49 the call's number mod 2^15, bit 48 the kind, bits
+ * 47-0 the bytes per rank.  Each Ready adds to its parity's word the
+ * difference from the word it left there two calls before, so that the
+ * word holds exactly this call's (signals only add).  A peer is never
+ * two calls ahead of our check (its Ready k + 2 follows its block of
+ * k + 1, which waits for our Ready k + 1, which follows our block of k,
+ * which follows the check), so the parity word of call k holds call k's
+ * word or call k - 2's.
+ */
+enum zsm_api_coll_kind { ZSM_API_ALLGATHER, ZSM_API_ALLTOALL };
+#define ZSM_API_COLL_BYTES_MAX ((1ULL << 48) - 1)
+
+static inline uint64_t zsm_api_ready_word(uint64_t k, int kind,
+					  uint64_t bytes)
+{
+	return (k & 0x7fffu) << 49 | (uint64_t)(kind & 1) << 48 | bytes;
+}
+
+/* Whether word is the Ready of the same call as want (whatever its
+ * count). */
+static inline int zsm_api_ready_same_call(uint64_t word, uint64_t want)
+{
+	return word >> 49 == want >> 49;
+}
 
 struct zsm_api_op {
 	struct zsm_api_op *next;
@@ -55,10 +84,13 @@ struct zsm_api_op {
 	uint64_t src_off, dst_off;
 	size_t size;
 	unsigned int sig_row;
-	/* Not before the peer's signal on this row reached pre_val (0:
-	 * no condition): a collective's put waits for the target's Ready. */
+	uint64_t sig_add; /* the signal adds this (0: 1) */
+	/* A collective's put: not before the peer's Ready word on pre_row
+	 * (0: no condition) is of the same call as pre_val, our own Ready
+	 * word of it; a different count there is a mismatch. */
 	unsigned int pre_row;
 	uint64_t pre_val;
+	uint64_t coll; /* the collective it is part of (0: none) */
 	void *req;
 	/* WAIT: signal door slots and the counts each must reach */
 	unsigned int nwait;
@@ -158,13 +190,12 @@ void zsm_api_op_free(struct zsm_api_op *op);
  * _drop), so that sequence numbers follow the stream's order. */
 struct zsm_api_batch;
 int zsm_api_batch_new(struct zsm_api_comm *c, struct zsm_api_batch **out);
-/* A put of size bytes (0: the signal alone, NULL syms) to peer, adding 1
- * to its counter on sig_row, issued once our counter of peer's signals on
- * pre_row reached pre_val (0: at once). */
-int zsm_api_batch_put(struct zsm_api_batch *b, int peer, void *src_sym,
-		      uint64_t src_off, size_t size, void *dst_sym,
-		      uint64_t dst_off, unsigned int sig_row,
-		      unsigned int pre_row, uint64_t pre_val);
+/* A put as put describes it (struct zsm_api_op's fields from peer to
+ * coll): size bytes (0: the signal alone, NULL syms) to peer, adding
+ * sig_add (0: 1) to its word on sig_row (ZSM_API_ROW_NONE: no signal),
+ * issued once pre_row's condition holds. */
+int zsm_api_batch_put(struct zsm_api_batch *b,
+		      const struct zsm_api_op *put);
 /* Wait until our counter of peer's signals on row reaches value. */
 int zsm_api_batch_wait(struct zsm_api_batch *b, int peer, unsigned int row,
 		       uint64_t value);

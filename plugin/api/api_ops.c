@@ -59,25 +59,24 @@ void zsm_api_batch_drop(struct zsm_api_batch *b)
 	zsm_api_batch_free(b);
 }
 
-int zsm_api_batch_put(struct zsm_api_batch *b, int peer, void *src_sym,
-		      uint64_t src_off, size_t size, void *dst_sym,
-		      uint64_t dst_off, unsigned int sig_row,
-		      unsigned int pre_row, uint64_t pre_val)
+int zsm_api_batch_put(struct zsm_api_batch *b, const struct zsm_api_op *put)
 {
 	struct zsm_api_op *op = calloc(1, sizeof(*op));
 
 	if (!op)
 		return -ENOMEM;
-	op->slot = (unsigned int)peer;
-	op->peer = peer;
-	op->src_sym = src_sym;
-	op->src_off = src_off;
-	op->size = size;
-	op->dst_sym = dst_sym;
-	op->dst_off = dst_off;
-	op->sig_row = sig_row;
-	op->pre_row = pre_row;
-	op->pre_val = pre_val;
+	op->slot = (unsigned int)put->peer;
+	op->peer = put->peer;
+	op->src_sym = put->src_sym;
+	op->src_off = put->src_off;
+	op->size = put->size;
+	op->dst_sym = put->dst_sym;
+	op->dst_off = put->dst_off;
+	op->sig_row = put->sig_row;
+	op->sig_add = put->sig_add;
+	op->pre_row = put->pre_row;
+	op->pre_val = put->pre_val;
+	op->coll = put->coll;
 	if (b->tail)
 		b->tail->next = op;
 	else

@@ -9,7 +9,7 @@
  * to the parent through a pipe; the parent passes it to the other ranks on
  * their command line.  Each rank makes a communicator with
  * zsm_comm_init_rank and runs SCENARIO (coll: allgather or alltoall;
- * putsignal; errors; kill).  The parent waits for every rank at most
+ * putsignal; errors; kill; mismatch).  The parent waits for every rank at most
  * --deadline seconds (a hang guard, not a speed limit), then stops the
  * ones left, which say what they were doing, and fails.
  *
@@ -188,13 +188,14 @@ static int parse_ints(const char *s, int *out, int max)
 static int usage(const char *argv0)
 {
 	fprintf(stderr,
-		"usage: %s allgather|alltoall|putsignal|errors|kill "
+		"usage: %s allgather|alltoall|putsignal|errors|kill|mismatch "
 		"--hosts H0,H1,... (2..%d ranks)\n"
 		"  [--counts N,...] [--esizes 1,2,4,8] "
 		"[--modes oop,inplace,samewin]\n"
 		"  [--iters N] [--big BYTES] [--victim R] "
 		"[--kill-mode between|during|wait]\n"
-		"  [--calls N] [--deadline SECONDS] [--threads NAME=N,...]\n",
+		"  [--calls N] [--deadline SECONDS] [--threads NAME=N,...]\n"
+		"  [--mismatch count|kind|zero]\n",
 		argv0, API_MAXR);
 	return 2;
 }
@@ -312,6 +313,8 @@ static int rank_main(int idfd, const char *idhex)
 		status = api_signal_run(comm);
 	else if (strcmp(sc, "errors") == 0)
 		status = api_errors_run(comm);
+	else if (strcmp(sc, "mismatch") == 0)
+		status = api_mismatch_run(comm);
 	else
 		/* Destroys the comm itself in a survivor. */
 		return api_kill_run(comm);
@@ -588,6 +591,8 @@ int main(int argc, char **argv)
 			api_opt.deadline_s = atoi(v);
 		else if (strcmp(a, "--threads") == 0)
 			api_opt.threads = v;
+		else if (strcmp(a, "--mismatch") == 0)
+			api_opt.mismatch = v;
 		else if (strcmp(a, "--rank") == 0) {
 			api_rank = atoi(v);
 			/* The parent's arguments end where it added ours. */

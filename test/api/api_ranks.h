@@ -39,6 +39,7 @@ struct api_opts {
 	int calls;      /* kill: collectives the survivors try */
 	int deadline_s; /* the parent's limit for the whole run */
 	const char *threads; /* NAME=N,...: threads each rank must have */
+	const char *mismatch; /* mismatch: count, kind or zero */
 };
 
 enum {
@@ -89,6 +90,7 @@ int api_errors_pre_init(const zsm_unique_id_t *id);
 int api_errors_run(zsm_comm_t comm);
 /* After zsm_comm_destroy: the handle is refused. */
 int api_errors_after_destroy(zsm_comm_t comm);
+int api_mismatch_run(zsm_comm_t comm);
 /* May _exit(API_VICTIM_EXIT) in the victim rank. */
 int api_kill_run(zsm_comm_t comm);
 
