@@ -198,6 +198,42 @@ static void zsm_api_mismatch_fail(struct zsm_api_agent *a)
 	zsm_api_comm_fail(c, -EPROTO, a->mismatch_why);
 }
 
+/* Whether a queued put of a collective that the stream reached already
+ * holds a peer's Ready of its call that does not match ours (noted). */
+static int zsm_api_mismatch_find(struct zsm_api_agent *a)
+{
+	struct zsm_api_comm *c = a->c;
+
+	for (int s = 0; s < c->nranks && !a->mismatch; s++)
+		for (const struct zsm_api_op *op = a->fifo[s].head; op;
+		     op = op->next) {
+			uint64_t word;
+
+			if (!op->pre_row || op->req || op->peer < 0 ||
+			    !zsm_api_reached(c, op))
+				continue;
+			word = zsm_api_counter(c, op->pre_row, op->peer);
+			if (word != op->pre_val &&
+			    zsm_api_ready_same_call(word, op->pre_val))
+				zsm_api_mismatch_note(a, op, word);
+		}
+	return a->mismatch != 0;
+}
+
+/*
+ * Fail the comm with err, unless a call in hand does not match a peer's:
+ * that is the cause (the peer that found it first may have failed and
+ * closed its links, which is what err reports), and -EPROTO what every
+ * rank of it is to return.
+ */
+static void zsm_api_fail(struct zsm_api_agent *a, int err, const char *why)
+{
+	if (zsm_api_mismatch_find(a))
+		zsm_api_comm_fail(a->c, -EPROTO, a->mismatch_why);
+	else
+		zsm_api_comm_fail(a->c, err, why);
+}
+
 /* Whether a collective's put may go: 1; 0 not yet (the peer's Ready has
  * not come, or does not match); -1 the comm failed. */
 static int zsm_api_pre(struct zsm_api_agent *a, struct zsm_api_op *op,
@@ -222,7 +258,7 @@ static int zsm_api_pre(struct zsm_api_agent *a, struct zsm_api_op *op,
 		 "ZSM_WAIT_TIMEOUT_MS",
 		 op->peer, (unsigned long long)op->coll);
 	zsm_api_dump(a);
-	zsm_api_comm_fail(a->c, -ETIMEDOUT, why);
+	zsm_api_fail(a, -ETIMEDOUT, why);
 	return -1;
 }
 
@@ -248,7 +284,7 @@ static int zsm_api_issue(struct zsm_api_agent *a, struct zsm_api_op *op)
 	if (ret) {
 		snprintf(why, sizeof(why), "a put to rank %d was refused",
 			 op->peer);
-		zsm_api_comm_fail(c, ret, why);
+		zsm_api_fail(a, ret, why);
 	}
 	return ret;
 }
@@ -270,7 +306,7 @@ static int zsm_api_test(struct zsm_api_agent *a, struct zsm_api_op *op)
 	if (ret) {
 		snprintf(why, sizeof(why), "a put to rank %u failed",
 			 op->slot);
-		zsm_api_comm_fail(a->c, ret, why);
+		zsm_api_fail(a, ret, why);
 	}
 	op->peer = -1; /* finished */
 	return 1;
@@ -349,7 +385,7 @@ static int zsm_api_waits(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 				 (unsigned long long)zsm_cuda_door_done_get(
 					 c->sig, op->wslot[i]));
 			zsm_api_dump(a);
-			zsm_api_comm_fail(c, -ETIMEDOUT, why);
+			zsm_api_fail(a, -ETIMEDOUT, why);
 			return 1;
 		}
 		return 0;
@@ -381,13 +417,13 @@ static void zsm_api_links(struct zsm_api_agent *a, uint64_t now)
 			 "communicator%s",
 			 gone, gone == 0 && c->rank ? " (or rank 0 saw a rank go)"
 						    : "");
-		zsm_api_comm_fail(c, -ECONNRESET, why);
+		zsm_api_fail(a, -ECONNRESET, why);
 		return;
 	}
 	if (!zsm_rma_last_error(c->rctx, &failed) && failed)
-		zsm_api_comm_fail(c, -ECONNRESET,
-				  "a link to a peer failed (the peer died or "
-				  "its network went away)");
+		zsm_api_fail(a, -ECONNRESET,
+			     "a link to a peer failed (the peer died or its "
+			     "network went away)");
 }
 
 /* After a failure: every stream was released; drop what is queued,
