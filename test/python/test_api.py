@@ -13,8 +13,9 @@ a peer's window and wait_signal on running totals, on two contexts; signal
 alone; arguments the library refuses (zsm.Error, EINVAL) and ones this
 package refuses (not in a window, read-only, destroyed comm; integers
 outside their C type, OverflowError naming the argument; a size that is
-not whole elements, ValueError), the comm still sound after them.  Ranks are different hosts to zsm (a ZSM_HOSTID
-each: the network path) unless --same-host (one ZSM_HOSTID: ce).
+not whole elements, ValueError), the comm still sound after them.  Ranks
+are different hosts to zsm (a ZSM_HOSTID each: the network path) unless
+--same-host (one ZSM_HOSTID: ce).
 
 Prints one PASS/FAIL line per check and rank; exit 0 only when every check
 of every rank passed.
