@@ -153,7 +153,11 @@ ZSM_EXPORT int zsm_wait_signal(int ndesc, const zsm_wait_signal_desc_t *descs,
  * place when sendbuff is recvbuff.  No same-GPU device-to-device copy is
  * made (on many drivers it runs on SMs): docs/api.md says what the own
  * block and in-place AlltoAll cost instead.  Calls on one communicator are
- * ordered on one stream at a time.
+ * ordered on one stream at a time.  Every rank must make the same call
+ * with the same bytes per rank (count 0 included: it moves nothing but
+ * still meets every peer); a call where ranks differ fails the
+ * communicator with -EPROTO on every rank, before any block is written
+ * into a rank whose call differs.
  */
 ZSM_EXPORT int zsm_all_gather(const void *sendbuff, void *recvbuff,
 			      size_t sendcount, zsm_datatype_t datatype,
