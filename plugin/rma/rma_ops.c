@@ -40,11 +40,13 @@ int zsm_rma_ctx_create(void *coll, int ncontexts, void **out)
 	/* NCCL keeps up to 32 x maxRecvs requests in flight per peer and
 	 * context, and frees them only by test(): every context gets its
 	 * own set of requests on each link. */
+	/* A count past what is left is the caller's to fix, as one below
+	 * 1 is. */
 	if (ncontexts > ZSM_MAX_REQUEST_SETS - c->contexts) {
 		ZSM_WARN("rma: createContext: %d contexts on top of %d: at "
 			 "most %d share a collective comm's links",
 			 ncontexts, c->contexts, ZSM_MAX_REQUEST_SETS);
-		return -ENOSPC;
+		return -EINVAL;
 	}
 	for (int p = 0; p < c->nranks; p++) {
 		if (!c->send[p])
@@ -53,7 +55,6 @@ int zsm_rma_ctx_create(void *coll, int ncontexts, void **out)
 		if (ret)
 			return ret;
 	}
-	c->contexts += ncontexts;
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return -ENOMEM;
@@ -64,6 +65,9 @@ int zsm_rma_ctx_create(void *coll, int ncontexts, void **out)
 		free(x);
 		return -ENOMEM;
 	}
+	/* Counted once it exists: a failed create leaves room for a
+	 * later one. */
+	c->contexts += ncontexts;
 	*out = (void *)(uintptr_t)x->handle;
 	return 0;
 }

@@ -16,7 +16,8 @@
  *   - waits for every peer's signals (1 + 40), then checks every peer's
  *     bytes, gets its own bytes back from the next rank and checks them,
  *     and finds queryLastError false;
- *   - refuses a put to itself, past the window, and a bad signal op.
+ *   - refuses 1000 contexts as a bad argument, a put to itself, past
+ *     the window, and a bad signal op.
  * --hosts K makes rank r host r % K instead, so ranks of one host talk
  * over ce.  With ZSM_RMA=0 the table's init fails, and nothing else is
  * needed: --off checks that.
@@ -139,6 +140,17 @@ static int run(const struct rma_client *t)
 		FAIL("regMrSym");
 	if (create(t, coll, 2, &rctx) != ncclSuccess)
 		FAIL("createContext");
+	/* More contexts than a comm's links take: the caller's argument to
+	 * fix, not the system's error (it was ncclSystemError). */
+	{
+		void *more = (void *)1;
+		ncclResult_t r = create(t, coll, 1000, &more);
+
+		if (r != ncclInvalidArgument || more)
+			FAIL("createContext(1000) returned %d (context %p), "
+			     "want ncclInvalidArgument (%d)",
+			     (int)r, more, (int)ncclInvalidArgument);
+	}
 
 	/* Refusals, each with no request. */
 	req = NULL;
