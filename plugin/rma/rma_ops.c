@@ -27,7 +27,7 @@ int zsm_rma_ctx_create(void *coll, int ncontexts, void **out)
 	int ret;
 
 	if (!out)
-		return -EINVAL;
+		return zsm_rma_bad_arg("createContext", "ctx is NULL");
 	*out = NULL;
 	ret = zsm_rma_lookup("createContext", coll, ZSM_H_RMA_COLL,
 			     (void **)&c);
@@ -166,7 +166,7 @@ int zsm_rma_iput(void *ctx, int context, uint64_t src_off, void *src_sym,
 	int ret;
 
 	if (!request)
-		return -EINVAL;
+		return zsm_rma_bad_arg("iput", "request is NULL");
 	*request = NULL;
 	ret = zsm_rma_target("iput", ctx, context, rank, &c);
 	if (!ret)
@@ -217,7 +217,7 @@ int zsm_rma_iget(void *ctx, int context, uint64_t remote_off,
 	int ret;
 
 	if (!request)
-		return -EINVAL;
+		return zsm_rma_bad_arg("iget", "request is NULL");
 	*request = NULL;
 	ret = zsm_rma_target("iget", ctx, context, rank, &c);
 	if (!ret)
@@ -252,7 +252,7 @@ int zsm_rma_iflush(void *ctx, int context, void *sym, uint32_t rank,
 
 	(void)sym;
 	if (!request)
-		return -EINVAL;
+		return zsm_rma_bad_arg("iflush", "request is NULL");
 	*request = NULL;
 	ret = zsm_rma_target("iflush", ctx, context, rank, &c);
 	/* A get's bytes are in place when it completes, in GPU windows too
@@ -282,7 +282,7 @@ int zsm_rma_last_error(void *ctx, int *failed)
 				 (void **)&x);
 
 	if (!failed)
-		return -EINVAL;
+		return zsm_rma_bad_arg("queryLastError", "failed is NULL");
 	*failed = 0;
 	if (ret)
 		return ret;

@@ -17,7 +17,7 @@
  *     bytes, gets its own bytes back from the next rank and checks them,
  *     and finds queryLastError false;
  *   - refuses 1000 contexts as a bad argument, a put to itself, past
- *     the window, and a bad signal op.
+ *     the window, a bad signal op, and a NULL request (with a WARN).
  * --hosts K makes rank r host r % K instead, so ranks of one host talk
  * over ce.  With ZSM_RMA=0 the table's init fails, and nothing else is
  * needed: --off checks that.
@@ -100,6 +100,36 @@ static int wait_req(const struct rma_client *t, void *coll, void *req)
 	return r;
 }
 
+/*
+ * A put with a NULL request: ncclInvalidArgument and a WARN saying why
+ * (the RMA layer refused NULL pointers without a word).  0 when so.
+ */
+static int null_request_said(const struct rma_client *t, void *rctx,
+			     void *src, void *dst)
+{
+	FILE *cap = tmpfile();
+	char log[4096] = {0};
+	int saved = dup(STDERR_FILENO), said;
+	ncclResult_t r;
+
+	if (!cap || saved < 0)
+		return -1;
+	fflush(stderr);
+	dup2(fileno(cap), STDERR_FILENO);
+	r = t->iput(rctx, 0, 0, src, 8, 0, dst,
+		    (uint32_t)((rank + 1) % nranks), NULL);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	rewind(cap);
+	said = fread(log, 1, sizeof(log) - 1, cap) > 0 &&
+	       strstr(log, "iput: request is NULL") != NULL;
+	fclose(cap);
+	printf("rank %d: iput with a NULL request: %d, %s\n", rank, (int)r,
+	       said ? "said" : "not said");
+	return r == ncclInvalidArgument && said ? 0 : -1;
+}
+
 static int run(const struct rma_client *t)
 {
 	unsigned char *data = calloc((size_t)nranks, SLOT);
@@ -166,6 +196,9 @@ static int run(const struct rma_client *t)
 				  (uint32_t)((rank + 1) % nranks), 0, mh_sig,
 				  1, 7, &req) == ncclSuccess)
 		FAIL("signal op 7 was taken");
+	if (nranks > 1 && null_request_said(t, rctx, mh_src, mh_data))
+		FAIL("a put with a NULL request was not refused as "
+		     "ncclInvalidArgument with a WARN");
 
 	zsm_pattern_fill(mine, SLOT, (uint32_t)(100 + rank));
 	for (int r = 0; r < nranks; r++) {
