@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* ncclNetPlugin_v8 (NCCL 2.20+): int sizes, no contexts. */
+#include <errno.h>
+
 #include "abi/shim.h"
+#include "common/log.h"
 
 static ncclResult_t zsm_v8_init(ncclDebugLogger_t logger)
 {
@@ -8,11 +11,22 @@ static ncclResult_t zsm_v8_init(ncclDebugLogger_t logger)
 			      zsm_abi_log_sink_for(logger)));
 }
 
+/* v8's sizes are ints: a negative one is a bad argument, as a size past
+ * maxP2pBytes is in the versions with size_t sizes. */
+static int zsm_v8_bad_size(const char *call, int size)
+{
+	ZSM_WARN("%s of %d bytes", call, size);
+	return -EINVAL;
+}
+
 static ncclResult_t zsm_v8_isend(void *comm, void *data, int size, int tag,
 				 void *mh, void **request)
 {
-	if (size < 0)
-		return ncclInternalError;
+	if (size < 0) {
+		if (request)
+			*request = NULL;
+		return ZSM_R(zsm_v8_bad_size("isend", size));
+	}
 	return ZSM_R(zsm_isend(comm, data, (size_t)size, tag, mh, request));
 }
 
@@ -21,12 +35,14 @@ static ncclResult_t zsm_v8_irecv(void *comm, int n, void **data, int *sizes,
 {
 	size_t wide[ZSM_MAX_RECVS] = {0};
 
+	/* n, the arrays and request are checked there, with a message. */
+	if (n < 1 || n > ZSM_MAX_RECVS || !sizes || !request)
+		return ZSM_R(zsm_irecv(comm, n, data, sizes ? wide : NULL,
+				       tags, mhs, request));
 	*request = NULL;
-	if (n < 1 || n > ZSM_MAX_RECVS) /* refused there, with a message */
-		return ZSM_R(zsm_irecv(comm, n, data, wide, tags, mhs, request));
 	for (int i = 0; i < n; i++) {
 		if (sizes[i] < 0)
-			return ncclInternalError;
+			return ZSM_R(zsm_v8_bad_size("irecv", sizes[i]));
 		wide[i] = (size_t)sizes[i];
 	}
 	return ZSM_R(zsm_irecv(comm, n, data, wide, tags, mhs, request));

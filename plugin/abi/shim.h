@@ -28,7 +28,9 @@ _Static_assert(ZSM_ID_UNDEF == NCCL_NET_ID_UNDEF, "an unset id is NCCL's");
  * larger than its receive, a bad setting, a handle used after close, a
  * call in a forked child) are ncclInvalidUsage, a bad argument
  * ncclInvalidArgument, whatever the peer or the link did ncclRemoteError,
- * the rest the system's.
+ * the rest the system's.  docs/design.md ("Error codes") says which
+ * condition of which entry point gives which; every slot of every table
+ * returns through here, so a table version never changes the code.
  */
 ncclResult_t zsm_nccl_result(int err);
 

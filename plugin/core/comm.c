@@ -28,6 +28,7 @@ struct zsm_close_wait {
 #define ZSM_COMM_CLOSE_WAIT_NS (5ULL * 1000000000ULL)
 
 static int zsm_comm_post_desc(struct zsm_desc *d);
+static void zsm_comm_cancel_desc(struct zsm_desc *d);
 
 struct zsm_comm *zsm_comm_new(int type)
 {
@@ -42,6 +43,7 @@ struct zsm_comm *zsm_comm_new(int type)
 	pthread_mutex_init(&c->pool_lock, NULL);
 	c->max_reqs = ZSM_MAX_REQUESTS;
 	c->close_req.desc.post = zsm_comm_post_desc;
+	c->close_req.desc.cancel = zsm_comm_cancel_desc;
 	c->close_req.desc.fifo = &c->fifo;
 	c->close_req.type = ZSM_REQ_CLOSE;
 	c->close_req.comm = c;
@@ -184,9 +186,27 @@ static int zsm_comm_post_desc(struct zsm_desc *d)
 	return req->comm->ops->post(req);
 }
 
+/*
+ * The engine stops with d never posted (finalize with comms left open).
+ * A request must not start: whoever queued it may have freed its buffers
+ * since.  Its comm fails (-ECANCELED; the proxy says how many went), and
+ * its post then ends it as a failed comm's transport ends any request,
+ * with that error and reading none of its buffers.  A close runs as
+ * posted.
+ */
+static void zsm_comm_cancel_desc(struct zsm_desc *d)
+{
+	struct zsm_req *req = (struct zsm_req *)d;
+
+	if (req->type != ZSM_REQ_CLOSE)
+		zsm_comm_fail(req->comm, -ECANCELED, NULL);
+	(void)zsm_comm_post_desc(d);
+}
+
 void zsm_comm_submit_init(struct zsm_req *req)
 {
 	req->desc.post = zsm_comm_post_desc;
+	req->desc.cancel = zsm_comm_cancel_desc;
 	req->desc.fifo = &req->comm->fifo;
 	req->desc.next = NULL;
 }

@@ -46,17 +46,21 @@ static int zsm_entry_lookup(const char *call, const void *h,
 	return ret;
 }
 
-/* A send or receive comm, for the calls that take either. */
+/* A send or receive comm, for the calls that take either: a closed one
+ * is -EBADF, as for the calls that take one kind. */
 static int zsm_entry_any_comm(const char *call, const void *h,
 			      struct zsm_comm **c)
 {
 	void *obj;
+	int s = zsm_handle_get((uint64_t)(uintptr_t)h, ZSM_H_SEND, &obj);
+	int r = s ? zsm_handle_get((uint64_t)(uintptr_t)h, ZSM_H_RECV, &obj)
+		  : 0;
 
-	if (zsm_handle_get((uint64_t)(uintptr_t)h, ZSM_H_SEND, &obj) &&
-	    zsm_handle_get((uint64_t)(uintptr_t)h, ZSM_H_RECV, &obj)) {
-		ZSM_WARN("%s: %p is not a live zsm send or receive comm",
-			 call, h);
-		return -EINVAL;
+	if (s && r) {
+		ZSM_WARN("%s: %p is not a live zsm send or receive comm%s",
+			 call, h,
+			 s == -EBADF || r == -EBADF ? " (closed)" : "");
+		return s == -EBADF || r == -EBADF ? -EBADF : -EINVAL;
 	}
 	*c = obj;
 	return 0;
@@ -293,10 +297,16 @@ static int zsm_entry_host_range_ok(const void *data, size_t size)
 	return 1;
 }
 
-static int zsm_entry_mr_publish(struct zsm_mr *mr, void **mh)
+/* NCCL's handle for mr, the registration of [data, data + size). */
+static int zsm_entry_mr_publish(struct zsm_mr *mr, const void *data,
+				size_t size, void **mh)
 {
 	uint64_t h;
-	int ret = zsm_handle_open(ZSM_H_MR, mr, &h);
+	int ret;
+
+	mr->start = (uintptr_t)data;
+	mr->size = size;
+	ret = zsm_handle_open(ZSM_H_MR, mr, &h);
 
 	if (ret) {
 		ZSM_WARN("%s: out of memory for a registration handle",
@@ -360,7 +370,7 @@ static int zsm_entry_reg(const char *call, void *comm, void *data,
 			     fd, offset, &mr);
 	if (ret)
 		return ret;
-	return zsm_entry_mr_publish(mr, mh);
+	return zsm_entry_mr_publish(mr, data, size, mh);
 }
 
 int zsm_reg_mr(void *comm, void *data, size_t size, int type, void **mh)
@@ -414,10 +424,29 @@ int zsm_dereg_mr(void *comm, void *mh)
 	return 0;
 }
 
-/* The registration behind mh for a transfer on c, held: NULL and 0 when
- * there is none and c can do without. */
+/*
+ * [data, data + len) lies in mr's registered bytes: a transfer past them
+ * would have the provider (or ce's copy) read or write memory NCCL never
+ * registered.  Said once here when not.
+ */
+static int zsm_entry_mr_covers(const char *call, const struct zsm_mr *mr,
+			       const void *data, size_t len)
+{
+	uintptr_t at = (uintptr_t)data;
+
+	if (!len || (at >= mr->start && at - mr->start <= mr->size &&
+		     len <= mr->size - (at - mr->start)))
+		return 0;
+	ZSM_WARN("%s: %zu bytes at %p do not lie in their registration of "
+		 "%zu bytes at %p",
+		 call, len, data, mr->size, (void *)mr->start);
+	return -EINVAL;
+}
+
+/* The registration behind mh for a transfer of [data, data + len) on c,
+ * held: NULL and 0 when there is none and c can do without. */
 static int zsm_entry_mr_take(const char *call, struct zsm_comm *c, void *mh,
-			     struct zsm_mr **out)
+			     const void *data, size_t len, struct zsm_mr **out)
 {
 	struct zsm_mr *mr;
 	int ret;
@@ -432,6 +461,8 @@ static int zsm_entry_mr_take(const char *call, struct zsm_comm *c, void *mh,
 		return -EINVAL;
 	}
 	ret = zsm_entry_lookup(call, mh, ZSM_H_MR, (void **)&mr);
+	if (!ret)
+		ret = zsm_entry_mr_covers(call, mr, data, len);
 	if (ret)
 		return ret;
 	if (mr->ops != c->ops) {
@@ -524,7 +555,7 @@ int zsm_isend(void *send_comm, void *data, size_t size, int tag, void *mh,
 		ret = zsm_comm_error(c);
 	if (ret)
 		return ret;
-	ret = zsm_entry_mr_take("isend", c, mh, &mr);
+	ret = zsm_entry_mr_take("isend", c, mh, data, size, &mr);
 	if (ret)
 		return ret;
 	req = zsm_entry_req_get(c, mr);
@@ -565,12 +596,17 @@ int zsm_irecv(void *recv_comm, int n, void **data, const size_t *sizes,
 		ret = zsm_entry_tag_check("irecv", tags[i]);
 		if (!ret && sizes[i] && !data[i])
 			ret = zsm_entry_null("irecv", "a buffer");
+		if (!ret && sizes[i] > ZSM_MAX_P2P_BYTES) {
+			ZSM_WARN("irecv of %zu bytes: above maxP2pBytes",
+				 sizes[i]);
+			ret = -EINVAL;
+		}
 	}
 	if (!ret)
 		ret = zsm_comm_error(c);
 	for (i = 0; i < n && !ret; i++)
 		ret = zsm_entry_mr_take("irecv", c, mhs ? mhs[i] : NULL,
-					&mr[i]);
+					data[i], sizes[i], &mr[i]);
 	req = ret ? NULL : zsm_req_alloc(c);
 	if (!req) {
 		for (i = 0; i < n; i++)
@@ -611,6 +647,12 @@ int zsm_iflush(void *recv_comm, int n, void **data, const int *sizes,
 			 ZSM_MAX_RECVS, data && sizes ? "" : ", NULL arrays");
 		return -EINVAL;
 	}
+	for (int i = 0; i < n; i++) {
+		if (sizes[i] < 0) {
+			ZSM_WARN("iflush: buffer %d of %d bytes", i, sizes[i]);
+			return -EINVAL;
+		}
+	}
 	/* Whether the transport may read anything back at all, before any
 	 * handle is looked at or a request taken. */
 	ret = c->ops->flush(c, n, data, sizes, mrs, NULL, &flush);
@@ -619,11 +661,15 @@ int zsm_iflush(void *recv_comm, int n, void **data, const int *sizes,
 	/* It reads back at most one buffer, the last that got bytes: only
 	 * that one's handle must be good. */
 	for (int i = n - 1; i >= 0; i--) {
-		if (sizes[i] <= 0)
+		if (sizes[i] == 0)
 			continue;
 		if (mhs && mhs[i]) {
 			ret = zsm_entry_lookup("iflush", mhs[i], ZSM_H_MR,
 					       (void **)&mrs[i]);
+			if (!ret)
+				ret = zsm_entry_mr_covers("iflush", mrs[i],
+							  data[i],
+							  (size_t)sizes[i]);
 			if (ret)
 				return ret;
 		}
@@ -678,7 +724,7 @@ int zsm_reg_window(void *comm, void *data, size_t size, int type, void **mh,
 	ret = c->ops->reg_window(c, data, size, type, &mr, win);
 	if (ret)
 		return ret;
-	ret = zsm_entry_mr_publish(mr, mh);
+	ret = zsm_entry_mr_publish(mr, data, size, mh);
 	if (!ret)
 		win->id = mr->handle;
 	return ret;
@@ -744,7 +790,7 @@ static int zsm_entry_rma(const char *call, int type, void *send_comm,
 	if (!ret)
 		ret = zsm_comm_error(c);
 	if (!ret && size)
-		ret = zsm_entry_mr_take(call, c, mh, &mr);
+		ret = zsm_entry_mr_take(call, c, mh, buf, size, &mr);
 	if (ret) {
 		if (mr)
 			zsm_mr_put(mr);

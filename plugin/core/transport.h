@@ -79,6 +79,10 @@ struct zsm_mr {
 	uint64_t handle; /* NCCL's, 0 once deregistered */
 	int type;	 /* ZSM_MEM_HOST or ZSM_MEM_CUDA */
 	const struct zsm_comm_ops *ops; /* the transport that made it */
+	/* The bytes registered, which every buffer given with it must lie
+	 * in (set by the core). */
+	uintptr_t start;
+	size_t size;
 };
 
 struct zsm_req {

@@ -411,6 +411,25 @@ static int zsm_net_topo_has_dev(const struct zsm_net_topo *topo,
 }
 
 /*
+ * What libfabric's own filter left, for a message about a name it does
+ * not offer: FI_PROVIDER hides every provider it does not name, so a
+ * ZSM_PROVIDER or ZSM_DOMAIN that names another is not found for that
+ * reason, and the message must say which variable to look at.
+ */
+static const char *zsm_net_fi_filter(char *buf, size_t len)
+{
+	const char *fi = getenv("FI_PROVIDER");
+
+	if (!fi || !fi[0])
+		return "";
+	snprintf(buf, len,
+		 "; FI_PROVIDER=%s limits libfabric to the providers it "
+		 "names",
+		 fi);
+	return buf;
+}
+
+/*
  * A provider or domain that the user named and that gives no device is a
  * configuration error (-EDOM), said once per name with the reason: init
  * must not go on quietly with fewer NICs than the job was set up for.
@@ -421,7 +440,7 @@ static int zsm_net_topo_check_asked(const struct zsm_net_topo *topo)
 	const char *domains = zsm_param_str(ZSM_P_DOMAIN);
 	const int forced = strcasecmp(want, "auto") != 0;
 	const struct fi_info *fi;
-	char list[512], why[160];
+	char list[512], why[160], filter[160];
 	int ret = 0;
 
 	for (fi = topo->all; forced && fi; fi = fi->next)
@@ -429,8 +448,9 @@ static int zsm_net_topo_check_asked(const struct zsm_net_topo *topo)
 			break;
 	if (forced && !fi) {
 		ZSM_WARN("ZSM_PROVIDER=%s matches no provider libfabric offers "
-			 "(offered: %s)",
-			 want, zsm_net_offered(topo->all, 0, list, sizeof(list)));
+			 "(offered: %s)%s",
+			 want, zsm_net_offered(topo->all, 0, list, sizeof(list)),
+			 zsm_net_fi_filter(filter, sizeof(filter)));
 		return -EDOM;
 	}
 	/* The list's syntax was checked when it was read (param.c). */
@@ -441,10 +461,12 @@ static int zsm_net_topo_check_asked(const struct zsm_net_topo *topo)
 			fi = zsm_net_domain_offer(topo->all, p, n);
 			if (!fi)
 				ZSM_WARN("ZSM_DOMAIN=%s: %.*s is not a domain "
-					 "libfabric offers (offered: %s)",
+					 "libfabric offers (offered: %s)%s",
 					 domains, (int)n, p,
 					 zsm_net_offered(topo->all, 1, list,
-							 sizeof(list)));
+							 sizeof(list)),
+					 zsm_net_fi_filter(filter,
+							   sizeof(filter)));
 			else
 				ZSM_WARN("ZSM_DOMAIN=%s: %.*s is offered by %s "
 					 "but passed over: %s",

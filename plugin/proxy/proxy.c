@@ -620,6 +620,42 @@ err_ring:
 	return ret;
 }
 
+/*
+ * Every descriptor still held or queued goes to its cancel, each fifo in
+ * its order and then the queue's: the engine stops, and a caller that
+ * never tested them may have freed their buffers (finalize with comms
+ * left open).  Engine lock held; returns how many went.
+ */
+static int zsm_proxy_cancel_all_locked(void)
+{
+	struct zsm_proxy_fifo *f = zsm_proxy.held_head, *next;
+	struct zsm_desc *d;
+	int n = 0;
+
+	zsm_proxy.held_head = zsm_proxy.held_tail = NULL;
+	for (; f; f = next) {
+		next = f->next_held;
+		d = f->head;
+		/* Emptied first: a close, its owner's last, may free f. */
+		f->head = f->tail = NULL;
+		f->held = 0;
+		while (d) {
+			struct zsm_desc *after = d->next;
+
+			if (d->cancel)
+				d->cancel(d);
+			d = after;
+			n++;
+		}
+	}
+	while ((d = zsm_ring_pop(&zsm_proxy.queue)) != NULL) {
+		if (d->cancel)
+			d->cancel(d);
+		n++;
+	}
+	return n;
+}
+
 void zsm_proxy_stop(void)
 {
 	uint64_t one = 1;
@@ -633,9 +669,16 @@ void zsm_proxy_stop(void)
 		close(zsm_proxy.efd);
 		zsm_proxy.efd = -1;
 	}
-	/* Hand every queued descriptor to its transport, so none is lost. */
 	if (zsm_proxy.queue.slots) {
-		zsm_proxy_pass();
+		int n;
+
+		zsm_proxy_lock();
+		n = zsm_proxy_cancel_all_locked();
+		zsm_proxy_unlock();
+		if (n)
+			ZSM_INFO("proxy: stopping: %d queued operation(s) of "
+				 "comms left open cancelled, not started",
+				 n);
 		zsm_ring_fini(&zsm_proxy.queue);
 	}
 	zsm_proxy.ntransports = 0;

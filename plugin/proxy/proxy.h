@@ -54,6 +54,10 @@ struct zsm_proxy_fifo {
 struct zsm_desc {
 	/* Post it: 0 done with it, -EAGAIN keep it and retry. */
 	int (*post)(struct zsm_desc *desc);
+	/* The engine stops with it never posted: end it without starting
+	 * its work (whoever queued it may have freed its buffers).  It is
+	 * not looked at again.  NULL: it is dropped. */
+	void (*cancel)(struct zsm_desc *desc);
 	struct zsm_proxy_fifo *fifo; /* its owner's */
 	struct zsm_desc *next;	     /* in its fifo, engine only */
 };
@@ -64,7 +68,8 @@ int zsm_proxy_cpus(void);
 /* Something for the engine arrived outside it (a transport's own thread
  * saw completions): wake the thread if it sleeps. */
 void zsm_proxy_wake(void);
-/* Stops the thread and runs the engine until the queue is empty. */
+/* Stops the thread; every descriptor still queued or held goes to its
+ * cancel, in order, none to its post (finalize starts no work). */
 void zsm_proxy_stop(void);
 /* Queue a descriptor: 0, or -EAGAIN when the queue is full. */
 int zsm_proxy_submit(struct zsm_desc *desc);

@@ -49,6 +49,12 @@ int zsm_rma_lookup(const char *call, const void *h, int type, void **obj)
 	return ret;
 }
 
+int zsm_rma_bad_arg(const char *call, const char *what)
+{
+	ZSM_WARN("rma: %s: %s", call, what);
+	return -EINVAL;
+}
+
 int zsm_rma_release(const char *call, const void *h, int type, void **obj)
 {
 	int ret = zsm_handle_close((uint64_t)(uintptr_t)h,
@@ -83,7 +89,7 @@ int zsm_rma_listen(void *ctx, int dev, void *handle, void **listen)
 	int ret;
 
 	if (!listen)
-		return -EINVAL;
+		return zsm_rma_bad_arg("listen", "listenComm is NULL");
 	*listen = NULL;
 	l = calloc(1, sizeof(*l));
 	if (!l)
@@ -385,7 +391,8 @@ int zsm_rma_connect(void *ctx, void **handles, int nranks, int rank,
 	 * ours: it is not used. */
 	(void)ctx;
 	if (!coll || !handles || nranks < 1 || rank < 0 || rank >= nranks)
-		return -EINVAL;
+		return zsm_rma_bad_arg("connect", "NULL handles or collComm, "
+						  "or a rank outside [0, nranks)");
 	*coll = NULL;
 	ret = zsm_rma_lookup("connect", listen, ZSM_H_RMA_LISTEN, (void **)&l);
 	if (ret)

@@ -82,6 +82,9 @@ struct zsm_rma_ctx {
 
 /* The object behind handle h of type, or an error said once here. */
 int zsm_rma_lookup(const char *call, const void *h, int type, void **obj);
+/* A pointer argument NCCL passed NULL (or a count out of range): said,
+ * -EINVAL. */
+int zsm_rma_bad_arg(const char *call, const char *what);
 /* Close handle h of type for call, its object in *obj: 0, or an error
  * said once here. */
 int zsm_rma_release(const char *call, const void *h, int type, void **obj);

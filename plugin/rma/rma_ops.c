@@ -27,7 +27,7 @@ int zsm_rma_ctx_create(void *coll, int ncontexts, void **out)
 	int ret;
 
 	if (!out)
-		return -EINVAL;
+		return zsm_rma_bad_arg("createContext", "ctx is NULL");
 	*out = NULL;
 	ret = zsm_rma_lookup("createContext", coll, ZSM_H_RMA_COLL,
 			     (void **)&c);
@@ -40,11 +40,13 @@ int zsm_rma_ctx_create(void *coll, int ncontexts, void **out)
 	/* NCCL keeps up to 32 x maxRecvs requests in flight per peer and
 	 * context, and frees them only by test(): every context gets its
 	 * own set of requests on each link. */
+	/* A count past what is left is the caller's to fix, as one below
+	 * 1 is. */
 	if (ncontexts > ZSM_MAX_REQUEST_SETS - c->contexts) {
 		ZSM_WARN("rma: createContext: %d contexts on top of %d: at "
 			 "most %d share a collective comm's links",
 			 ncontexts, c->contexts, ZSM_MAX_REQUEST_SETS);
-		return -ENOSPC;
+		return -EINVAL;
 	}
 	for (int p = 0; p < c->nranks; p++) {
 		if (!c->send[p])
@@ -53,7 +55,6 @@ int zsm_rma_ctx_create(void *coll, int ncontexts, void **out)
 		if (ret)
 			return ret;
 	}
-	c->contexts += ncontexts;
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return -ENOMEM;
@@ -64,6 +65,9 @@ int zsm_rma_ctx_create(void *coll, int ncontexts, void **out)
 		free(x);
 		return -ENOMEM;
 	}
+	/* Counted once it exists: a failed create leaves room for a
+	 * later one. */
+	c->contexts += ncontexts;
 	*out = (void *)(uintptr_t)x->handle;
 	return 0;
 }
@@ -162,7 +166,7 @@ int zsm_rma_iput(void *ctx, int context, uint64_t src_off, void *src_sym,
 	int ret;
 
 	if (!request)
-		return -EINVAL;
+		return zsm_rma_bad_arg("iput", "request is NULL");
 	*request = NULL;
 	ret = zsm_rma_target("iput", ctx, context, rank, &c);
 	if (!ret)
@@ -213,7 +217,7 @@ int zsm_rma_iget(void *ctx, int context, uint64_t remote_off,
 	int ret;
 
 	if (!request)
-		return -EINVAL;
+		return zsm_rma_bad_arg("iget", "request is NULL");
 	*request = NULL;
 	ret = zsm_rma_target("iget", ctx, context, rank, &c);
 	if (!ret)
@@ -248,7 +252,7 @@ int zsm_rma_iflush(void *ctx, int context, void *sym, uint32_t rank,
 
 	(void)sym;
 	if (!request)
-		return -EINVAL;
+		return zsm_rma_bad_arg("iflush", "request is NULL");
 	*request = NULL;
 	ret = zsm_rma_target("iflush", ctx, context, rank, &c);
 	/* A get's bytes are in place when it completes, in GPU windows too
@@ -278,7 +282,7 @@ int zsm_rma_last_error(void *ctx, int *failed)
 				 (void **)&x);
 
 	if (!failed)
-		return -EINVAL;
+		return zsm_rma_bad_arg("queryLastError", "failed is NULL");
 	*failed = 0;
 	if (ret)
 		return ret;

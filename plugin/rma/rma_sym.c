@@ -51,7 +51,7 @@ int zsm_rma_reg_sym(void *coll, void *data, size_t size, int type,
 	 * by zsm: FORCE_SO and NEVER_RESET ask nothing more of it. */
 	(void)flags;
 	if (!out)
-		return -EINVAL;
+		return zsm_rma_bad_arg("regMrSym", "mhandle is NULL");
 	*out = NULL;
 	ret = zsm_rma_lookup("regMrSym", coll, ZSM_H_RMA_COLL, (void **)&c);
 	if (ret)

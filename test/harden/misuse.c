@@ -5,6 +5,7 @@
  * a request handle that was completed never reaches the request that
  * reuses its memory.
  */
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +146,58 @@ static int h_bad_arguments(struct h_ctx *x)
 	return OOB_PASS;
 }
 
+#define H_ARG(expr, what)                                                     \
+	do {                                                                  \
+		int r_ = (expr);                                              \
+		if (r_ != ncclInvalidArgument)                                \
+			return oob_fail("%s returned %s, not "                \
+					"ncclInvalidArgument",                \
+					what, zsm_client_result_str(r_));     \
+	} while (0)
+
+/*
+ * Sizes no buffer can have, and buffers past their registration, are bad
+ * arguments in every table (issue 32, finding 11): v8's int sizes gave
+ * ncclInternalError for -1, irecv took SIZE_MAX bytes on a 64-byte
+ * registration, and iflush a size of -5.
+ */
+static int h_bad_sizes(struct h_ctx *x)
+{
+	static unsigned char buf[128];
+	void *so = dlopen(h_opts.plugin, RTLD_NOW | RTLD_NOLOAD);
+	const ncclNet_v8_t *v8 = so ? dlsym(so, "ncclNetPlugin_v8") : NULL;
+	void *comm = x->rank ? x->recv : x->send, *mh = NULL, *req = NULL;
+	void *data = buf;
+	size_t huge = SIZE_MAX, big = sizeof(buf);
+	int tag = 1, minus1 = -1, minus5 = -5;
+
+	H_EXPECT(v8, "the plugin exports no ncclNetPlugin_v8");
+	H_CALL(zsm_client_reg_mr(x->c, comm, buf, 64, NCCL_PTR_HOST, &mh));
+	if (x->rank == 0) {
+		H_ARG(v8->isend(comm, buf, -1, 1, NULL, &req),
+		      "v8 isend of -1 bytes");
+		H_ARG(zsm_client_isend(x->c, comm, buf, sizeof(buf), 1, mh,
+				       &req),
+		      "isend of 128 bytes on a 64-byte registration");
+	} else {
+		H_ARG(v8->irecv(comm, 1, &data, &minus1, &tag, &mh, &req),
+		      "v8 irecv of -1 bytes");
+		H_ARG(zsm_client_irecv(x->c, comm, 1, &data, &huge, &tag, &mh,
+				       &req),
+		      "irecv of SIZE_MAX bytes on a 64-byte registration");
+		H_ARG(zsm_client_irecv(x->c, comm, 1, &data, &big, &tag, &mh,
+				       &req),
+		      "irecv of 128 bytes on a 64-byte registration");
+		H_ARG(zsm_client_iflush(x->c, comm, 1, &data, &minus5, &mh,
+					&req),
+		      "iflush of -5 bytes");
+	}
+	H_EXPECT(!req, "a refused call handed out a request");
+	H_CALL(zsm_client_dereg_mr(x->c, comm, mh));
+	dlclose(so);
+	return OOB_PASS;
+}
+
 /* Closing twice, deregistering twice, using what was closed. */
 static int h_double_calls(struct h_ctx *x)
 {
@@ -170,6 +223,13 @@ static int h_double_calls(struct h_ctx *x)
 		H_ERR(zsm_client_close_send(x->c, comm), "a second closeSend");
 		H_ERR(zsm_client_isend(x->c, comm, buf, 16, 1, NULL, &req),
 		      "isend on a closed send comm");
+		/* A closed comm is the caller's misuse whatever the call
+		 * (regMr said ncclInvalidArgument, isend ncclInvalidUsage). */
+		H_EXPECT(zsm_client_reg_mr(x->c, comm, buf, sizeof(buf),
+					   NCCL_PTR_HOST, &mh) ==
+				 ncclInvalidUsage,
+			 "regMr on a closed send comm is not "
+			 "ncclInvalidUsage");
 	} else {
 		comm = x->recv;
 		x->recv = NULL;
@@ -196,6 +256,8 @@ int h_case_misuse(int rank, void *arg)
 	H_TRY(h_dereg_inflight(&x));
 	H_OOB(oob_barrier());
 	H_TRY(h_bad_arguments(&x));
+	H_OOB(oob_barrier());
+	H_TRY(h_bad_sizes(&x));
 	H_OOB(oob_barrier());
 	H_TRY(h_double_calls(&x));
 	H_OOB(oob_barrier());

@@ -248,6 +248,9 @@ static const struct h_case h_cases[] = {
 	 "2000 malformed control messages give a few log lines, not 2000"},
 	{"fd_limit", h_case_fd_limit, 120, "10",
 	 "out of fds, every comm still notices its peer's death"},
+	{"finalize_queued", h_case_finalize_queued, 60, "32.5",
+	 "finalize with 400 untested sends and the comm open posts none of "
+	 "them"},
 };
 #define H_NCASES (sizeof(h_cases) / sizeof(h_cases[0]))
 

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Settings through the real ncclNet table: init with a ZSM_* value that
- * is malformed, or that names a provider or NIC zsm cannot use, must give
- * ncclInvalidUsage and a WARN naming the variable and the text, as NCCL
- * would see them.  One child process per case, since the plugin reads its
- * settings at the first init; a well-formed case shows the rest can pass.
+ * is malformed, or that names a provider or NIC zsm cannot use (also
+ * because FI_PROVIDER hides it), must give ncclInvalidUsage and a WARN
+ * naming the variable and the text, as NCCL would see them.  One child
+ * process per case, since the plugin reads its settings at the first
+ * init; a well-formed case shows the rest can pass.
  * usage: init_settings PLUGIN.so
  */
 #include <stdio.h>
@@ -39,6 +40,10 @@ static const struct settings_case settings_cases[] = {
 	{"ZSM_CONNECT_TIMEOUT_MS", " 5000", ncclInvalidUsage, "' 5000'"},
 	{"ZSM_PROXY_SPIN_US", "+1", ncclInvalidUsage, "'+1'"},
 	{"ZSM_PROXY_SPIN_US", " 5", ncclInvalidUsage, "' 5'"},
+	/* libfabric's own filter hides tcp: the message must name it, not
+	 * only the ZSM_* name it made fail (issue 32, finding 11). */
+	{"FI_PROVIDER", "efa", ncclInvalidUsage,
+	 "FI_PROVIDER=efa limits libfabric"},
 	/* Well formed: init works, so the refusals above are the values'. */
 	{"ZSM_CONNECT_TIMEOUT_MS", "400", ncclSuccess, NULL},
 };

@@ -16,7 +16,8 @@
  *   - waits for every peer's signals (1 + 40), then checks every peer's
  *     bytes, gets its own bytes back from the next rank and checks them,
  *     and finds queryLastError false;
- *   - refuses a put to itself, past the window, and a bad signal op.
+ *   - refuses 1000 contexts as a bad argument, a put to itself, past
+ *     the window, a bad signal op, and a NULL request (with a WARN).
  * --hosts K makes rank r host r % K instead, so ranks of one host talk
  * over ce.  With ZSM_RMA=0 the table's init fails, and nothing else is
  * needed: --off checks that.
@@ -99,6 +100,36 @@ static int wait_req(const struct rma_client *t, void *coll, void *req)
 	return r;
 }
 
+/*
+ * A put with a NULL request: ncclInvalidArgument and a WARN saying why
+ * (the RMA layer refused NULL pointers without a word).  0 when so.
+ */
+static int null_request_said(const struct rma_client *t, void *rctx,
+			     void *src, void *dst)
+{
+	FILE *cap = tmpfile();
+	char log[4096] = {0};
+	int saved = dup(STDERR_FILENO), said;
+	ncclResult_t r;
+
+	if (!cap || saved < 0)
+		return -1;
+	fflush(stderr);
+	dup2(fileno(cap), STDERR_FILENO);
+	r = t->iput(rctx, 0, 0, src, 8, 0, dst,
+		    (uint32_t)((rank + 1) % nranks), NULL);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	rewind(cap);
+	said = fread(log, 1, sizeof(log) - 1, cap) > 0 &&
+	       strstr(log, "iput: request is NULL") != NULL;
+	fclose(cap);
+	printf("rank %d: iput with a NULL request: %d, %s\n", rank, (int)r,
+	       said ? "said" : "not said");
+	return r == ncclInvalidArgument && said ? 0 : -1;
+}
+
 static int run(const struct rma_client *t)
 {
 	unsigned char *data = calloc((size_t)nranks, SLOT);
@@ -139,6 +170,17 @@ static int run(const struct rma_client *t)
 		FAIL("regMrSym");
 	if (create(t, coll, 2, &rctx) != ncclSuccess)
 		FAIL("createContext");
+	/* More contexts than a comm's links take: the caller's argument to
+	 * fix, not the system's error (it was ncclSystemError). */
+	{
+		void *more = (void *)1;
+		ncclResult_t r = create(t, coll, 1000, &more);
+
+		if (r != ncclInvalidArgument || more)
+			FAIL("createContext(1000) returned %d (context %p), "
+			     "want ncclInvalidArgument (%d)",
+			     (int)r, more, (int)ncclInvalidArgument);
+	}
 
 	/* Refusals, each with no request. */
 	req = NULL;
@@ -154,6 +196,9 @@ static int run(const struct rma_client *t)
 				  (uint32_t)((rank + 1) % nranks), 0, mh_sig,
 				  1, 7, &req) == ncclSuccess)
 		FAIL("signal op 7 was taken");
+	if (nranks > 1 && null_request_said(t, rctx, mh_src, mh_data))
+		FAIL("a put with a NULL request was not refused as "
+		     "ncclInvalidArgument with a WARN");
 
 	zsm_pattern_fill(mine, SLOT, (uint32_t)(100 + rank));
 	for (int r = 0; r < nranks; r++) {

@@ -3,7 +3,9 @@
  * Who runs progress passes from test() (ZSM_PROXY_ASSIST): always where
  * the process has 4 CPUs or fewer, never when told, and with more CPUs
  * only for a caller that polls the same request again (it is waiting),
- * not for one going round many (NCCL's proxy thread).
+ * not for one going round many (NCCL's proxy thread).  And the engine's
+ * queue: a refused owner holds back only itself, and stopping cancels
+ * what is left.
  */
 #include <errno.h>
 #include <string.h>
@@ -94,6 +96,8 @@ struct owner {
 	int refuse_from; /* > 0: refuse descriptors from this one on */
 	int taken[PER_OWNER];
 	int ntaken;
+	int cancelled[PER_OWNER];
+	int ncancelled;
 };
 
 struct item {
@@ -114,6 +118,13 @@ static int fake_post(struct zsm_desc *desc)
 		return -EAGAIN;
 	it->owner->taken[it->owner->ntaken++] = it->seq;
 	return 0;
+}
+
+static void fake_cancel(struct zsm_desc *desc)
+{
+	struct item *it = (struct item *)desc;
+
+	it->owner->cancelled[it->owner->ncancelled++] = it->seq;
 }
 
 static int fake_progress(void)
@@ -164,6 +175,7 @@ static void submit_all(void)
 			struct item *it = &items[o][k];
 
 			it->desc.post = fake_post;
+			it->desc.cancel = fake_cancel;
 			it->desc.fifo = &owners[o].fifo;
 			it->owner = &owners[o];
 			it->seq = k;
@@ -213,6 +225,43 @@ static void test_proxy_refusal_mid_fifo_keeps_order(void **state)
 		zsm_assert_int_eq(owners[3].taken[k], k);
 }
 
+/*
+ * Stopping the engine (finalize) starts nothing: what is held and what
+ * is still queued goes to cancel, each owner's in its order, none to post
+ * (whoever queued them may have freed their buffers).
+ */
+static void test_proxy_stop_cancels_instead_of_posting(void **state)
+{
+	struct owner *queued = &owners[OWNERS - 1];
+
+	(void)state;
+	for (int o = 0; o < 10; o++)
+		owners[o].refuse = 1;
+	submit_all();
+	zsm_proxy_pass();
+	zsm_assert_int_eq(queued->ntaken, PER_OWNER);
+	/* The last owner's descriptors again, queued and never passed. */
+	for (int k = 0; k < PER_OWNER; k++) {
+		items[OWNERS - 1][k].desc.next = NULL;
+		zsm_assert_int_eq(zsm_proxy_submit(&items[OWNERS - 1][k].desc),
+				  0);
+	}
+	/* Whatever the transport would take now. */
+	for (int o = 0; o < OWNERS; o++)
+		owners[o].refuse = 0;
+	zsm_proxy_stop();
+	zsm_assert_int_eq(queued->ntaken, PER_OWNER);
+	zsm_assert_int_eq(queued->ncancelled, PER_OWNER);
+	for (int o = 0; o < 10; o++) {
+		zsm_assert_int_eq(owners[o].ntaken, 0);
+		zsm_assert_int_eq(owners[o].ncancelled, PER_OWNER);
+		for (int k = 0; k < PER_OWNER; k++)
+			zsm_assert_int_eq(owners[o].cancelled[k], k);
+	}
+	for (int o = 10; o < OWNERS - 1; o++)
+		zsm_assert_int_eq(owners[o].ncancelled, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -226,6 +275,9 @@ int main(void)
 			proxy_setup, proxy_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_proxy_refusal_mid_fifo_keeps_order, proxy_setup,
+			proxy_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_proxy_stop_cancels_instead_of_posting, proxy_setup,
 			proxy_teardown),
 	};
 
