@@ -27,9 +27,11 @@ struct zsm_rma_listen {
 /* A collective comm's agreed exchanges (rma_xchg.c). */
 struct zsm_rma_xchg {
 	uint64_t next;	    /* the next exchange's number */
-	uint64_t posted;    /* receives are posted for exchanges below it */
+	/* [ring]: the exchange (+ 1) whose requests hold the slot. */
+	uint64_t slot_seq[ZSM_RMA_XCHG_RING];
 	unsigned char *buf; /* in the scratch: [ring][round][rank] parts */
 	void **req;	    /* [ring][round][send, recv][rank]: in flight */
+	uint8_t *armed;	    /* [ring][round][rank]: its receive was posted */
 };
 
 struct zsm_rma_coll {

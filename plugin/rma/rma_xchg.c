@@ -12,11 +12,13 @@
  * "failed", at once and returns: a rank that comes later reads it and
  * fails too, rather than take a window its owner already gave up.
  *
- * The receives of the next exchange are posted when the previous one
- * ends, whatever its outcome.  So a rank's messages always find their
- * receives waiting at a peer that is at most one exchange behind, and
- * never sit unmatched in the link's order, where over ce they would hold
- * every later put and signal of the link.  Receives and sends a rank
+ * Over ce the receives of the next exchange are posted when the previous
+ * one ends, whatever its outcome.  So a rank's messages always find
+ * their receives waiting at a peer that is at most one exchange behind,
+ * and never sit unmatched in the link's order, where they would hold
+ * every later put and signal of the link.  Over net an early message
+ * waits in the provider and holds nothing: receives are posted when the
+ * exchange starts (post_recvs says why).  Receives and sends a rank
  * left behind (a peer that has not come yet) stay posted and are
  * collected by later calls; a peer more than ZSM_RMA_XCHG_RING exchanges
  * behind fails the exchanges at once.
@@ -125,10 +127,47 @@ static int zsm_rma_xchg_busy(const struct zsm_rma_coll *c, uint64_t k)
 	return -1;
 }
 
-/* Post exchange k's receives on every link; the core may hand back no
- * request while its queue is full (retry until deadline). */
+/* Whether our receive of p's part of round of exchange k was posted. */
+static uint8_t *zsm_rma_xchg_armed(const struct zsm_rma_coll *c, uint64_t k,
+				   int round, int p)
+{
+	size_t j = k % ZSM_RMA_XCHG_RING;
+
+	return &c->xchg.armed[(j * ZSM_RMA_XCHG_ROUNDS + (size_t)round) *
+				      (size_t)c->nranks + (size_t)p];
+}
+
+/* Exchange k's ring slot, taken for it unless an earlier exchange's
+ * request still holds it: 0, or the rank that owes it + 1. */
+static int zsm_rma_xchg_claim(struct zsm_rma_coll *c, uint64_t k)
+{
+	size_t j = k % ZSM_RMA_XCHG_RING;
+	int owes;
+
+	if (c->xchg.slot_seq[j] == k + 1)
+		return 0;
+	owes = zsm_rma_xchg_busy(c, k);
+	if (owes >= 0)
+		return owes + 1;
+	c->xchg.slot_seq[j] = k + 1;
+	for (int r = 0; r < ZSM_RMA_XCHG_ROUNDS; r++)
+		for (int p = 0; p < c->nranks; p++)
+			*zsm_rma_xchg_armed(c, k, r, p) = 0;
+	return 0;
+}
+
+/*
+ * Post exchange k's receives not yet posted: all of them, or (ahead) only
+ * on links of the other transport than the handshake's (kind 1: ce),
+ * which serves a link's puts and signals in order behind a message no
+ * receive took yet.  A link of the handshake's transport (net) holds an
+ * early message in its provider without holding anything behind it, and
+ * a receive posted there has the peer watched for liveness as work
+ * outstanding, which an idle link must not be.  The core may hand back
+ * no request while its queue is full (retry until deadline).
+ */
 static int zsm_rma_xchg_post_recvs(struct zsm_rma_coll *c, uint64_t k,
-				   uint64_t deadline)
+				   int ahead, uint64_t deadline)
 {
 	size_t len = ZSM_RMA_XCHG_BYTES;
 
@@ -139,9 +178,10 @@ static int zsm_rma_xchg_post_recvs(struct zsm_rma_coll *c, uint64_t k,
 			void **req = zsm_rma_xchg_req(c, k, r,
 						      ZSM_RMA_XCHG_RECV, p);
 			void *slot = zsm_rma_xchg_part(c, k, r, p);
+			uint8_t *armed = zsm_rma_xchg_armed(c, k, r, p);
 			int ret = 0;
 
-			if (p == c->rank)
+			if (p == c->rank || *armed || (ahead && !c->kind[p]))
 				continue;
 			memset(slot, 0, ZSM_RMA_XCHG_BYTES);
 			while (!*req && !ret) {
@@ -152,38 +192,44 @@ static int zsm_rma_xchg_post_recvs(struct zsm_rma_coll *c, uint64_t k,
 			}
 			if (ret)
 				return ret;
+			*armed = 1;
 		}
 	}
 	return 0;
 }
 
-/* The receives of exchange k, where its ring slot is free: posted now,
- * so that peers ahead of us find them. */
-static void zsm_rma_xchg_prepare(struct zsm_rma_coll *c, uint64_t k)
+/* Exchange k's slot, and its receives (ahead: see post_recvs): 0, the
+ * rank that still owes the slot's earlier exchange + 1, or -errno. */
+static int zsm_rma_xchg_prepare(struct zsm_rma_coll *c, uint64_t k,
+				int ahead)
 {
-	if (c->xchg.posted > k || zsm_rma_xchg_busy(c, k) >= 0)
-		return;
-	if (!zsm_rma_xchg_post_recvs(c, k, zsm_rma_deadline_ns()))
-		c->xchg.posted = k + 1;
+	int ret = zsm_rma_xchg_claim(c, k);
+
+	return ret ? ret
+		   : zsm_rma_xchg_post_recvs(c, k, ahead,
+					     zsm_rma_deadline_ns());
 }
 
 int zsm_rma_xchg_init(struct zsm_rma_coll *c, unsigned char *buf)
 {
+	size_t n = (size_t)ZSM_RMA_XCHG_RING * ZSM_RMA_XCHG_ROUNDS *
+		   (size_t)c->nranks;
+
 	c->xchg.buf = buf;
-	c->xchg.req = calloc((size_t)ZSM_RMA_XCHG_RING * ZSM_RMA_XCHG_ROUNDS *
-				     2 * (size_t)c->nranks,
-			     sizeof(void *));
-	if (!c->xchg.req)
+	c->xchg.req = calloc(2 * n, sizeof(void *));
+	c->xchg.armed = calloc(n, 1);
+	if (!c->xchg.req || !c->xchg.armed)
 		return -ENOMEM;
-	zsm_rma_xchg_prepare(c, 0);
-	return c->xchg.posted ? 0 : -EIO;
+	return zsm_rma_xchg_prepare(c, 0, 1) ? -EIO : 0;
 }
 
 void zsm_rma_xchg_fini(struct zsm_rma_coll *c)
 {
 	/* The requests ended with the comms, closed before. */
 	free(c->xchg.req);
+	free(c->xchg.armed);
 	c->xchg.req = NULL;
+	c->xchg.armed = NULL;
 }
 
 /* Our part of round of exchange k to every peer. */
@@ -325,19 +371,18 @@ int zsm_rma_agree(struct zsm_rma_coll *c, const void *mine, size_t len,
 	if (len > ZSM_RMA_XCHG_BODY)
 		return -EINVAL;
 	zsm_rma_xchg_reap(c);
-	zsm_rma_xchg_prepare(c, k);
-	if (c->xchg.posted <= k) {
-		owes = zsm_rma_xchg_busy(c, k);
-		if (owes >= 0)
+	owes = zsm_rma_xchg_prepare(c, k, 0);
+	if (owes) {
+		if (owes > 0)
 			ZSM_WARN("rma: rank %d: exchange %llu fails at once: "
 				 "rank %d has not yet joined exchange %llu",
-				 c->rank, (unsigned long long)k, owes,
+				 c->rank, (unsigned long long)k, owes - 1,
 				 (unsigned long long)(k - ZSM_RMA_XCHG_RING));
 		else
 			ZSM_WARN("rma: rank %d: exchange %llu fails at once: "
 				 "its receives could not be posted",
 				 c->rank, (unsigned long long)k);
-		zsm_rma_xchg_prepare(c, k + 1);
+		(void)zsm_rma_xchg_prepare(c, k + 1, 1);
 		return -ETIMEDOUT;
 	}
 	memset(part, 0, sizeof(*part));
@@ -362,6 +407,6 @@ int zsm_rma_agree(struct zsm_rma_coll *c, const void *mine, size_t len,
 	for (int p = 0; !ret && p < c->nranks; p++)
 		memcpy((char *)all + (size_t)p * len,
 		       zsm_rma_xchg_part(c, k, 0, p)->body, len);
-	zsm_rma_xchg_prepare(c, k + 1);
+	(void)zsm_rma_xchg_prepare(c, k + 1, 1);
 	return ret;
 }
