@@ -51,7 +51,9 @@ enum zsm_param_type {
 	  "queue makes isend/irecv return a NULL request (retry).")           \
 	X(CONNECT_TIMEOUT_MS, ZSM_PARAM_INT, "30000", 100, 3600000, NULL,     \
 	  "How long connect() waits for the listener's answer before it "     \
-	  "fails.")                                                           \
+	  "fails; also how long a rank of the RMA tables waits for its "      \
+	  "peers in connect and in each regMrSym before the registration "    \
+	  "fails on every rank.")                                             \
 	X(MR_CACHE, ZSM_PARAM_BOOL, "1", 0, 1, NULL,                          \
 	  "Share one provider registration among overlapping live "          \
 	  "registrations of the same domain.")                                \

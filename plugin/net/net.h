@@ -123,6 +123,8 @@ struct zsm_net_mr;
 
 /* Control messages the endpoint refused a comm for, answers in flight. */
 #define ZSM_NET_NACKS 8
+/* How long an RMA_REFUSED whose send failed is sent again (net_ctrl.c). */
+#define ZSM_NET_REFUSED_RETRY_NS (5ULL * 1000000000ULL)
 
 struct zsm_net_nack {
 	struct zsm_net_op op;
@@ -378,6 +380,13 @@ struct zsm_net_comm {
 	uint64_t rma_acked;
 	uint64_t rma_applied;
 	int rma_status;
+	/* Send comms: the write or read of ours the peer's provider
+	 * refused, which RMA_REFUSED tells the peer (net_rma.c). */
+	struct {
+		uint64_t addr, key;
+		int err;
+		uint64_t ns; /* when it was found */
+	} refused;
 	/* Gets (net_rma_get.c): GETs this send comm sent and how many its
 	 * peer answered; GETs this receive comm answered, and the first
 	 * failure among them, which every later answer carries. */
@@ -472,7 +481,8 @@ int zsm_net_rma_nops(const struct zsm_req *b);
 ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i);
 /* Op op of a put or get completed (engine, before its request may be
  * published). */
-void zsm_net_rma_op_done(struct zsm_net_op *op);
+/* Op of a put or get ended, with err (0 or -errno). */
+void zsm_net_rma_op_done(struct zsm_net_op *op, int err);
 /* req's SIGNAL or GET (t), req->sig, sent as op: from a registered copy
  * where the provider wants descriptors, and none free is a refusal for
  * now, as the provider's own; under atomic with FI_FENCE, a SIGNAL
@@ -483,6 +493,9 @@ void zsm_net_rma_on_signal(struct zsm_net_comm *c,
 			   const struct zsm_sig_msg *m);
 /* atomic: the peer's receive comm says how many of send comm c's SIGNALs
  * it handled, and whether one failed it. */
+/* RMA_REFUSED: our provider refused a write or read of the peer's. */
+void zsm_net_rma_on_refused(struct zsm_net_comm *c,
+			    const struct zsm_ctrl_msg *m);
 void zsm_net_rma_on_signaled(struct zsm_net_comm *c,
 			     const struct zsm_ctrl_msg *m);
 /* writedata: a put's write landed here, its remote CQ data data. */

@@ -224,6 +224,11 @@ static void zsm_net_ctrl_build(struct zsm_net_comm *comm, enum zsm_ctrl_type t,
 		m->applied = comm->rma_applied;
 		m->status = comm->rma_status;
 		break;
+	case ZSM_CTRL_RMA_REFUSED:
+		m->status = comm->refused.err;
+		m->rma_addr = comm->refused.addr;
+		m->reply_key = comm->refused.key;
+		break;
 	default:
 		break;
 	}
@@ -425,6 +430,56 @@ static void zsm_net_ctrl_on_signal(struct zsm_net_ep *ep,
 		zsm_net_rma_on_signal(c, m);
 }
 
+/*
+ * The one-sided operations' answers (GET_READY, SIGNALED: owner to
+ * initiator) and RMA_REFUSED (initiator to owner), for a live comm.  Like
+ * a GRANT, one may cross its comm's close (a get that ran out of time) or
+ * come after it failed (a SIGNALED behind the GET_READY that failed it;
+ * an RMA_REFUSED to a comm that failed on its own): nothing to say then.
+ */
+static void zsm_net_ctrl_on_rma(struct zsm_net_ep *ep,
+				const struct zsm_ctrl_msg *m, unsigned type)
+{
+	int kind = type == ZSM_CTRL_RMA_REFUSED ? ZSM_COMM_RECV
+						: ZSM_COMM_SEND;
+	struct zsm_net_comm *c = zsm_idmap_find(&ep->ids, m->dst_id);
+
+	if (!c || c->type != kind || c->closing || zsm_net_comm_failed(c))
+		return;
+	c = zsm_net_ctrl_for(ep, m, kind, ZSM_COMM_CONNECTED);
+	if (!c)
+		return;
+	if (type == ZSM_CTRL_GET_READY)
+		zsm_net_rma_get_ready(c, m);
+	else if (type == ZSM_CTRL_SIGNALED)
+		zsm_net_rma_on_signaled(c, m);
+	else
+		zsm_net_rma_on_refused(c, m);
+}
+
+/* A control message (not a SIGNAL or GET) of the wrong length, type or
+ * ids: dropped and counted, 1. */
+static int zsm_net_ctrl_malformed(struct zsm_net_ep *ep,
+				  const struct zsm_ctrl_msg *m, size_t len,
+				  uint64_t tag)
+{
+	unsigned type = (unsigned)(tag & ZSM_TAG_USER_MAX);
+
+	if (len != sizeof(*m)) {
+		zsm_net_ctrl_drop(ep, ZSM_DROP_SHORT, "wrong length");
+		return 1;
+	}
+	if (type == 0 || type >= ZSM_CTRL_NTYPES || m->type != type ||
+	    m->dst_id != zsm_tag_id(tag) || m->src_id == 0 ||
+	    m->src_id > ZSM_TAG_ID_MAX || m->addr_len > ZSM_NET_ADDR_MAX ||
+	    m->offer_len > ZSM_OFFER_BYTES) {
+		zsm_net_ctrl_drop(ep, ZSM_DROP_MALFORMED, "bad type, id or "
+							  "length");
+		return 1;
+	}
+	return 0;
+}
+
 /* Every check a control message passes before a comm sees it. */
 static void zsm_net_ctrl_on_message(struct zsm_net_ep *ep,
 				    const struct zsm_ctrl_msg *m, size_t len,
@@ -446,18 +501,8 @@ static void zsm_net_ctrl_on_message(struct zsm_net_ep *ep,
 		zsm_net_ctrl_on_signal(ep, (const void *)m, len, tag);
 		return;
 	}
-	if (len != sizeof(*m)) {
-		zsm_net_ctrl_drop(ep, ZSM_DROP_SHORT, "wrong length");
+	if (zsm_net_ctrl_malformed(ep, m, len, tag))
 		return;
-	}
-	if (type == 0 || type >= ZSM_CTRL_NTYPES || m->type != type ||
-	    m->dst_id != zsm_tag_id(tag) || m->src_id == 0 ||
-	    m->src_id > ZSM_TAG_ID_MAX || m->addr_len > ZSM_NET_ADDR_MAX ||
-	    m->offer_len > ZSM_OFFER_BYTES) {
-		zsm_net_ctrl_drop(ep, ZSM_DROP_MALFORMED, "bad type, id or "
-							  "length");
-		return;
-	}
 	switch (type) {
 	case ZSM_CTRL_CONN_REQ:
 		c = zsm_idmap_find(&ep->ids, m->dst_id);
@@ -492,19 +537,8 @@ static void zsm_net_ctrl_on_message(struct zsm_net_ep *ep,
 		return;
 	case ZSM_CTRL_GET_READY:
 	case ZSM_CTRL_SIGNALED:
-		/* Like a GRANT, one may cross its comm's close (a get that
-		 * ran out of time) or come after it failed (a SIGNALED
-		 * behind the GET_READY that failed it): nothing to say
-		 * then. */
-		c = zsm_idmap_find(&ep->ids, m->dst_id);
-		if (!c || c->type != ZSM_COMM_SEND || c->closing ||
-		    zsm_net_comm_failed(c))
-			return;
-		c = zsm_net_ctrl_for(ep, m, ZSM_COMM_SEND, ZSM_COMM_CONNECTED);
-		if (c && type == ZSM_CTRL_GET_READY)
-			zsm_net_rma_get_ready(c, m);
-		else if (c)
-			zsm_net_rma_on_signaled(c, m);
+	case ZSM_CTRL_RMA_REFUSED:
+		zsm_net_ctrl_on_rma(ep, m, type);
 		return;
 	default: /* PING, PONG: for a send or a receive comm */
 		c = zsm_idmap_find(&ep->ids, m->dst_id);
@@ -569,6 +603,12 @@ void zsm_net_ctrl_complete(struct zsm_net_op *op, int err, size_t len,
 	comm->ctrl_slot = NULL;
 	comm->ops_posted--;
 	comm->ep->ctrl_tx--;
+	/* An RMA_REFUSED follows a refusal after which tcp dropped the
+	 * connection: its sends fail until rxm has seen the drop and
+	 * connects again, for a while. */
+	if (err && op->index == ZSM_CTRL_RMA_REFUSED && !comm->closing &&
+	    comm->ep->pass_ns - comm->refused.ns < ZSM_NET_REFUSED_RETRY_NS)
+		zsm_net_ctrl_want(comm, ZSM_CTRL_RMA_REFUSED);
 	/* A send that completed was taken by our own provider, not by the
 	 * peer: it is no word from the peer (net_peer.c). */
 	if (err && err != -ECANCELED && !comm->closing)

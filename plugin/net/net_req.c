@@ -111,7 +111,7 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
 		else
 			comm->ep->tx_inflight--;
 		if (b->type == ZSM_REQ_PUT || b->type == ZSM_REQ_GET)
-			zsm_net_rma_op_done(op);
+			zsm_net_rma_op_done(op, err);
 	}
 	op->posted = 2;
 	comm->ops_posted--;

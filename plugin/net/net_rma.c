@@ -195,12 +195,62 @@ static ssize_t zsm_net_rma_write_delivered(struct zsm_net_req *req,
 			   FI_DELIVERY_COMPLETE | FI_COMPLETION);
 }
 
-void zsm_net_rma_op_done(struct zsm_net_op *op)
+/*
+ * A write or read of ours ended with an error while the comm stood: the
+ * peer's provider refused it (a window the peer does not have: a stale
+ * or forged descriptor, or bytes past its end; tcp then drops the
+ * connection, and what followed on it), or the link broke.  Either way
+ * the link's later operations cannot be known applied: the comm fails,
+ * here and (RMA_REFUSED) at the peer, which says it too.
+ */
+static void zsm_net_rma_refused(struct zsm_net_comm *comm,
+				const struct zsm_req *b, int err)
+{
+	char why[200];
+
+	if (comm->closing || zsm_net_comm_failed(comm))
+		return;
+	comm->refused.addr = b->rma.addr;
+	comm->refused.key = b->rma.key;
+	comm->refused.err = err;
+	comm->refused.ns = comm->ep->pass_ns;
+	snprintf(why, sizeof(why),
+		 "the peer did not apply our %s of %zu bytes at %llx under key "
+		 "%llx (%s): not a window of its (a stale or forged "
+		 "descriptor), past its end, or the link broke",
+		 b->type == ZSM_REQ_GET ? "read" : "write", b->len[0],
+		 (unsigned long long)b->rma.addr,
+		 (unsigned long long)b->rma.key, strerror(-err));
+	zsm_net_comm_fail(comm, -EPROTO, why);
+	zsm_net_ctrl_want(comm, ZSM_CTRL_RMA_REFUSED);
+}
+
+void zsm_net_rma_on_refused(struct zsm_net_comm *c,
+			    const struct zsm_ctrl_msg *m)
+{
+	char why[200];
+
+	/* The peer's errno, said as a number: any value may come. */
+	snprintf(why, sizeof(why),
+		 "this endpoint's provider refused the peer's write or read "
+		 "at %llx under key %llx (error %d there): not a window of "
+		 "ours (a stale or forged descriptor), or past its end",
+		 (unsigned long long)m->rma_addr,
+		 (unsigned long long)m->reply_key, (int)m->status);
+	zsm_net_comm_fail(c, -EPROTO, why);
+}
+
+void zsm_net_rma_op_done(struct zsm_net_op *op, int err)
 {
 	struct zsm_net_req *req = op->req;
 	struct zsm_req *b = &req->base;
 	struct zsm_net_comm *comm = b->comm->tp;
 
+	if (err && (b->type == ZSM_REQ_GET
+			    ? op->index == 1
+			    : zsm_net_rma_op_of(b, op->index) ==
+				      ZSM_NET_RMA_BYTES))
+		zsm_net_rma_refused(comm, b, err);
 	if (b->type == ZSM_REQ_GET) {
 		if (op->index == 1)
 			comm->rma_bytes -= b->len[0];
@@ -321,7 +371,12 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 
 		if (zsm_net_rma_source(req, &buf))
 			return -FI_EIO;
-		if (ep->rma == ZSM_RMA_MECH_FENCE)
+		/* saw too: a write completes once its bytes landed, so one
+		 * the peer's provider refuses fails here, rather than be
+		 * reported done while tcp drops it and the link's later
+		 * writes with it. */
+		if (ep->rma == ZSM_RMA_MECH_FENCE ||
+		    ep->rma == ZSM_RMA_MECH_SAW)
 			ret = zsm_net_rma_write_delivered(req, op, buf);
 		else if (ep->rma == ZSM_RMA_MECH_WRITEDATA)
 			ret = fi_writedata(ep->ep, buf, b->len[0],
@@ -576,11 +631,14 @@ static void zsm_net_rma_apply(struct zsm_net_comm *c,
 	ret = zsm_net_rma_apply_one(c, m, why, sizeof(why));
 	if (ret)
 		zsm_net_comm_fail(c, ret, why);
-	if (!(m->flags & ZSM_SIG_ACK))
+	/* A refusal is said to the sender whether it asked or not: its
+	 * comm fails too, rather than report later puts done that this
+	 * failed comm no longer applies. */
+	if (!(m->flags & ZSM_SIG_ACK) && !ret)
 		return;
 	if (ret && !c->rma_status)
 		c->rma_status = ret;
-	c->rma_applied++;
+	c->rma_applied += (m->flags & ZSM_SIG_ACK) != 0;
 	zsm_net_ctrl_want(c, ZSM_CTRL_SIGNALED);
 }
 

@@ -79,6 +79,9 @@ enum zsm_ctrl_type {
 	ZSM_CTRL_GET = 8,    /* initiator to owner: bytes it will read */
 	ZSM_CTRL_GET_READY = 9, /* owner to initiator: gets answered */
 	ZSM_CTRL_SIGNALED = 10, /* receiver to sender: SIGNALs applied */
+	/* sender to receiver: the receiver's provider refused a write or
+	 * read of ours (net_rma.c) */
+	ZSM_CTRL_RMA_REFUSED = 11,
 	ZSM_CTRL_NTYPES,
 };
 
@@ -92,10 +95,12 @@ enum zsm_ctrl_type {
  * offer of ZSM_OFFER_BYTES.  7: SIGNAL.  8: a SIGNAL names the put
  * before it when its window is staged.  9: GET and GET_READY (a get
  * reads only once the owner answered).  10: a SIGNAL may ask to be
- * acknowledged (its flags), SIGNALED.  magic and version keep their
+ * acknowledged (its flags), SIGNALED.  11: RMA_REFUSED; a SIGNAL the
+ * receiver refuses is answered by a SIGNALED with its error whether or
+ * not it asked.  magic and version keep their
  * offsets in every version, so either side can name the other's.
  */
-#define ZSM_HANDLE_VERSION 10
+#define ZSM_HANDLE_VERSION 11
 
 /* The 128-byte connection handle NCCL ships from listener to connector. */
 struct zsm_net_handle {
@@ -138,10 +143,12 @@ struct zsm_ctrl_msg {
 	int32_t status;	    /* CONN_ACK: 0, or -errno: refused;
 			       GET_READY: 0, or -errno: a get failed;
 			       SIGNALED: 0, or -errno: a SIGNAL failed
-			       the receiver's comm */
+			       the receiver's comm; RMA_REFUSED: the
+			       error the sender's provider gave */
 	uint32_t pid;	    /* the sender's process id */
 	uint64_t host_hash; /* the sender's zsm_host_hash() */
-	uint64_t reply_key; /* REQ, ACK: what messages back must carry */
+	uint64_t reply_key; /* REQ, ACK: what messages back must carry;
+			       RMA_REFUSED: the key the write named */
 	uint32_t data_key;  /* ACK: what data messages to R must carry */
 	uint32_t offer_len; /* REQ, ACK, DONE: bytes of offer used */
 	union {
@@ -151,6 +158,8 @@ struct zsm_ctrl_msg {
 		uint64_t applied; /* SIGNALED: SIGNALs with ZSM_SIG_ACK
 				     the receiver handled, in all; status
 				     says whether it failed on one */
+		uint64_t rma_addr; /* RMA_REFUSED: the address the write
+				      or read named */
 	};
 	uint32_t addr_len;  /* REQ: the connector's address */
 	uint32_t pad;

@@ -134,6 +134,7 @@ static void zsm_rma_coll_free(struct zsm_rma_coll *c)
 		if (c->recv && c->recv[p])
 			zsm_close_recv(c->recv[p]);
 	}
+	zsm_rma_xchg_fini(c);
 	free(c->send);
 	free(c->recv);
 	free(c->send_mh);
@@ -195,10 +196,16 @@ out:
 	return ret;
 }
 
-/* The scratch for exchanges, registered on every link. */
+/* The scratch for exchanges, registered on every link: the hello's, then
+ * the agreed exchanges'. */
+static size_t zsm_rma_hello_bytes(const struct zsm_rma_coll *c)
+{
+	return ZSM_RMA_XCHG_BYTES * (size_t)(c->nranks + 1);
+}
+
 static int zsm_rma_scratch(struct zsm_rma_coll *c)
 {
-	size_t len = ZSM_RMA_XCHG_BYTES * (size_t)(c->nranks + 1);
+	size_t len = zsm_rma_hello_bytes(c) + zsm_rma_xchg_bytes(c->nranks);
 
 	c->scratch = calloc(1, len);
 	if (!c->scratch)
@@ -425,6 +432,8 @@ int zsm_rma_connect(void *ctx, void **handles, int nranks, int rank,
 		ret = zsm_rma_hello(c);
 	if (!ret)
 		ret = zsm_rma_kinds(c);
+	if (!ret)
+		ret = zsm_rma_xchg_init(c, c->scratch + zsm_rma_hello_bytes(c));
 	if (!ret && zsm_handle_open(ZSM_H_RMA_COLL, c, &c->handle))
 		ret = -ENOMEM;
 	if (ret) {

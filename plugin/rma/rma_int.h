@@ -10,12 +10,28 @@
 
 /* Transports a collective comm's links may use (see struct zsm_rma_sym). */
 #define ZSM_RMA_KINDS 2
-/* Bytes of one rank's part of an exchange. */
+/* Bytes of one rank's part of an exchange, and of what it carries past
+ * its header (rma_xchg.c). */
 #define ZSM_RMA_XCHG_BYTES 128
+#define ZSM_RMA_XCHG_BODY (ZSM_RMA_XCHG_BYTES - 24)
+/* Agreed exchanges a peer may trail us by (rma_xchg.c), and the rounds
+ * of each. */
+#define ZSM_RMA_XCHG_RING 4
+#define ZSM_RMA_XCHG_ROUNDS 2
 
 struct zsm_rma_listen {
 	void *lc; /* the core's listen comm */
 	int dev;
+};
+
+/* A collective comm's agreed exchanges (rma_xchg.c). */
+struct zsm_rma_xchg {
+	uint64_t next;	    /* the next exchange's number */
+	/* [ring]: the exchange (+ 1) whose requests hold the slot. */
+	uint64_t slot_seq[ZSM_RMA_XCHG_RING];
+	unsigned char *buf; /* in the scratch: [ring][round][rank] parts */
+	void **req;	    /* [ring][round][send, recv][rank]: in flight */
+	uint8_t *armed;	    /* [ring][round][rank]: its receive was posted */
 };
 
 struct zsm_rma_coll {
@@ -32,6 +48,7 @@ struct zsm_rma_coll {
 	/* One rank's part, then every rank's (exchanges). */
 	unsigned char *scratch;
 	uint32_t seq; /* exchanges so far: each one's tag */
+	struct zsm_rma_xchg xchg;
 	int contexts; /* made by createContext, live */
 	/* A request of this comm failed (test said so): queryLastError
 	 * says so too, whether or not its link failed as a whole. */
@@ -95,6 +112,18 @@ int zsm_rma_wait(void *req, uint64_t deadline_ns);
 int zsm_rma_alltoall(struct zsm_rma_coll *c, const void *mine, size_t len,
 		     void *all);
 uint64_t zsm_rma_deadline_ns(void);
+/* The scratch bytes the agreed exchanges of nranks take. */
+size_t zsm_rma_xchg_bytes(int nranks);
+/* Start c's agreed exchanges in buf (registered scratch), once every link
+ * is up: the first one's receives are posted. */
+int zsm_rma_xchg_init(struct zsm_rma_coll *c, unsigned char *buf);
+/* After c's comms are closed. */
+void zsm_rma_xchg_fini(struct zsm_rma_coll *c);
+/* Every rank's len bytes (len <= ZSM_RMA_XCHG_BODY) into all[rank * len],
+ * collective, with our status (0 or -errno): 0 on every rank, or an error
+ * on every rank, whichever gives up (rma_xchg.c). */
+int zsm_rma_agree(struct zsm_rma_coll *c, const void *mine, size_t len,
+		  int status, void *all);
 /* A short sleep between retries. */
 void zsm_rma_nap(void);
 

@@ -14,7 +14,7 @@
 #include "rma/rma_int.h"
 
 _Static_assert(sizeof(struct zsm_rma_window) * ZSM_RMA_KINDS <=
-		       ZSM_RMA_XCHG_BYTES,
+		       ZSM_RMA_XCHG_BODY,
 	       "a rank's window descriptors fit its part of an exchange");
 
 /* The comm to register a window on for links of kind k: every net link
@@ -45,7 +45,7 @@ int zsm_rma_reg_sym(void *coll, void *data, size_t size, int type,
 	struct zsm_rma_coll *c;
 	struct zsm_rma_sym *s;
 	struct zsm_rma_window mine[ZSM_RMA_KINDS];
-	int ret = 0, ok;
+	int ret = 0;
 
 	/* Every signal word is applied once, in order, and never reset
 	 * by zsm: FORCE_SO and NEVER_RESET ask nothing more of it. */
@@ -56,19 +56,22 @@ int zsm_rma_reg_sym(void *coll, void *data, size_t size, int type,
 	ret = zsm_rma_lookup("regMrSym", coll, ZSM_H_RMA_COLL, (void **)&c);
 	if (ret)
 		return ret;
+	memset(mine, 0, sizeof(mine));
 	s = calloc(1, sizeof(*s));
-	if (!s)
+	if (!s) {
+		/* Said to the others too (see below). */
+		zsm_rma_agree(c, mine, sizeof(mine), -ENOMEM, NULL);
 		return -ENOMEM;
+	}
 	s->coll = c;
 	s->base = data;
 	s->size = size;
 	s->win = calloc((size_t)c->nranks * ZSM_RMA_KINDS, sizeof(*s->win));
 	if (!s->win)
 		ret = -ENOMEM;
-	/* A rank that cannot register still joins the exchange, with empty
-	 * descriptors, so that no peer waits for it; every rank then fails
-	 * alike. */
-	memset(mine, 0, sizeof(mine));
+	/* A rank that cannot register still joins the exchange, saying so,
+	 * so that no peer waits for it: the exchange then fails on every
+	 * rank, as it does where any rank gives up waiting. */
 	for (int k = 0; !ret && k < ZSM_RMA_KINDS; k++) {
 		s->comm[k] = zsm_rma_sym_comm(c, k);
 		if (s->comm[k])
@@ -77,21 +80,7 @@ int zsm_rma_reg_sym(void *coll, void *data, size_t size, int type,
 	}
 	if (ret)
 		memset(mine, 0, sizeof(mine));
-	if (s->win) {
-		int x = zsm_rma_alltoall(c, mine, sizeof(mine), s->win);
-
-		if (!ret)
-			ret = x;
-	}
-	ok = !ret;
-	for (int p = 0; ok && p < c->nranks; p++)
-		if (p != c->rank && !zsm_rma_sym_win(s, p)->id) {
-			ZSM_WARN("rma: regMrSym: rank %d could not register "
-				 "its copy of the window",
-				 p);
-			ret = -EPROTO;
-			ok = 0;
-		}
+	ret = zsm_rma_agree(c, mine, sizeof(mine), ret, s->win);
 	if (!ret && zsm_handle_open(ZSM_H_RMA_SYM, s, &s->handle))
 		ret = -ENOMEM;
 	if (ret) {

@@ -53,6 +53,7 @@
 
 #include "common/cuda.h"
 #include "core/api.h"
+#include "core_pair.h"
 #include "oob.h"
 #include "pattern.h"
 
@@ -352,12 +353,8 @@ static int target(void)
 	if (oob_send(handle, sizeof(handle)))
 		return OOB_FAIL;
 	oob_doing("accept");
-	while (!rc) {
-		if (zsm_accept(lc, &rc))
-			return oob_fail("accept failed");
-		if (!rc)
-			nap();
-	}
+	if (core_pair_accept(lc, &rc))
+		return OOB_FAIL;
 	if (zsm_reg_window(rc, data, WIN_BYTES, win_type(), &mh[0],
 			   &w.data) ||
 	    zsm_reg_window(rc, sig, SIG_WORDS * 8, sig_type(), &mh[1],
@@ -534,12 +531,8 @@ static int initiator(void)
 	if (oob_recv(handle, sizeof(handle)))
 		return OOB_FAIL;
 	phase("connect");
-	while (!sc) {
-		if (zsm_connect(ctx, 0, handle, &sc))
-			return oob_fail("connect failed");
-		if (!sc)
-			nap();
-	}
+	if (core_pair_connect(ctx, handle, &sc))
+		return OOB_FAIL;
 	if (oob_recv(&w, sizeof(w)))
 		return OOB_FAIL;
 

@@ -19,8 +19,13 @@
  *   - refuses 1000 contexts as a bad argument, a put to itself, past
  *     the window, a bad signal op, and a NULL request (with a WARN).
  * --hosts K makes rank r host r % K instead, so ranks of one host talk
- * over ce.  With ZSM_RMA=0 the table's init fails, and nothing else is
- * needed: --off checks that.
+ * over ce.  --late first has the last rank come to a registration 6 s
+ * after the others, which give up after ZSM_CONNECT_TIMEOUT_MS (4 s,
+ * set here): it must fail on every rank, the late one too (it would get
+ * windows their owners gave up), and leave nothing on any link that the
+ * run after it, which must pass, could wait behind.  With ZSM_RMA=0
+ * the table's init fails, and nothing else is needed: --off checks
+ * that.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -49,6 +54,9 @@ static int nranks, rank;
 /* --hosts K: rank r is host r % K to zsm (default: each its own); ranks
  * of one host talk over ce. */
 static int nhosts;
+/* --late: how long the last rank comes late to a registration (s). */
+#define LATE_S 6
+static int late;
 
 static void nap(void)
 {
@@ -130,6 +138,26 @@ static int null_request_said(const struct rma_client *t, void *rctx,
 	return r == ncclInvalidArgument && said ? 0 : -1;
 }
 
+/* --late: a registration the last rank comes to late fails on every
+ * rank, with no handle. */
+static int late_reg(const struct rma_client *t, void *coll, void *buf)
+{
+	void *mh = (void *)1;
+	ncclResult_t r;
+
+	if (rank == nranks - 1)
+		sleep(LATE_S);
+	r = reg(t, coll, buf, SLOT, 0, &mh);
+	if (r == ncclSuccess || mh)
+		FAIL("a registration %s succeeded (result %d)",
+		     rank == nranks - 1 ? "we came late to"
+					: "a rank came late to",
+		     (int)r);
+	printf("rank %d: the late registration failed (result %d)\n", rank,
+	       (int)r);
+	return 0;
+}
+
 static int run(const struct rma_client *t)
 {
 	unsigned char *data = calloc((size_t)nranks, SLOT);
@@ -162,6 +190,8 @@ static int run(const struct rma_client *t)
 	if (t->connect(ctx2, handles, nranks, rank, listen, &coll) !=
 	    ncclSuccess)
 		FAIL("connect");
+	if (late && late_reg(t, coll, back))
+		return 1;
 	if (reg(t, coll, data, (size_t)nranks * SLOT, 0, &mh_data) ||
 	    reg(t, coll, sig, MAXR * sizeof(uint64_t),
 		NCCL_NET_MR_FLAG_FORCE_SO | NCCL_NET_MR_FLAG_SIGNAL_NEVER_RESET,
@@ -284,6 +314,8 @@ int main(int argc, char **argv)
 			v13 = 1;
 		else if (strcmp(argv[i], "--off") == 0)
 			off = 1;
+		else if (strcmp(argv[i], "--late") == 0)
+			late = 1;
 		else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc)
 			nranks = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--hosts") == 0 && i + 1 < argc)
@@ -295,7 +327,8 @@ int main(int argc, char **argv)
 		nhosts = nranks;
 	if (!so || (!off && (nranks < 2 || nranks > MAXR || nhosts < 1))) {
 		fprintf(stderr,
-			"usage: %s PLUGIN --ranks 2..%d [--hosts K] [--v13] | "
+			"usage: %s PLUGIN --ranks 2..%d [--hosts K] [--v13] "
+			"[--late] | "
 			"PLUGIN --off\n",
 			argv[0], MAXR);
 		return 2;
@@ -316,6 +349,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	setenv("ZSM_RMA", "1", 1);
+	if (late)
+		setenv("ZSM_CONNECT_TIMEOUT_MS", "4000", 1);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED)
