@@ -104,12 +104,24 @@ enum zsm_param_type {
 	X(PEER_CHECK_MS, ZSM_PARAM_INT, "1000", 0, 600000, NULL,              \
 	  "Liveness of peers on other hosts: while a comm has work "          \
 	  "outstanding and nothing was heard from its peer for this long, "   \
-	  "it probes the peer; nothing heard for twice this long (plus the "  \
-	  "time the largest receive posted from it, or the bytes of puts "    \
-	  "and gets in flight with it, take at 10 MB/s) fails every comm to " \
-	  "that peer (ncclRemoteError) instead of hanging. "                  \
-	  "Peers on this host are watched by their process (a stopped one "   \
-	  "is alive). 0: no probes, a silent peer is waited for.")            \
+	  "it probes the peer (a PING); a probe or a connect unanswered for " \
+	  "a check interval (a quarter of this, at most 250 ms) also knocks " \
+	  "at the peer's port (tcp): a host that refuses the knock has no "   \
+	  "such process any more, and every comm to it fails at once "        \
+	  "(ncclRemoteError), within 2 s of the death with the default, and " \
+	  "a connect to it within 0.5 s. Peers on this host are "             \
+	  "watched by their process (a stopped one is alive). 0: no probes, " \
+	  "a silent peer is waited for.")                                     \
+	X(PEER_TIMEOUT_MS, ZSM_PARAM_INT, "20000", 100, 3600000, NULL,        \
+	  "How long a peer on another host that answers nothing, not even "   \
+	  "a refusal, may stay silent (at least twice ZSM_PEER_CHECK_MS; "    \
+	  "plus the time the largest receive posted from it, or the bytes "   \
+	  "of puts and gets in flight with it, take at 10 MB/s) before "      \
+	  "every comm to it fails (ncclRemoteError). 20 s: a process "        \
+	  "stopped in a debugger or a swap storm, or a link down for 10 s, "  \
+	  "is survived, as NCCL's own transports ride such outages out, "     \
+	  "and a host that went silent is found within 21 s. A process "      \
+	  "that died is found sooner, by the knock (ZSM_PEER_CHECK_MS).")     \
 	X(NET_INFLIGHT, ZSM_PARAM_INT, "2048", 64, 65536, NULL,               \
 	  "Data sends an endpoint keeps posted to the network provider at "   \
 	  "once; more wait in their comm's queue, in order. The provider may " \

@@ -546,8 +546,10 @@ void zsm_net_ctrl_drop(struct zsm_net_ep *ep, enum zsm_net_drop kind,
 void zsm_net_ctrl_drop_summary(struct zsm_net_ep *ep, uint64_t now, int all);
 
 /* net_peer.c: liveness, per peer process (address) of an endpoint. */
+/* name: the peer's address as the provider gave it (knocked at on tcp),
+ * or NULL. */
 int zsm_net_peer_get(struct zsm_net_ep *ep, fi_addr_t addr, int same_host,
-		     uint32_t pid, struct zsm_net_peer **out);
+		     uint32_t pid, const void *name, struct zsm_net_peer **out);
 void zsm_net_peer_put(struct zsm_net_peer *p);
 /* The peer spoke (a message arrived) or took a send of ours. */
 void zsm_net_peer_heard(struct zsm_net_peer *p, uint64_t now);

@@ -286,7 +286,7 @@ static int zsm_net_comm_set_addr(struct zsm_net_comm *comm, const void *addr)
 	if (ret)
 		return ret;
 	return zsm_net_peer_get(comm->ep, comm->peer, comm->same_host,
-				comm->peer_pid, &comm->peer_obj);
+				comm->peer_pid, addr, &comm->peer_obj);
 }
 
 /* A CONN_REQ reached a listen comm: make the receive comm and answer. */

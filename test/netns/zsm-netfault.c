@@ -14,6 +14,13 @@
  *   congest   the link stays up; every rank posts many large sends on
  *             every send comm and posts no receive for --hold seconds:
  *             the queues fill, and no request may fail.
+ *   stop      rank 0 stops rank 1's process (SIGSTOP) for --hold s with
+ *             messages in flight on every comm: nothing may fail, every
+ *             message must arrive once it goes on (SIGCONT).
+ *   kill      rank 0 kills rank 1 (SIGKILL) likewise: every comm of rank
+ *             0 must fail all its requests within --bound s.
+ *   refused   rank 1 listens and exits; rank 0's connect to it must fail
+ *             within --bound s.
  *   corrupt   rank 0 sends, rank 1 receives and checks every byte of many
  *             messages whose words a tc program may alter in flight
  *             (zsm-tamper), counting altered messages that test()
@@ -57,7 +64,8 @@
 #define NF_CONNECT_MS 90000
 #define NF_MS 1000000ull
 
-enum nf_mode { NF_LINKDOWN, NF_CONGEST, NF_CORRUPT };
+enum nf_mode { NF_LINKDOWN, NF_CONGEST, NF_CORRUPT, NF_STOP, NF_KILL,
+	       NF_REFUSED };
 
 struct nf_opts {
 	const char *plugin;
@@ -119,6 +127,8 @@ struct nf {
 	/* The peer's value at the next meeting point, read early. */
 	int64_t early;
 	int have_early;
+	/* Stream messages per comm (stop), 0 for no end. */
+	uint64_t stream_cap;
 	/* corrupt: what the receiver saw. */
 	long long good, silent, err_altered, err_intact, short_len;
 };
@@ -554,7 +564,8 @@ static void nf_stream_fill(struct nf *nf, struct nf_comm *m, uint64_t now)
 
 	for (int i = 0; i < m->nreq; i++)
 		in_flight += m->reqs[i].tag == NF_TAG_STREAM;
-	while (!m->stopped && in_flight < NF_WINDOW) {
+	while (!m->stopped && in_flight < NF_WINDOW &&
+	       (!nf->stream_cap || m->posted < nf->stream_cap)) {
 		int slot = nf_slot_take(m, NF_WINDOW);
 		unsigned char *buf = m->region + (size_t)slot * NF_STREAM_LEN;
 
@@ -624,23 +635,18 @@ static void nf_linkdown_poll(struct nf *nf, struct nf_comm *m,
 	}
 }
 
-static int nf_linkdown_phase(struct nf *nf)
-{
-	uint64_t cut_ns = 0, deadline = 0, now, t_ready;
-	int64_t peer_cut = 0;
-	int left, i, err;
+static int nf_watch_cut(struct nf *nf, uint64_t cut_ns);
 
-	if (nf_connect_all(nf, nf->o.comms,
-			   NF_WINDOW * NF_STREAM_LEN + NF_STUCK_LEN,
-			   NCCL_PTR_HOST))
-		return -1;
-	/* Traffic first: every comm moves some stream messages. */
+/* Traffic first: every comm moves some stream messages. */
+static int nf_warm_up(struct nf *nf)
+{
+	uint64_t t0 = zsm_client_now_ns();
+
 	nf_doing = "warming up the stream";
-	t_ready = zsm_client_now_ns();
 	for (;;) {
 		int warm = 1;
 
-		for (i = 0; i < nf->ncomm; i++) {
+		for (int i = 0; i < nf->ncomm; i++) {
 			nf_stream_fill(nf, &nf->comm[i], 0);
 			nf_linkdown_poll(nf, &nf->comm[i], 0);
 			warm &= nf->comm[i].done >= 2 * NF_WINDOW;
@@ -648,11 +654,26 @@ static int nf_linkdown_phase(struct nf *nf)
 		if (nf->failures || nf_peer_quit(nf))
 			return -1;
 		if (warm)
-			break;
-		if (zsm_client_now_ns() - t_ready > 60000 * NF_MS)
+			return 0;
+		if (zsm_client_now_ns() - t0 > 60000 * NF_MS)
 			return nf_fail(nf, "the stream moved too little in "
 					   "60 s before any fault");
 	}
+}
+
+static int nf_linkdown_phase(struct nf *nf)
+{
+	uint64_t cut_ns = 0, t_ready;
+	int64_t peer_cut = 0;
+	int i, err;
+
+	if (nf_connect_all(nf, nf->o.comms,
+			   NF_WINDOW * NF_STREAM_LEN + NF_STUCK_LEN,
+			   NCCL_PTR_HOST))
+		return -1;
+	t_ready = zsm_client_now_ns();
+	if (nf_warm_up(nf))
+		return -1;
 	/* A receive and a send that only an error can end, on every comm. */
 	for (i = 0; i < nf->ncomm; i++) {
 		struct nf_comm *m = &nf->comm[i];
@@ -687,6 +708,20 @@ static int nf_linkdown_phase(struct nf *nf)
 		if (st)
 			nf_fail(nf, "the cut command exited %d", st);
 	}
+	return nf_watch_cut(nf, cut_ns);
+}
+
+/*
+ * After the cut at cut_ns (0 on rank 1 of linkdown: it comes over the
+ * control stream), drive every comm until each has failed all its
+ * requests or --bound seconds passed, and say when and how each failed.
+ */
+static int nf_watch_cut(struct nf *nf, uint64_t cut_ns)
+{
+	uint64_t deadline = 0, now;
+	int64_t peer_cut = 0;
+	int left, i;
+
 	/* Rank 1 keeps driving its comms until the cut's time arrives. */
 	for (;;) {
 		now = zsm_client_now_ns();
@@ -868,6 +903,220 @@ static int nf_linkdown(struct nf *nf)
 	if (nf_barrier(nf))
 		return -1;
 	return nf_fresh_phase(nf);
+}
+
+/* ---- the peer's process, not the network: stop, kill, refused */
+
+/* Both ranks: a stream on every comm, and the peer's pid. */
+static int nf_peer_start(struct nf *nf, pid_t *peer)
+{
+	int64_t theirs = 0;
+
+	/* The pids first: a value that comes while the peer connects is
+	 * taken for its verdict (nf_peer_quit). */
+	if (nf_swap(nf, (int64_t)getpid(), &theirs) ||
+	    nf_connect_all(nf, nf->o.comms, NF_WINDOW * NF_STREAM_LEN,
+			   NCCL_PTR_HOST))
+		return -1;
+	*peer = (pid_t)theirs;
+	return nf_warm_up(nf);
+}
+
+/* Messages the receive comms have taken so far. */
+static uint64_t nf_received(struct nf *nf)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < nf->ncomm; i++)
+		n += nf->comm[i].is_send ? 0 : nf->comm[i].done;
+	return n;
+}
+
+/*
+ * stop: rank 0 stops rank 1 (SIGSTOP) for --hold seconds while every
+ * comm has messages in flight both ways, then lets it go on (SIGCONT).
+ * No request may fail, on either side, and every comm's --msgs stream
+ * messages must arrive intact.  That the stream stood still during the
+ * stop proves the peer was stopped.
+ */
+/* When rank 0 stopped the peer and let it go on (0: not yet). */
+struct nf_stop_clock {
+	uint64_t stop_ns, cont_ns, at_1s;
+};
+
+/* Rank 0: stop the peer, then let it go on after --hold s. */
+static int nf_stop_step(struct nf *nf, pid_t peer, struct nf_stop_clock *k,
+			uint64_t now)
+{
+	if (!k->stop_ns) {
+		if (kill(peer, SIGSTOP))
+			return nf_fail(nf, "kill(SIGSTOP): %s", strerror(errno));
+		k->stop_ns = now;
+		nf_say(nf, "stopped the peer (pid %d) for %u s", (int)peer,
+		       nf->o.hold_s);
+	} else if (!k->cont_ns && !k->at_1s &&
+		   now - k->stop_ns >= 1000 * NF_MS) {
+		k->at_1s = nf_received(nf) + 1;
+	} else if (!k->cont_ns &&
+		   now - k->stop_ns >= nf->o.hold_s * 1000 * NF_MS) {
+		if (nf_received(nf) + 1 != k->at_1s)
+			nf_fail(nf, "messages arrived from the stopped peer: "
+				    "was it stopped?");
+		kill(peer, SIGCONT);
+		k->cont_ns = now;
+		nf_say(nf, "let the peer go on after %.3f s",
+		       nf_s(now - k->stop_ns));
+	}
+	return 0;
+}
+
+/* Both ranks: every comm's stream to its end, rank 0 stopping the peer
+ * on the way. */
+static int nf_stop_stream(struct nf *nf, pid_t peer, struct nf_stop_clock *k)
+{
+	uint64_t t0 = zsm_client_now_ns(), limit;
+	int left;
+
+	limit = t0 + ((uint64_t)nf->o.hold_s + nf->o.drain_s) * 1000 * NF_MS;
+	nf_doing = "streaming through the stop";
+	do {
+		uint64_t now = zsm_client_now_ns();
+
+		left = 0;
+		for (int i = 0; i < nf->ncomm; i++) {
+			nf_stream_fill(nf, &nf->comm[i], now);
+			nf_linkdown_poll(nf, &nf->comm[i], 0);
+			left += nf->comm[i].done < nf->stream_cap;
+		}
+		if (nf->o.rank == 0 && nf_stop_step(nf, peer, k, now))
+			return -1;
+		if (nf->failures || nf_peer_quit(nf))
+			return -1;
+		if (zsm_client_now_ns() > limit)
+			return nf_fail(nf, "%d comms unfinished %u s after "
+					   "the start",
+				       left, nf->o.hold_s + nf->o.drain_s);
+		usleep(200);
+	} while (left || (nf->o.rank == 0 && !k->cont_ns));
+	nf_say(nf, "every comm moved its %d messages intact, none failed, "
+		   "in %.3f s%s",
+	       nf->o.msgs, nf_s(zsm_client_now_ns() - t0),
+	       k->cont_ns ? " (the stop included)" : "");
+	return 0;
+}
+
+/*
+ * stop: rank 0 stops rank 1 (SIGSTOP) for --hold seconds while every
+ * comm has messages in flight both ways, then lets it go on (SIGCONT).
+ * No request may fail, on either side, and every comm's --msgs stream
+ * messages must arrive intact.  That the stream stood still during the
+ * stop proves the peer was stopped.
+ */
+static int nf_stop(struct nf *nf)
+{
+	struct nf_stop_clock k = { 0 };
+	pid_t peer;
+	int r;
+
+	nf->stream_cap = (uint64_t)nf->o.msgs;
+	if (nf_peer_start(nf, &peer))
+		return -1;
+	r = nf_stop_stream(nf, peer, &k);
+	/* Whatever failed, the peer is not left stopped. */
+	if (k.stop_ns && !k.cont_ns)
+		kill(peer, SIGCONT);
+	if (r)
+		return r;
+	/* Both done before either closes: a send done may still be on its
+	 * way. */
+	if (nf_barrier(nf))
+		return -1;
+	nf_close_all(nf, 0, 1);
+	return 0;
+}
+
+/*
+ * kill: rank 0 kills rank 1 (SIGKILL) while every comm has messages in
+ * flight both ways; every comm of rank 0 must fail all its requests
+ * within --bound seconds.  Rank 1 just streams until it dies.
+ */
+static int nf_kill(struct nf *nf)
+{
+	uint64_t t0;
+	pid_t peer;
+	int r;
+
+	if (nf_peer_start(nf, &peer))
+		return -1;
+	if (nf->o.rank == 1) {
+		nf_doing = "streaming until rank 0 kills this process";
+		t0 = zsm_client_now_ns();
+		while (zsm_client_now_ns() - t0 < 60000 * NF_MS) {
+			for (int i = 0; i < nf->ncomm; i++) {
+				nf_stream_fill(nf, &nf->comm[i], 0);
+				nf_linkdown_poll(nf, &nf->comm[i], 0);
+			}
+			usleep(200);
+		}
+		return nf_fail(nf, "still alive 60 s after the warm-up");
+	}
+	if (kill(peer, SIGKILL))
+		return nf_fail(nf, "kill(SIGKILL): %s", strerror(errno));
+	t0 = zsm_client_now_ns();
+	nf_say(nf, "killed the peer (pid %d)", (int)peer);
+	nf_doing = "waiting for the comms to fail";
+	r = nf_watch_cut(nf, t0);
+	nf_close_all(nf, 0, 1);
+	return r;
+}
+
+/*
+ * refused: rank 1 listens, hands its handle over and exits; rank 0 then
+ * connects to it, and the connect must fail within --bound seconds (the
+ * host refuses the port), not wait for ZSM_CONNECT_TIMEOUT_MS.
+ */
+static int nf_refused(struct nf *nf)
+{
+	char handle[NCCL_NET_HANDLE_MAXSIZE], eof;
+	uint64_t t0, now;
+	void *listen = NULL, *comm = NULL;
+	int r;
+
+	if (nf->o.rank == 1) {
+		r = zsm_client_listen(nf->c, nf->o.dev, handle, &listen);
+		if (r)
+			return nf_fail(nf, "listen: %s",
+				       zsm_client_result_str(r));
+		nf_send(nf, handle, sizeof(handle));
+		nf_say(nf, "listening; exiting without a word");
+		fflush(stdout);
+		_exit(0);
+	}
+	nf_doing = "waiting for the listener to exit";
+	if (nf_recv(nf, handle, sizeof(handle)))
+		return nf_fail(nf, "no handle from the peer");
+	if (!nf_recv(nf, &eof, 1))
+		return nf_fail(nf, "the peer sent more than its handle");
+	nf_doing = "connecting to the listener that exited";
+	t0 = zsm_client_now_ns();
+	do {
+		r = zsm_client_connect(nf->c, nf->o.dev, handle, &comm);
+		now = zsm_client_now_ns();
+		if (r || comm)
+			break;
+		usleep(1000);
+	} while (now - t0 < (uint64_t)nf->o.bound_s * 1000 * NF_MS);
+	if (comm)
+		return nf_fail(nf, "a connect to a listener that exited "
+				   "succeeded");
+	if (!r)
+		return nf_fail(nf, "a connect to a listener that exited was "
+				   "still pending after %u s",
+			       nf->o.bound_s);
+	nf_say(nf, "measured: the connect failed %.3f s after it began "
+		   "(%s; bound %u s)",
+	       nf_s(now - t0), zsm_client_result_str(r), nf->o.bound_s);
+	return 0;
 }
 
 /* ---- congest */
@@ -1218,20 +1467,23 @@ static void nf_usage(void)
 {
 	fprintf(stderr,
 		"usage: zsm-netfault --plugin SO --rank 0|1 --ctl PATH\n"
-		"         --mode linkdown|congest|corrupt [options]\n"
+		"         --mode linkdown|congest|corrupt|stop|kill|refused "
+		"[options]\n"
 		"  --comms N     comm pairs each way (default 4)\n"
 		"  --cut CMD     linkdown, rank 0: shell command taking the "
 		"network down\n"
 		"  --restore CMD linkdown, rank 0: shell command bringing it "
 		"back\n"
-		"  --bound S     linkdown: seconds after the cut within which "
-		"every comm\n"
-		"                must fail (default 20)\n"
-		"  --hold S      congest: seconds before receives are posted "
-		"(default 12)\n"
+		"  --bound S     linkdown, kill: seconds after the cut within "
+		"which every\n"
+		"                comm must fail; refused: the connect "
+		"(default 20)\n"
+		"  --hold S      congest: seconds before receives are posted; "
+		"stop: how long\n"
+		"                the peer is stopped (default 12)\n"
 		"  --depth N     congest: sends per send comm (default 128)\n"
 		"  --size B      congest: bytes per send (default 262144)\n"
-		"  --msgs N      corrupt: messages per comm (default 48)\n"
+		"  --msgs N      corrupt, stop: messages per comm (default 48)\n"
 		"  --drain S     congest: seconds to drain after the hold; "
 		"corrupt: longest\n"
 		"                wait for any request (default 60)\n"
@@ -1287,6 +1539,9 @@ static int nf_parse(int argc, char **argv, struct nf_opts *o)
 			o->mode = !strcmp(v, "linkdown") ? NF_LINKDOWN
 				  : !strcmp(v, "congest") ? NF_CONGEST
 				  : !strcmp(v, "corrupt") ? NF_CORRUPT
+				  : !strcmp(v, "stop")	  ? NF_STOP
+				  : !strcmp(v, "kill")	  ? NF_KILL
+				  : !strcmp(v, "refused") ? NF_REFUSED
 							  : (enum nf_mode)-1;
 		else {
 			nf_usage();
@@ -1330,13 +1585,24 @@ int main(int argc, char **argv)
 	case NF_CONGEST:
 		r = nf_congest(&nf);
 		break;
+	case NF_STOP:
+		r = nf_stop(&nf);
+		break;
+	case NF_KILL:
+		r = nf_kill(&nf);
+		break;
+	case NF_REFUSED:
+		r = nf_refused(&nf);
+		break;
 	default:
 		r = nf_corrupt(&nf);
 		break;
 	}
 	nf_doing = "finishing";
-	/* Each rank's verdict counts for both. */
-	if (nf_swap(&nf, nf.failures + (r != 0), &peer_fail))
+	/* Each rank's verdict counts for both (kill, refused: the peer is
+	 * gone by design, and rank 0's alone counts). */
+	if (nf.o.mode != NF_KILL && nf.o.mode != NF_REFUSED &&
+	    nf_swap(&nf, nf.failures + (r != 0), &peer_fail))
 		nf.failures++;
 	/* A finalize that hangs should not cost the whole run's limit. */
 	nf_doing = "in finalize";

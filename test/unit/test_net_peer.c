@@ -1,11 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Liveness (net_peer.c) on a fake endpoint: silence fails a peer's comms
- * after 2 x ZSM_PEER_CHECK_MS, but not while a message it may be sending
- * us, or one-sided bytes between us, can still be on their way.
+ * after ZSM_PEER_TIMEOUT_MS (2 s in the first cases; at least 2 x
+ * ZSM_PEER_CHECK_MS), but not while a message it may be sending us, or
+ * one-sided bytes between us, can still be on their way; a 10 s stop is
+ * survived by default; and a peer whose host refuses a knock at its port
+ * (a real socket on 127.0.0.1) fails at once.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/param.h"
 #include "core/comm.h"
@@ -18,23 +25,40 @@
 
 struct fake {
 	struct zsm_net_dev dev;
+	/* The provider's offer: its name alone is read. */
+	struct fi_info info;
+	struct fi_fabric_attr fabric;
 	struct zsm_net_ep ep;
 	struct zsm_net_comm *comm;
 	struct zsm_comm *owner; /* the core's comm the link carries */
 	struct zsm_net_peer *peer;
 };
 
-static const char *no_env(const char *name)
+/* The settings each case runs under: NULL for the defaults. */
+static const char *peer_timeout_ms;
+
+static const char *fake_env(const char *name)
 {
-	(void)name;
+	if (peer_timeout_ms && strcmp(name, "ZSM_PEER_TIMEOUT_MS") == 0)
+		return peer_timeout_ms;
 	return NULL;
 }
 
-/* One receive comm with work outstanding, to a peer on another host. */
-static void fake_open(struct fake *f, uint64_t recv_max)
+/*
+ * One receive comm with work outstanding, to a peer on another host,
+ * whose address is name (a struct sockaddr_in, knocked at when prov is a
+ * tcp provider), or NULL.
+ */
+static void fake_open_at(struct fake *f, uint64_t recv_max, const char *prov,
+			 const struct sockaddr_in *name)
 {
 	memset(f, 0, sizeof(*f));
-	assert_int_equal(zsm_param_load(no_env), 0);
+	assert_int_equal(zsm_param_load(fake_env), 0);
+	f->fabric.prov_name = (char *)prov;
+	f->info.fabric_attr = &f->fabric;
+	f->dev.info = &f->info;
+	f->ep.addr_format = FI_SOCKADDR_IN;
+	f->ep.addr_len = sizeof(*name);
 	snprintf(f->dev.name, sizeof(f->dev.name), "fake0");
 	f->dev.ep = &f->ep;
 	f->ep.dev = &f->dev;
@@ -53,8 +77,14 @@ static void fake_open(struct fake *f, uint64_t recv_max)
 	assert_non_null(f->owner);
 	zsm_comm_bind(f->owner, &zsm_net_comm_ops, f->comm, 1, "fake0");
 	f->comm->owner = f->owner;
-	zsm_assert_int_eq(zsm_net_peer_get(&f->ep, 5, 0, 4242, &f->peer), 0);
+	zsm_assert_int_eq(zsm_net_peer_get(&f->ep, 5, 0, 4242, name, &f->peer),
+			  0);
 	f->comm->peer_obj = f->peer;
+}
+
+static void fake_open(struct fake *f, uint64_t recv_max)
+{
+	fake_open_at(f, recv_max, "tcp;ofi_rxm", NULL);
 }
 
 static int fake_failed(struct fake *f)
@@ -160,14 +190,149 @@ static void test_net_peer_heard_restarts_clock(void **state)
 	fake_close(&f);
 }
 
+/* A socket address on 127.0.0.1: listening (a live process's port, even
+ * a stopped one's: the kernel answers), or a port nobody listens on. */
+static int loopback_port(struct sockaddr_in *a, int listening)
+{
+	socklen_t len = sizeof(*a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	memset(a, 0, sizeof(*a));
+	a->sin_family = AF_INET;
+	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)a, len), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)a, &len), 0);
+	if (listening) {
+		assert_int_equal(listen(fd, 16), 0);
+		return fd;
+	}
+	close(fd); /* bound, never listened: the host refuses the port */
+	return -1;
+}
+
+/* Checks every 250 ms of fake time from `from' to `to', with real time
+ * for a knock's answer to come between them. */
+static void check_through(struct fake *f, uint64_t from, uint64_t to)
+{
+	struct timespec nap = {0, 2 * 1000 * 1000};
+
+	for (uint64_t t = from; t <= to && !fake_failed(f); t += 250 * MS) {
+		zsm_net_peer_check(&f->ep, t);
+		nanosleep(&nap, NULL);
+	}
+}
+
+/* By default a peer stopped for 10 s (its kernel still answers the
+ * knocks) is alive; silence fails it only after 20 s. */
+static void test_net_peer_stop_of_10s_is_survived(void **state)
+{
+	struct sockaddr_in a;
+	int lfd = loopback_port(&a, 1);
+	struct fake f;
+
+	(void)state;
+	fake_open_at(&f, 4096, "tcp;ofi_rxm", &a);
+	check_through(&f, T0, T0 + 12000 * MS);
+	assert_true(f.comm->ctrl_want & (1u << ZSM_CTRL_PING));
+	assert_int_equal(fake_failed(&f), 0);
+	check_through(&f, T0 + 12000 * MS, T0 + 19750 * MS);
+	assert_int_equal(fake_failed(&f), 0);
+	check_through(&f, T0 + 20000 * MS, T0 + 21000 * MS);
+	zsm_assert_int_eq(fake_failed(&f), -ECONNRESET);
+	fake_close(&f);
+	close(lfd);
+}
+
+/* A peer whose host refuses the knock is gone: its comms fail once the
+ * probe waited one check interval, not after the silence allowed. */
+static void test_net_peer_refused_knock_fails_comms(void **state)
+{
+	struct sockaddr_in a;
+	struct fake f;
+
+	(void)state;
+	loopback_port(&a, 0);
+	fake_open_at(&f, 4096, "tcp;ofi_rxm", &a);
+	check_through(&f, T0, T0 + 1000 * MS);
+	assert_true(f.comm->ctrl_want & (1u << ZSM_CTRL_PING));
+	assert_int_equal(fake_failed(&f), 0);
+	check_through(&f, T0 + 1250 * MS, T0 + 2000 * MS);
+	zsm_assert_int_eq(fake_failed(&f), -ECONNRESET);
+	fake_close(&f);
+}
+
+/* A connect whose listener's host refuses the port fails within a few
+ * check intervals, not after ZSM_CONNECT_TIMEOUT_MS. */
+static void test_net_peer_refused_connect_fails_at_once(void **state)
+{
+	struct sockaddr_in a;
+	struct fake f;
+
+	(void)state;
+	loopback_port(&a, 0);
+	fake_open_at(&f, 0, "tcp;ofi_rxm", &a);
+	f.comm->type = ZSM_COMM_SEND;
+	f.comm->data_ops = 0;
+	f.comm->recv_ops = 0;
+	f.comm->started_ns = T0;
+	check_through(&f, T0, T0 + 750 * MS);
+	zsm_assert_int_eq(fake_failed(&f), -ECONNRESET);
+	fake_close(&f);
+}
+
+/* Other providers' socket addresses are no listening TCP port (verbs'
+ * are rdma-cm's): a refusal there proves nothing, and none is asked. */
+static void test_net_peer_other_provider_is_not_knocked(void **state)
+{
+	struct sockaddr_in a;
+	struct fake f;
+
+	(void)state;
+	loopback_port(&a, 0);
+	fake_open_at(&f, 4096, "verbs;ofi_rxm", &a);
+	check_through(&f, T0, T0 + 19750 * MS);
+	assert_int_equal(fake_failed(&f), 0);
+	fake_close(&f);
+}
+
+static int with_2s(void **state)
+{
+	(void)state;
+	peer_timeout_ms = "2000";
+	return 0;
+}
+
+static int with_defaults(void **state)
+{
+	(void)state;
+	peer_timeout_ms = NULL;
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_net_peer_silence_fails_comms),
-		cmocka_unit_test(test_net_peer_late_check_probes_first),
-		cmocka_unit_test(test_net_peer_large_receive_is_not_silence),
-		cmocka_unit_test(test_net_peer_rma_in_flight_is_not_silence),
-		cmocka_unit_test(test_net_peer_heard_restarts_clock),
+		cmocka_unit_test_setup(test_net_peer_silence_fails_comms,
+				       with_2s),
+		cmocka_unit_test_setup(test_net_peer_late_check_probes_first,
+				       with_2s),
+		cmocka_unit_test_setup(
+			test_net_peer_large_receive_is_not_silence, with_2s),
+		cmocka_unit_test_setup(
+			test_net_peer_rma_in_flight_is_not_silence, with_2s),
+		cmocka_unit_test_setup(test_net_peer_heard_restarts_clock,
+				       with_2s),
+		cmocka_unit_test_setup(test_net_peer_stop_of_10s_is_survived,
+				       with_defaults),
+		cmocka_unit_test_setup(test_net_peer_refused_knock_fails_comms,
+				       with_defaults),
+		cmocka_unit_test_setup(
+			test_net_peer_refused_connect_fails_at_once,
+			with_defaults),
+		cmocka_unit_test_setup(
+			test_net_peer_other_provider_is_not_knocked,
+			with_defaults),
 	};
 
 	return cmocka_run_group_tests_name("net_peer", tests, NULL, NULL);
