@@ -95,5 +95,6 @@ int h_case_early(int rank, void *arg);
 int h_case_close_held(int rank, void *arg);
 int h_case_ctrl_junk(int rank, void *arg);
 int h_case_fd_limit(int rank, void *arg);
+int h_case_deliver_held(int rank, void *arg);
 
 #endif

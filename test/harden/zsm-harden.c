@@ -248,6 +248,9 @@ static const struct h_case h_cases[] = {
 	 "2000 malformed control messages give a few log lines, not 2000"},
 	{"fd_limit", h_case_fd_limit, 120, "10",
 	 "out of fds, every comm still notices its peer's death"},
+	{"deliver_held", h_case_deliver_held, 90, "32.1",
+	 "a message sent early reaches its receive, posted behind more "
+	 "receives than the provider holds"},
 };
 #define H_NCASES (sizeof(h_cases) / sizeof(h_cases[0]))
 
