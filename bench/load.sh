@@ -6,33 +6,48 @@
 # grouped receives, every byte checked, for 10 minutes, over tcp;ofi_rxm
 # on 127.0.0.1 (ZSM_CE=0) and over the same-host transport (ZSM_CE=1),
 # one after the other.  Each run fails on a stall, a lost message, an
-# error, a wrong byte or size, or RSS/fds that grow after the warm-up (a
-# fifth of the run): +32 MiB or 5% RSS, +2 fds.  Prints each run's
-# summary and a last line "load: N passed, N failed".
+# error, a wrong byte or size, a count of messages or bytes sent that
+# differs from the count received, or RSS/fds that grow after the
+# warm-up (a fifth of the run): +32 MiB or 5% RSS, +2 fds.  Prints each
+# run's summary and a last line "load: N passed, N failed".
+#
+# Issue 32's run, many comms of small messages (eager on rxm) both ways,
+# receives posted in an order the senders do not follow and left posted
+# when the senders stop, also over tcp with a second endpoint and its
+# own thread (ZSM_NET_DUPLEX=1):
+#
+#     bench/load.sh -s small -x tcp,ce,duplex
 #
 #     bench/load.sh [-b BUILD] [-p PLUGIN] [-t SECONDS] [-n PAIRS]
-#                   [-x tcp,ce] [-o DIR] [-- ZSM-LOAD-OPTIONS...]
+#                   [-s large|small] [-x tcp,ce,duplex] [-o DIR]
+#                   [-- ZSM-LOAD-OPTIONS...]
 #
 #   -b BUILD    meson build folder (default: build, under the repo)
 #   -p PLUGIN   the plugin .so (default: BUILD's libnccl-net-zsm.so)
 #   -t SECONDS  traffic time of each run (default 600)
 #   -n PAIRS    comm pairs each way (default 1000)
-#   -x LIST     transports, comma list of tcp and ce (default tcp,ce)
+#   -s SHAPE    large: sizes 0..8 MiB (default); small: sizes 0..16 KiB,
+#               32 groups in flight per comm, --recv-ahead, a stall
+#               after 10 s
+#   -x LIST     transports, comma list of tcp, ce and duplex (default
+#               tcp,ce)
 #   -o DIR      keep each run's whole output there (default: a temp dir)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
-build=$top/build plugin= secs=600 pairs=1000 which=tcp,ce dir=
+build=$top/build plugin= secs=600 pairs=1000 which=tcp,ce dir= shape=large
 while [ $# -gt 0 ]; do
 	case $1 in
 	-b) build=$2; shift 2 ;;
 	-p) plugin=$2; shift 2 ;;
 	-t) secs=$2; shift 2 ;;
 	-n) pairs=$2; shift 2 ;;
+	-s) shape=$2; shift 2 ;;
 	-x) which=$2; shift 2 ;;
 	-o) dir=$2; shift 2 ;;
 	--) shift; break ;;
 	*) echo "usage: $0 [-b BUILD] [-p PLUGIN] [-t SECONDS] [-n PAIRS]" \
-		"[-x tcp,ce] [-o DIR] [-- ZSM-LOAD-OPTIONS...]" >&2; exit 2 ;;
+		"[-s large|small] [-x tcp,ce,duplex] [-o DIR]" \
+		"[-- ZSM-LOAD-OPTIONS...]" >&2; exit 2 ;;
 	esac
 done
 load=$build/test/load/zsm-load
@@ -46,20 +61,27 @@ if [ -z "$dir" ]; then
 fi
 mkdir -p "$dir"
 export ZSM_PROVIDER=${ZSM_PROVIDER:-tcp} ZSM_DOMAIN=${ZSM_DOMAIN:-lo}
+case $shape in
+large) shaped= ;;
+small) shaped="--max-size 16K --depth 32 --recv-ahead --stall-s 10" ;;
+*) echo "unknown shape $shape (large or small)" >&2; exit 2 ;;
+esac
 
 passed=0 failed=0
 for x in ${which//,/ }; do
 	case $x in
-	tcp) ce=0 ;;
-	ce) ce=1 ;;
-	*) echo "unknown transport $x (tcp or ce)" >&2; exit 2 ;;
+	tcp) ce=0 duplex=0 ;;
+	ce) ce=1 duplex=0 ;;
+	duplex) ce=0 duplex=1 ;;
+	*) echo "unknown transport $x (tcp, ce or duplex)" >&2; exit 2 ;;
 	esac
-	log=$dir/load-$x.log
-	echo "== $x: ZSM_CE=$ce zsm-load --plugin $plugin --pairs $pairs" \
-		"--seconds $secs $*"
+	log=$dir/load-$shape-$x.log
+	echo "== $x: ZSM_CE=$ce ZSM_NET_DUPLEX=$duplex zsm-load --plugin" \
+		"$plugin --pairs $pairs --seconds $secs $shaped $*"
 	start=$(date +%s)
-	ZSM_CE=$ce "$load" --plugin "$plugin" --pairs "$pairs" \
-		--seconds "$secs" "$@" >"$log" 2>&1
+	# shellcheck disable=SC2086 # $shaped is a list of options
+	ZSM_CE=$ce ZSM_NET_DUPLEX=$duplex "$load" --plugin "$plugin" \
+		--pairs "$pairs" --seconds "$secs" $shaped "$@" >"$log" 2>&1
 	rc=$?
 	# The summary, or the failure and its counts; the per-comm lines of
 	# a dump and the per-group lines of --verbose stay in the log.

@@ -166,7 +166,8 @@ struct zsm_net_ep {
 	int directed;		     /* receives posted for one source */
 	int cq_data;		     /* 4+ bytes of remote CQ data: keys */
 	/* Data operations zsm posts at most (the provider's queues less a
-	 * reserve for control messages), and how many are posted. */
+	 * reserve for control messages; receives share half of theirs, see
+	 * zsm_net_ep_rx_room), and how many are posted. */
 	size_t tx_budget, rx_budget;
 	size_t tx_inflight, rx_inflight;
 	/* Sends up to this size are eager: they complete without the

@@ -137,6 +137,9 @@ static int zsm_net_ep_open(struct zsm_net_dev *dev, int rx_role,
 	ep->rx_budget = fi->rx_attr->size > 2 * ZSM_NET_CTRL_RESERVE
 				? fi->rx_attr->size - ZSM_NET_CTRL_RESERVE
 				: fi->rx_attr->size / 2;
+	/* Half of it shared; the rest is each comm's room for its next
+	 * receive (zsm_net_ep_rx_room). */
+	ep->rx_budget /= 2;
 	/* What the provider surely sends without the receiver: rxm's eager
 	 * size where zsm knows it, else what it injects. */
 	ep->eager_max = dev->trunc_unsafe ? dev->trunc_unsafe
@@ -641,9 +644,9 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 	int recv = b->type == ZSM_REQ_RECV;
 	ssize_t ret;
 
-	/* Full by zsm's own count: refused, like the provider would. */
-	if (recv ? ep->rx_inflight >= ep->rx_budget
-		 : ep->tx_inflight >= ep->tx_budget)
+	/* Full by zsm's own count: refused, like the provider would.  A
+	 * receive's room was found for its whole request (post_req). */
+	if (!recv && ep->tx_inflight >= ep->tx_budget)
 		return -EAGAIN;
 	/* The receiver has not posted for it, nor for the early messages
 	 * before it: its GRANT lets this go (net_credit.h). */
@@ -733,6 +736,46 @@ static void zsm_net_req_ready(struct zsm_net_req *req)
 	}
 }
 
+/*
+ * Whether a receive request may go to the provider now, its nops buffers
+ * at once.  A sender may send a few small messages before their receives
+ * are posted (the early allowance, net_credit.h); each waits in the
+ * provider until its receive gets there.  So a receive must never wait
+ * in zsm's fifo for room that only other comms' messages would free:
+ * those may come only after this one (a ring forwards what it got), or
+ * never (a sender that stopped), and a send its sender saw done would
+ * never arrive (issue 32: 500 comm pairs of small messages stopped so
+ * for good).  The shared budget is half the queue, first come; the other
+ * half keeps room for each comm's next receive, whole, whenever it has
+ * none in the provider, so whatever its sender sent early finds it.
+ */
+static int zsm_net_ep_rx_room(const struct zsm_net_req *req,
+			      const struct zsm_net_comm *comm, int nops)
+{
+	const struct zsm_net_ep *ep = comm->ep;
+
+	/* Ops go in index order: once the first is posted, so was the
+	 * room (a receive posted again replaces its own op). */
+	return req->ops[0].posted || !comm->recv_ops ||
+	       ep->rx_inflight + (size_t)nops <= ep->rx_budget;
+}
+
+/* A request refused for now: -EAGAIN, or for good once NCCL closed its
+ * comm (-ECANCELED), so that its close, queued behind it, goes on. */
+static int zsm_net_ep_refused(struct zsm_net_req *req,
+			      struct zsm_net_comm *comm)
+{
+	/* acquire: pairs with the release in zsm_comm_close. */
+	if (atomic_load_explicit(&req->base.comm->close_asked,
+				 memory_order_acquire))
+		return -ECANCELED;
+	if (!req->deferred) {
+		req->deferred = 1;
+		comm->deferred++;
+	}
+	return -EAGAIN;
+}
+
 /* Post the not-yet-posted operations of a send or receive request. */
 int zsm_net_ep_post_req(struct zsm_req *b)
 {
@@ -756,26 +799,23 @@ int zsm_net_ep_post_req(struct zsm_req *b)
 		goto fail_rest;
 	if (b->type == ZSM_REQ_SEND)
 		req->cq_data = zsm_net_req_cq_data(req);
+	if (b->type == ZSM_REQ_RECV && !zsm_net_ep_rx_room(req, comm, nops)) {
+		err = zsm_net_ep_refused(req, comm);
+		if (err == -EAGAIN)
+			return err;
+		goto fail_rest;
+	}
 	for (int i = 0; i < nops; i++) {
 		if (req->ops[i].posted)
 			continue;
+		/* Refused for now: no room, no credit, an earlier write or
+		 * ack to wait for (NCCL tests none of a closed comm's
+		 * requests any more). */
 		err = zsm_net_ep_post_op(req, i);
-		/* Refused for now (no room, no credit, an earlier write or
-		 * ack to wait for): once NCCL closed the comm, for good, so
-		 * that its close, queued behind this, goes on; NCCL tests
-		 * none of its requests any more.  acquire: pairs with the
-		 * release in zsm_comm_close. */
-		if (err == -EAGAIN &&
-		    atomic_load_explicit(&b->comm->close_asked,
-					 memory_order_acquire))
-			err = -ECANCELED;
-		if (err == -EAGAIN) {
-			if (!req->deferred) {
-				req->deferred = 1;
-				comm->deferred++;
-			}
-			return -EAGAIN;
-		}
+		if (err == -EAGAIN)
+			err = zsm_net_ep_refused(req, comm);
+		if (err == -EAGAIN)
+			return err;
 		if (err)
 			goto fail_rest;
 	}

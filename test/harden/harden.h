@@ -96,5 +96,6 @@ int h_case_close_held(int rank, void *arg);
 int h_case_ctrl_junk(int rank, void *arg);
 int h_case_fd_limit(int rank, void *arg);
 int h_case_finalize_queued(int rank, void *arg);
+int h_case_deliver_held(int rank, void *arg);
 
 #endif

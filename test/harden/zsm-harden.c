@@ -251,6 +251,9 @@ static const struct h_case h_cases[] = {
 	{"finalize_queued", h_case_finalize_queued, 60, "32.5",
 	 "finalize with 400 untested sends and the comm open posts none of "
 	 "them"},
+	{"deliver_held", h_case_deliver_held, 90, "32.1",
+	 "a message sent early reaches its receive, posted behind more "
+	 "receives than the provider holds"},
 };
 #define H_NCASES (sizeof(h_cases) / sizeof(h_cases[0]))
 

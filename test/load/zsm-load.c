@@ -19,6 +19,14 @@
  * group neither side has finished is then always posted on both sides,
  * the schedule itself cannot deadlock: a stall is the plugin's.
  *
+ * With --recv-ahead each receiver posts every round in an order of its
+ * own, as NCCL's receives are posted in an order its peer's sends do not
+ * follow, and at the end only the senders stop: a receiver finishes
+ * what its sender started and goes on posting a window of rounds past
+ * it, receives no message will come for, left posted when the comms
+ * close.  The schedule stays deadlock-free: each side starts whole
+ * rounds in order, so neither is more than a round and a window apart.
+ *
  * The data.  Byte i of a sub-message is zsm_pattern_byte(seed, off + i)
  * for an offset off drawn per (comm, round, sub): senders send straight
  * out of one read-only table of those bytes (no copy, no fill), receivers
@@ -92,6 +100,7 @@ struct ld_opts {
 	int fd_tol;
 	int dump_max;
 	int connect_batch;
+	int recv_ahead;
 	int verbose;
 };
 
@@ -207,6 +216,11 @@ struct ld_stream {
 	uint64_t inflight_bytes;
 	uint64_t groups_open;
 	uint32_t rounds_done; /* 1 + the highest round finished on any comm */
+	/* Receiver with --recv-ahead: the groups its sender started, which
+	 * it must finish (UINT64_MAX: not known yet); those past it stay
+	 * posted. */
+	uint64_t final_g;
+	uint32_t *final_pos; /* comm -> its place in the sender's last round */
 	struct ld_counts counts;
 	/* Receiver: the arena and its chunk records. */
 	unsigned char *arena;
@@ -425,23 +439,38 @@ static void ld_group_make(const struct ld *x, int dir, int c, uint32_t round,
 	ld_shuffle(&r, gr->order, gr->n);
 }
 
-/* The comms of round r, in the order both sides start their groups. */
-static void ld_perm_make(const struct ld *x, struct ld_stream *st,
-			 uint64_t round)
+/* The comms of round r of direction dir, in the order its sender starts
+ * their groups; other: in another order, a receiver's with --recv-ahead. */
+static void ld_perm_fill(const struct ld *x, int dir, int other,
+			 uint64_t round, uint32_t *perm)
 {
-	struct ld_rng r = ld_rng_for(x->o.seed, 2 + (uint64_t)st->dir,
+	struct ld_rng r = ld_rng_for(x->o.seed,
+				     (other ? 4 : 2) + (uint64_t)dir,
 				     0x7065726du, round);
 	int n = x->o.pairs, i, k;
 	uint32_t t;
 
 	for (i = 0; i < n; i++)
-		st->perm[i] = (uint32_t)i;
+		perm[i] = (uint32_t)i;
 	for (i = n - 1; i > 0; i--) {
 		k = (int)(ld_rng_next(&r) % (uint64_t)(i + 1));
-		t = st->perm[i];
-		st->perm[i] = st->perm[k];
-		st->perm[k] = t;
+		t = perm[i];
+		perm[i] = perm[k];
+		perm[k] = t;
 	}
+}
+
+/*
+ * The comms of round r in the order this side starts their groups: the
+ * same on both sides, except that with --recv-ahead a receiver posts
+ * each round in an order of its own, as NCCL's receives are posted in an
+ * order its peer's sends do not follow.
+ */
+static void ld_perm_make(const struct ld *x, struct ld_stream *st,
+			 uint64_t round)
+{
+	ld_perm_fill(x, st->dir, !st->sending && x->o.recv_ahead, round,
+		     st->perm);
 	st->perm_round = round + 1;
 }
 
@@ -1083,6 +1112,23 @@ static uint64_t ld_last_done_any(struct ld *x)
 	return a > b ? a : b;
 }
 
+/*
+ * Whether group gr of comm c must finish: always, but for a receiver with
+ * --recv-ahead once its sender stopped, only a group the sender started
+ * (its first final_g, in the sender's order).
+ */
+static int ld_needed(const struct ld *x, const struct ld_stream *st, int c,
+		     const struct ld_group *gr)
+{
+	uint64_t n = (uint64_t)x->o.pairs, last;
+
+	if (st->final_g == UINT64_MAX)
+		return 1;
+	last = st->final_g / n;
+	return gr->round < last ||
+	       (gr->round == last && st->final_pos[c] < st->final_g % n);
+}
+
 /* The oldest posted request of this side that has not finished. */
 static const struct ld_group *ld_oldest(struct ld *x, struct ld_stream **in,
 					int *comm)
@@ -1099,7 +1145,8 @@ static const struct ld_group *ld_oldest(struct ld *x, struct ld_stream **in,
 			if (cm->head == cm->tail)
 				continue;
 			gr = &cm->ring[cm->head % LD_MAX_DEPTH];
-			if (!gr->posted)
+			/* Unposted, or a receive no message is sent for. */
+			if (!gr->posted || !ld_needed(x, sts[s], c, gr))
 				continue;
 			if (!best || gr->t_post < best->t_post) {
 				best = gr;
@@ -1110,11 +1157,28 @@ static const struct ld_group *ld_oldest(struct ld *x, struct ld_stream **in,
 	return best;
 }
 
-/* Whether anything is still open on this side. */
+/* Whether st has a group open that must finish. */
+static int ld_stream_busy(const struct ld *x, const struct ld_stream *st)
+{
+	int c;
+
+	if (st->final_g == UINT64_MAX)
+		return st->groups_open || st->partial;
+	/* A comm's groups are in round order, its oldest first. */
+	for (c = 0; c < x->o.pairs; c++) {
+		const struct ld_comm *cm = &st->comms[c];
+
+		if (cm->head != cm->tail &&
+		    ld_needed(x, st, c, &cm->ring[cm->head % LD_MAX_DEPTH]))
+			return 1;
+	}
+	return 0;
+}
+
+/* Whether anything that must finish is still open on this side. */
 static int ld_busy(const struct ld *x)
 {
-	return x->out.groups_open || x->in.groups_open || x->out.partial ||
-	       x->in.partial;
+	return ld_stream_busy(x, &x->out) || ld_stream_busy(x, &x->in);
 }
 
 /*
@@ -1173,8 +1237,41 @@ static int ld_check_progress(struct ld *x, uint64_t now)
  * The end: rank 0 says stop when the time is up; each side publishes how
  * many groups it started per direction and starts no more; once both
  * have, each finishes up to the larger count, so every group started on
- * either side is sent and received.
+ * either side is sent and received.  With --recv-ahead only the senders
+ * stop: a receiver finishes the groups its sender started and leaves
+ * posted those it started past them, as a peer that stopped sending
+ * leaves NCCL's receives; the comms close with them posted.
  */
+static void ld_end_ahead(struct ld *x, uint64_t sent)
+{
+	struct ld_stream *st = &x->in;
+	uint64_t n = (uint64_t)x->o.pairs, last = sent / n;
+	uint32_t i;
+
+	/* Where each comm is in the sender's last round: the groups it
+	 * started there are the first sent % n. */
+	ld_perm_fill(x, st->dir, 0, last, st->final_pos);
+	for (i = 0; i < n; i++)
+		st->perm[st->final_pos[i]] = i;
+	memcpy(st->final_pos, st->perm, n * sizeof(*st->perm));
+	st->perm_round = 0; /* perm was used: made again when needed */
+	st->final_g = sent;
+	/* And on past them, a comm's whole window of rounds, as NCCL's
+	 * receives stay posted for a peer that stopped sending. */
+	st->limit_g = (last + 1 + (uint64_t)x->o.depth) * n;
+}
+
+/* The groups st must start: with --recv-ahead, once its sender stopped,
+ * every round the sender started (in the receiver's order). */
+static uint64_t ld_stream_need(const struct ld *x, const struct ld_stream *st)
+{
+	uint64_t n = (uint64_t)x->o.pairs;
+
+	if (st->final_g == UINT64_MAX)
+		return st->limit_g;
+	return (st->final_g + n - 1) / n * n;
+}
+
 static void ld_check_end(struct ld *x, uint64_t now)
 {
 	struct ld_side *me = &x->shm->side[x->rank];
@@ -1188,7 +1285,8 @@ static void ld_check_end(struct ld *x, uint64_t now)
 	if (!x->stopping &&
 	    atomic_load_explicit(&x->shm->stop, memory_order_acquire)) {
 		x->out.limit_g = x->out.next_g;
-		x->in.limit_g = x->in.next_g;
+		if (!x->o.recv_ahead)
+			x->in.limit_g = x->in.next_g;
 		me->started[x->out.dir] = x->out.next_g;
 		me->started[x->in.dir] = x->in.next_g;
 		/* release: publishes started[]; pairs with the next acquire. */
@@ -1196,16 +1294,20 @@ static void ld_check_end(struct ld *x, uint64_t now)
 		x->stopping = 1;
 	}
 	/* acquire: pairs with the release above on the other rank. */
-	if (x->stopping && !x->ending &&
-	    atomic_load_explicit(&peer->stop_seen, memory_order_acquire)) {
-		theirs = peer->started[x->out.dir];
-		if (theirs > x->out.limit_g)
-			x->out.limit_g = theirs;
-		theirs = peer->started[x->in.dir];
-		if (theirs > x->in.limit_g)
-			x->in.limit_g = theirs;
-		x->ending = 1;
+	if (!x->stopping || x->ending ||
+	    !atomic_load_explicit(&peer->stop_seen, memory_order_acquire))
+		return;
+	x->ending = 1;
+	if (x->o.recv_ahead) {
+		ld_end_ahead(x, peer->started[x->in.dir]);
+		return;
 	}
+	theirs = peer->started[x->out.dir];
+	if (theirs > x->out.limit_g)
+		x->out.limit_g = theirs;
+	theirs = peer->started[x->in.dir];
+	if (theirs > x->in.limit_g)
+		x->in.limit_g = theirs;
 }
 
 static int ld_tick(struct ld *x, uint64_t now)
@@ -1222,8 +1324,9 @@ static int ld_tick(struct ld *x, uint64_t now)
 
 static int ld_finished(const struct ld *x)
 {
-	return x->ending && !ld_busy(x) && x->out.next_g >= x->out.limit_g &&
-	       x->in.next_g >= x->in.limit_g;
+	return x->ending && !ld_busy(x) &&
+	       x->out.next_g >= ld_stream_need(x, &x->out) &&
+	       x->in.next_g >= ld_stream_need(x, &x->in);
 }
 
 static int ld_run(struct ld *x)
@@ -1255,9 +1358,11 @@ static int ld_stream_init(struct ld *x, struct ld_stream *st, int dir)
 	st->dir = dir;
 	st->sending = dir == x->rank;
 	st->limit_g = UINT64_MAX;
+	st->final_g = UINT64_MAX;
 	st->comms = calloc((size_t)x->o.pairs, sizeof(*st->comms));
 	st->perm = calloc((size_t)x->o.pairs, sizeof(*st->perm));
-	if (!st->comms || !st->perm)
+	st->final_pos = calloc((size_t)x->o.pairs, sizeof(*st->perm));
+	if (!st->comms || !st->perm || !st->final_pos)
 		return ld_fail("out of memory for %d comms", x->o.pairs);
 	/* Touched now (calloc may leave it unmapped), like the arena. */
 	memset(st->comms, 0, (size_t)x->o.pairs * sizeof(*st->comms));
@@ -1282,10 +1387,12 @@ static void ld_stream_free(struct ld_stream *st)
 {
 	free(st->comms);
 	free(st->perm);
+	free(st->final_pos);
 	free(st->arena);
 	free(st->chunks);
 	st->comms = NULL;
 	st->perm = NULL;
+	st->final_pos = NULL;
 	st->arena = NULL;
 	st->chunks = NULL;
 }
@@ -1585,6 +1692,10 @@ static int ld_summary(struct ld *x, double secs)
 		       d, 1 - d, rcv->groups, rcv->msgs, rcv->zero_msgs,
 		       rcv->bytes, g, snd->msgs, snd->nulls, rcv->nulls,
 		       snd->tests + rcv->tests);
+		if (x->o.recv_ahead)
+			printf("dir %d->%d: %" PRIu64 " receive groups left "
+			       "posted for messages never sent\n",
+			       d, 1 - d, x->shm->side[1 - d].groups_open[d]);
 		if (snd->msgs != rcv->msgs || snd->bytes != rcv->bytes) {
 			printf("FAIL: dir %d: %" PRIu64 " messages (%" PRIu64
 			       " bytes) sent, %" PRIu64 " (%" PRIu64
@@ -1652,6 +1763,10 @@ static void ld_usage(FILE *f)
 		"dump (default 40)\n"
 		"  --connect-batch N connections in progress at once "
 		"(default 16)\n"
+		"  --recv-ahead      at the end only senders stop: receivers "
+		"finish what\n"
+		"                    was sent and leave the receives they "
+		"posted past it\n"
 		"  --verbose         a line per finished group\n",
 		ZSM_LOAD_DEFAULT_PLUGIN);
 }
@@ -1690,6 +1805,105 @@ static int ld_parse_num(const char *s, double lo, double hi, double *out)
 	return 0;
 }
 
+/* What the run does: 0 taken, 1 a bad value, -1 not one of these. */
+static int ld_parse_run(struct ld_opts *o, int c, const char *arg)
+{
+	double v;
+	int bad = 0;
+
+	switch (c) {
+	case 'p':
+		o->plugin = arg;
+		break;
+	case 'a':
+		bad |= ld_parse_num(arg, 8, 12, &v);
+		o->abi = (int)v;
+		break;
+	case 'd':
+		bad |= ld_parse_num(arg, 0, 1023, &v);
+		o->dev = (int)v;
+		break;
+	case 'n':
+		bad |= ld_parse_num(arg, 1, 65536, &v);
+		o->pairs = (int)v;
+		break;
+	case 't':
+		bad |= ld_parse_num(arg, 0.1, 1e6, &o->seconds);
+		break;
+	case 'm':
+		bad |= ld_parse_size(arg, &o->max_size);
+		bad |= o->max_size > (1u << 30);
+		break;
+	case 'i':
+		bad |= ld_parse_size(arg, &o->inflight);
+		break;
+	case 'D':
+		bad |= ld_parse_num(arg, 1, LD_MAX_DEPTH, &v);
+		o->depth = (int)v;
+		break;
+	case 'R':
+		bad |= ld_parse_num(arg, 1, LD_MAX_N, &v);
+		o->max_recvs = (int)v;
+		break;
+	case 's':
+		bad |= ld_parse_num(arg, 0, 1e15, &v);
+		o->seed = (uint64_t)v;
+		break;
+	default:
+		return -1;
+	}
+	return bad;
+}
+
+/* What the run checks and says: 0, 1 or -1, as ld_parse_run. */
+static int ld_parse_check(struct ld_opts *o, int c, const char *arg)
+{
+	double v;
+	int bad = 0;
+
+	switch (c) {
+	case 'S':
+		bad |= ld_parse_num(arg, 0.1, 1e6, &o->stall_s);
+		break;
+	case 'L':
+		bad |= ld_parse_num(arg, 0.1, 1e6, &o->lost_s);
+		break;
+	case 'W':
+		bad |= ld_parse_num(arg, 0, 1e6, &o->warmup_s);
+		break;
+	case 'P':
+		bad |= ld_parse_num(arg, 0.01, 1e4, &o->sample_s);
+		break;
+	case 'M':
+		bad |= ld_parse_num(arg, 0, 1e6, &o->rss_tol_mib);
+		break;
+	case 'C':
+		bad |= ld_parse_num(arg, 0, 1e4, &o->rss_tol_pct);
+		break;
+	case 'F':
+		bad |= ld_parse_num(arg, 0, 1e6, &v);
+		o->fd_tol = (int)v;
+		break;
+	case 'X':
+		bad |= ld_parse_num(arg, 0, 1e6, &v);
+		o->dump_max = (int)v;
+		break;
+	case 'B':
+		bad |= ld_parse_num(arg, 1, 65536, &v);
+		o->connect_batch = (int)v;
+		break;
+	case 'A':
+		o->recv_ahead = 1;
+		break;
+	case 'v':
+		o->verbose = 1;
+		break;
+	default:
+		return -1;
+	}
+	return bad;
+}
+
 static int ld_parse(struct ld_opts *o, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -1712,12 +1926,12 @@ static int ld_parse(struct ld_opts *o, int argc, char **argv)
 		{ "fd-tol", required_argument, NULL, 'F' },
 		{ "dump-max", required_argument, NULL, 'X' },
 		{ "connect-batch", required_argument, NULL, 'B' },
+		{ "recv-ahead", no_argument, NULL, 'A' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	double v;
-	int c, bad = 0;
+	int c, r, bad = 0;
 
 	*o = (struct ld_opts){
 		.plugin = ZSM_LOAD_DEFAULT_PLUGIN,
@@ -1738,83 +1952,14 @@ static int ld_parse(struct ld_opts *o, int argc, char **argv)
 		.connect_batch = 16,
 	};
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			o->plugin = optarg;
-			break;
-		case 'a':
-			bad |= ld_parse_num(optarg, 8, 12, &v);
-			o->abi = (int)v;
-			break;
-		case 'd':
-			bad |= ld_parse_num(optarg, 0, 1023, &v);
-			o->dev = (int)v;
-			break;
-		case 'n':
-			bad |= ld_parse_num(optarg, 1, 65536, &v);
-			o->pairs = (int)v;
-			break;
-		case 't':
-			bad |= ld_parse_num(optarg, 0.1, 1e6, &o->seconds);
-			break;
-		case 'm':
-			bad |= ld_parse_size(optarg, &o->max_size);
-			bad |= o->max_size > (1u << 30);
-			break;
-		case 'i':
-			bad |= ld_parse_size(optarg, &o->inflight);
-			break;
-		case 'D':
-			bad |= ld_parse_num(optarg, 1, LD_MAX_DEPTH, &v);
-			o->depth = (int)v;
-			break;
-		case 'R':
-			bad |= ld_parse_num(optarg, 1, LD_MAX_N, &v);
-			o->max_recvs = (int)v;
-			break;
-		case 's':
-			bad |= ld_parse_num(optarg, 0, 1e15, &v);
-			o->seed = (uint64_t)v;
-			break;
-		case 'S':
-			bad |= ld_parse_num(optarg, 0.1, 1e6, &o->stall_s);
-			break;
-		case 'L':
-			bad |= ld_parse_num(optarg, 0.1, 1e6, &o->lost_s);
-			break;
-		case 'W':
-			bad |= ld_parse_num(optarg, 0, 1e6, &o->warmup_s);
-			break;
-		case 'P':
-			bad |= ld_parse_num(optarg, 0.01, 1e4, &o->sample_s);
-			break;
-		case 'M':
-			bad |= ld_parse_num(optarg, 0, 1e6, &o->rss_tol_mib);
-			break;
-		case 'C':
-			bad |= ld_parse_num(optarg, 0, 1e4, &o->rss_tol_pct);
-			break;
-		case 'F':
-			bad |= ld_parse_num(optarg, 0, 1e6, &v);
-			o->fd_tol = (int)v;
-			break;
-		case 'X':
-			bad |= ld_parse_num(optarg, 0, 1e6, &v);
-			o->dump_max = (int)v;
-			break;
-		case 'B':
-			bad |= ld_parse_num(optarg, 1, 65536, &v);
-			o->connect_batch = (int)v;
-			break;
-		case 'v':
-			o->verbose = 1;
-			break;
-		case 'h':
+		if (c == 'h') {
 			ld_usage(stdout);
 			exit(0);
-		default:
-			bad = 1;
 		}
+		r = ld_parse_run(o, c, optarg);
+		if (r < 0)
+			r = ld_parse_check(o, c, optarg);
+		bad |= r != 0;
 	}
 	if (bad || optind != argc) {
 		ld_usage(stderr);
