@@ -315,9 +315,13 @@ struct zsm_net_req {
 	void *add_slot;
 	/* Get: its GET's number on the comm (the owner's answer counts
 	 * them), and until when that answer may take.  Set when the GET
-	 * goes. */
+	 * goes.  A send: its number among the comm's data messages, set
+	 * when it is posted (net_credit.h). */
 	uint64_t get_seq;
 	uint64_t get_deadline_ns;
+	/* A send the provider finished, not reported until its receive is
+	 * known to be posted: the next on its comm's list (net_credit.h). */
+	struct zsm_net_req *held_next;
 };
 
 static inline struct zsm_net_req *zsm_net_req_of(struct zsm_req *r)
@@ -401,6 +405,9 @@ struct zsm_net_comm {
 	/* How far the peer may send to a receive comm, or this send comm
 	 * to its peer (net_credit.h); net comms only. */
 	struct zsm_net_credit credit;
+	/* Send comms: the sends held until their receive is known to be
+	 * posted (net_credit.h), any order. */
+	struct zsm_net_req *held;
 	int closing;
 	/* Control messages to send (bits of 1 << type), the one in flight,
 	 * and the comm's place on ep->ctrl_head's list. */
@@ -555,6 +562,9 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
 /* A send's remote CQ data: its comm's data key, and a checksum. */
 uint64_t zsm_net_req_cq_data(const struct zsm_net_req *req);
 void zsm_net_req_undefer(struct zsm_net_req *req);
+/* Report the sends comm held whose receives the peer has now said are
+ * posted; with err (the comm failed), every one, failed with err. */
+void zsm_net_req_report_held(struct zsm_net_comm *comm, int err);
 /* The comm ops' post: a send, receive or flush (net_ep.c). */
 int zsm_net_ep_post_req(struct zsm_req *req);
 /* The comm ops' flush (net_req.c). */

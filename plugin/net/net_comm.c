@@ -226,6 +226,8 @@ void zsm_net_comm_fail_reqs(struct zsm_net_comm *comm, int err)
 	/* Receives from a failed peer would wait forever. */
 	zsm_net_comm_cancel_recvs(comm);
 	zsm_net_comm_orphan_posted(comm, err);
+	/* Held sends may never have reached a receive. */
+	zsm_net_req_report_held(comm, err);
 }
 
 void zsm_net_comm_fail(struct zsm_net_comm *comm, int err, const char *why)
@@ -434,7 +436,8 @@ void zsm_net_comm_on_grant(struct zsm_net_comm *sc,
 			   const struct zsm_ctrl_msg *m)
 {
 	zsm_net_peer_heard(sc->peer_obj, sc->ep->pass_ns);
-	zsm_net_credit_on_grant(&sc->credit, m->credit);
+	if (zsm_net_credit_on_grant(&sc->credit, m->credit))
+		zsm_net_req_report_held(sc, 0);
 }
 
 /* Listener: the connector took what we answered or not; accept() may

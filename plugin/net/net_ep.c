@@ -690,6 +690,7 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 	} else if (b->type == ZSM_REQ_SEND) {
 		ep->tx_inflight++;
 		zsm_net_credit_on_send(&comm->credit);
+		req->get_seq = comm->credit.sent;
 	} else {
 		ep->tx_inflight++;
 	}
