@@ -409,6 +409,7 @@ struct zsm_net_comm {
 	 * posted (net_credit.h), any order. */
 	struct zsm_net_req *held;
 	int closing;
+	uint64_t closed_ns; /* when closing began: its CLOSE's clock */
 	/* Control messages to send (bits of 1 << type), the one in flight,
 	 * and the comm's place on ep->ctrl_head's list. */
 	unsigned ctrl_want;
@@ -451,6 +452,12 @@ void zsm_net_comm_fail(struct zsm_net_comm *comm, int err, const char *why);
 /* Whether the link's owner failed (engine). */
 int zsm_net_comm_failed(const struct zsm_net_comm *comm);
 int zsm_net_comm_post_close(struct zsm_net_comm *comm);
+/* Engine: the peer's CLOSE, once net_ctrl.c checked it. */
+void zsm_net_comm_on_close(struct zsm_net_comm *c,
+			   const struct zsm_ctrl_msg *m);
+/* Engine, before req goes to the provider: -ECONNRESET, the comm failed
+ * (said here), when the peer closed and req would wait for ever; else 0. */
+int zsm_net_comm_peer_closed(struct zsm_net_comm *comm, struct zsm_req *req);
 /* Engine: comms whose handshake ran out of time, or was abandoned. */
 void zsm_net_comm_expire(struct zsm_net_ep *ep, uint64_t now);
 /* Engine: the handshake's messages, once net_ctrl.c checked them. */

@@ -78,6 +78,11 @@ int zsm_net_credit_unasked(const struct zsm_net_credit *cr, uint64_t seq)
 	return seq + cr->early > cr->limit;
 }
 
+int zsm_net_credit_unmatched(const struct zsm_net_credit *cr, unsigned n)
+{
+	return cr->closed && cr->posted + n > cr->final;
+}
+
 int zsm_net_credit_want_late_grant(struct zsm_net_credit *cr)
 {
 	int quiet = cr->arrived == cr->tick_arrived;

@@ -64,6 +64,10 @@ struct zsm_net_credit {
 	uint64_t tick_arrived;
 	/* Both: the allowance. */
 	uint32_t early;
+	/* Both: the peer closed its comm (its CLOSE came); receive comms:
+	 * the data messages its sender sent in all, which the CLOSE says. */
+	uint32_t closed;
+	uint64_t final;
 };
 
 /* A receive comm's start: its sender may send early messages. */
@@ -89,6 +93,9 @@ int zsm_net_credit_want_late_grant(struct zsm_net_credit *cr);
 /* 1 while send number seq (from 1) went under the allowance and the
  * receiver has not said that its receive is posted. */
 int zsm_net_credit_unasked(const struct zsm_net_credit *cr, uint64_t seq);
+/* 1 when the sender closed and n more receives would pass the messages
+ * it sent: nothing would ever match them. */
+int zsm_net_credit_unmatched(const struct zsm_net_credit *cr, unsigned n);
 /* The limit to send in a GRANT (taken as given). */
 uint64_t zsm_net_credit_grant(struct zsm_net_credit *cr);
 

@@ -752,7 +752,9 @@ int zsm_net_ep_post_req(struct zsm_req *b)
 		err = -ECANCELED;
 		goto fail_rest;
 	}
-	err = zsm_comm_error(b->comm);
+	err = zsm_net_comm_peer_closed(comm, b);
+	if (!err)
+		err = zsm_comm_error(b->comm);
 	if (err)
 		goto fail_rest;
 	if (b->type == ZSM_REQ_SEND)

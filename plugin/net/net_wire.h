@@ -45,7 +45,10 @@
  * the rest, applies a put's signal (net_rma.c); SIGNALED tells its sender
  * how many of the SIGNALs that asked for it were applied.  GET, of
  * SIGNAL's layout, asks the owner of a window to make bytes ready for a
- * read, and GET_READY answers (net_rma_get.c).
+ * read, and GET_READY answers (net_rma_get.c).  CLOSE tells a comm's
+ * peer that NCCL closed it (net_comm.c): it goes behind every message
+ * the comm sent, and a send comm's counts its data messages, so that
+ * the receiver knows which of its receives nothing will match.
  */
 #ifndef ZSM_NET_WIRE_H
 #define ZSM_NET_WIRE_H
@@ -79,6 +82,7 @@ enum zsm_ctrl_type {
 	ZSM_CTRL_GET = 8,    /* initiator to owner: bytes it will read */
 	ZSM_CTRL_GET_READY = 9, /* owner to initiator: gets answered */
 	ZSM_CTRL_SIGNALED = 10, /* receiver to sender: SIGNALs applied */
+	ZSM_CTRL_CLOSE = 11,    /* either side: this comm closed */
 	ZSM_CTRL_NTYPES,
 };
 
@@ -92,10 +96,12 @@ enum zsm_ctrl_type {
  * offer of ZSM_OFFER_BYTES.  7: SIGNAL.  8: a SIGNAL names the put
  * before it when its window is staged.  9: GET and GET_READY (a get
  * reads only once the owner answered).  10: a SIGNAL may ask to be
- * acknowledged (its flags), SIGNALED.  magic and version keep their
- * offsets in every version, so either side can name the other's.
+ * acknowledged (its flags), SIGNALED.  11: CLOSE (a closed comm
+ * tells its peer; a send comm's says how many messages it sent).
+ * magic and version keep their offsets in every version, so either side
+ * can name the other's.
  */
-#define ZSM_HANDLE_VERSION 10
+#define ZSM_HANDLE_VERSION 11
 
 /* The 128-byte connection handle NCCL ships from listener to connector. */
 struct zsm_net_handle {
@@ -151,6 +157,8 @@ struct zsm_ctrl_msg {
 		uint64_t applied; /* SIGNALED: SIGNALs with ZSM_SIG_ACK
 				     the receiver handled, in all; status
 				     says whether it failed on one */
+		uint64_t sent;    /* CLOSE of a send comm: data messages
+				     it posted, in all */
 	};
 	uint32_t addr_len;  /* REQ: the connector's address */
 	uint32_t pad;

@@ -271,7 +271,7 @@ size_t h_attacker_conn_req(const struct h_attacker *a, const struct h_victim *v,
 		memcpy(buf, &m, sizeof(m));
 		return h_ctrl_len(v->version);
 	}
-	if (v->version >= 6 && v->version <= 10) {
+	if (v->version >= 6 && v->version <= 11) {
 		struct zsm_ctrl_msg m = {
 			.magic = ZSM_HANDLE_MAGIC,
 			.version = (uint16_t)v->version,
@@ -336,7 +336,7 @@ size_t h_attacker_conn_ack(const struct h_victim *v, void *buf, uint32_t dst,
 		memcpy(buf, &m, sizeof(m));
 		return h_ctrl_len(v->version);
 	}
-	if (v->version >= 6 && v->version <= 10) {
+	if (v->version >= 6 && v->version <= 11) {
 		struct zsm_ctrl_msg m = {
 			.magic = ZSM_HANDLE_MAGIC,
 			.version = (uint16_t)v->version,

@@ -327,7 +327,8 @@ static void test_net_credit_small_receive_grant_waits(void **state)
 
 /*
  * A send under the allowance is not known to have a receive until a
- * GRANT covers it (then it may be reported done).
+ * GRANT covers it (then it may be reported done); one beyond what a
+ * closed sender sent matches nothing.
  */
 static void test_net_credit_early_send_unasked_until_granted(void **state)
 {
@@ -346,6 +347,13 @@ static void test_net_credit_early_send_unasked_until_granted(void **state)
 	zsm_net_credit_on_grant(&snd, zsm_net_credit_grant(&rcv));
 	assert_false(zsm_net_credit_unasked(&snd, 1));
 	assert_true(zsm_net_credit_unasked(&snd, 2));
+	/* The sender closed after 2: a third receive waits for nothing. */
+	rcv.closed = 1;
+	rcv.final = 2;
+	assert_false(zsm_net_credit_unmatched(&rcv, 1));
+	zsm_net_credit_on_post(&rcv, 1, 0);
+	assert_true(zsm_net_credit_unmatched(&rcv, 1));
+	assert_false(zsm_net_credit_unmatched(&rcv, 0));
 }
 
 /* A GRANT the receiver wants, delivered at once: 1 when there was one. */
