@@ -2589,6 +2589,61 @@ static int check_peer_dies_send(int rank, void *arg)
 }
 
 /* ---------------------------------------------------------------------- */
+/* pingpong_wait: small round trips that wait for each send */
+
+/*
+ * NCCL's proxy waits for a send to finish before it reuses the slot, and
+ * echoes arrive only after the peer's send finished.  A round trip is
+ * microseconds; a plugin that finishes a send only on its timed work
+ * (zsm once did, for a send held for its GRANT: 250 ms each) takes
+ * minutes.  The limit is generous for a loaded machine.
+ */
+#define PW_ROUNDS 200
+#define PW_LIMIT_MS (20000 * lb_scale)
+
+static int check_pingpong_wait(int rank, void *arg)
+{
+	struct lb_ctx x;
+	struct lb_buf sb, rb;
+	size_t size = 8;
+	int sizes[LB_RECVS_MAX];
+	void *sq, *rq;
+	uint64_t t0;
+
+	(void)arg;
+	LB_TRY(lb_setup(&x, rank));
+	/* Rank 1 echoes back over a comm of its own. */
+	LB_TRY(lb_connect_to(&x, 0, rank ? &x.send : NULL,
+			     rank ? NULL : &x.recv));
+	LB_TRY(lb_buf_alloc(&sb, size));
+	LB_TRY(lb_buf_alloc(&rb, size));
+	LB_TRY(lb_buf_reg(&x, &sb, x.send));
+	LB_TRY(lb_buf_reg(&x, &rb, x.recv));
+	LB_OOB(oob_barrier());
+	t0 = zsm_client_now_ns();
+	for (int i = 0; i < PW_ROUNDS; i++) {
+		LB_TRY(lb_post_recv(&x, x.recv, 1, &rb.vp, &size,
+				    (int[]){ 0 }, &rb.mh, &rq));
+		if (rank == 1)
+			LB_TRY(lb_wait(&x, rq, sizes, "echo's receive"));
+		LB_TRY(lb_post_send(&x, x.send, sb.p, size, 0, sb.mh, &sq));
+		LB_TRY(lb_wait(&x, sq, sizes, "round trip's send"));
+		if (rank == 0)
+			LB_TRY(lb_wait(&x, rq, sizes, "round trip's receive"));
+	}
+	LB_EXPECT(lb_ms_since(t0) < PW_LIMIT_MS,
+		  "%d round trips of %zu B, each send waited for, took %.0f "
+		  "ms (limit %d): sends finish only on timed work?",
+		  PW_ROUNDS, size, lb_ms_since(t0), PW_LIMIT_MS);
+	printf("# abi %d rank %d: %d round trips of 8 B in %.0f ms\n",
+	       lb_opts.abi, rank, PW_ROUNDS, lb_ms_since(t0));
+	LB_OOB(oob_barrier());
+	LB_TRY(lb_buf_free(&x, &sb));
+	LB_TRY(lb_buf_free(&x, &rb));
+	return lb_teardown(&x);
+}
+
+/* ---------------------------------------------------------------------- */
 /* peer_closes: a comm whose live peer closed fails its requests */
 
 /*
@@ -3458,6 +3513,9 @@ static const struct lb_check lb_checks[] = {
 	  "sends to a dead receiver fail within the limit",
 	  "a dead peer is an error of isend, irecv or test (2.5, error "
 	  "codes)" },
+	{ "pingpong_wait", check_pingpong_wait, 45,
+	  "small round trips that wait for each send finish promptly",
+	  "NCCL waits for a send before it reuses its slot (2.5 test)" },
 	{ "peer_closes", check_peer_closes, 45,
 	  "a comm whose live peer closed fails its requests",
 	  "zsm's rule: a peer's close fails the comm's sends and receives "

@@ -825,10 +825,11 @@ int zsm_net_ep_busy(const struct zsm_net_ep *ep)
 	    ep->ctrl_tx || ep->windows || zsm_net_drain_busy(ep))
 		return 1;
 	/* Comms NCCL does not hold yet: handshakes, with their clocks, and
-	 * ones the engine frees if nobody comes back for them. */
+	 * ones the engine frees if nobody comes back for them; and sends
+	 * held for their GRANT, as in flight (net_credit.h). */
 	for (const struct zsm_net_comm *c = ep->comms; c; c = c->ep_next)
 		if (c->type != ZSM_COMM_LISTEN &&
-		    (c->closing || c->deferred ||
+		    (c->closing || c->deferred || c->held ||
 		     /* acquire: pairs with the release in
 		      * zsm_entry_publish_comm. */
 		     (c->owner && !atomic_load_explicit(&c->owner->published,
