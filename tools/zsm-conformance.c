@@ -2589,6 +2589,198 @@ static int check_peer_dies_send(int rank, void *arg)
 }
 
 /* ---------------------------------------------------------------------- */
+/* pingpong_wait: small round trips that wait for each send */
+
+/*
+ * NCCL's proxy waits for a send to finish before it reuses the slot, and
+ * echoes arrive only after the peer's send finished.  A round trip is
+ * microseconds; a plugin that finishes a send only on its timed work
+ * (zsm once did, for a send held for its GRANT: 250 ms each) takes
+ * minutes.  The limit is generous for a loaded machine.
+ */
+#define PW_ROUNDS 200
+#define PW_LIMIT_MS (20000 * lb_scale)
+
+static int check_pingpong_wait(int rank, void *arg)
+{
+	struct lb_ctx x;
+	struct lb_buf sb, rb;
+	size_t size = 8;
+	int sizes[LB_RECVS_MAX];
+	void *sq, *rq;
+	uint64_t t0;
+
+	(void)arg;
+	LB_TRY(lb_setup(&x, rank));
+	/* Rank 1 echoes back over a comm of its own. */
+	LB_TRY(lb_connect_to(&x, 0, rank ? &x.send : NULL,
+			     rank ? NULL : &x.recv));
+	LB_TRY(lb_buf_alloc(&sb, size));
+	LB_TRY(lb_buf_alloc(&rb, size));
+	LB_TRY(lb_buf_reg(&x, &sb, x.send));
+	LB_TRY(lb_buf_reg(&x, &rb, x.recv));
+	LB_OOB(oob_barrier());
+	t0 = zsm_client_now_ns();
+	for (int i = 0; i < PW_ROUNDS; i++) {
+		LB_TRY(lb_post_recv(&x, x.recv, 1, &rb.vp, &size,
+				    (int[]){ 0 }, &rb.mh, &rq));
+		if (rank == 1)
+			LB_TRY(lb_wait(&x, rq, sizes, "echo's receive"));
+		LB_TRY(lb_post_send(&x, x.send, sb.p, size, 0, sb.mh, &sq));
+		LB_TRY(lb_wait(&x, sq, sizes, "round trip's send"));
+		if (rank == 0)
+			LB_TRY(lb_wait(&x, rq, sizes, "round trip's receive"));
+	}
+	LB_EXPECT(lb_ms_since(t0) < PW_LIMIT_MS,
+		  "%d round trips of %zu B, each send waited for, took %.0f "
+		  "ms (limit %d): sends finish only on timed work?",
+		  PW_ROUNDS, size, lb_ms_since(t0), PW_LIMIT_MS);
+	printf("# abi %d rank %d: %d round trips of 8 B in %.0f ms\n",
+	       lb_opts.abi, rank, PW_ROUNDS, lb_ms_since(t0));
+	LB_OOB(oob_barrier());
+	LB_TRY(lb_buf_free(&x, &sb));
+	LB_TRY(lb_buf_free(&x, &rb));
+	return lb_teardown(&x);
+}
+
+/* ---------------------------------------------------------------------- */
+/* peer_closes: a comm whose live peer closed fails its requests */
+
+/*
+ * zsm's rule (docs/design.md, "Same rules on every transport"): a comm
+ * whose peer closed its end fails, whatever the message's size, whether
+ * the request was in flight at the close or posted after it: a closed
+ * receiver takes nothing, and a send reported done would be a lie.  The
+ * peer process stays alive, so no liveness check can say it.  zsm says
+ * so within a round trip of the close; the limit is generous.
+ */
+#define PC_FAIL_MS (5000 * lb_scale)
+#define PC_LARGE ((size_t)4 << 20)
+#define PC_SMALL ((size_t)64)
+/* The sender's comms: in flight at the close (large, small), posted
+ * after it (small, large). */
+#define PC_COMMS 4
+
+static const size_t pc_sizes[PC_COMMS] = { PC_LARGE, PC_SMALL, PC_SMALL,
+					   PC_LARGE };
+
+/*
+ * Test req until it ends (an error from isend counts: r and no req):
+ * it must end in ncclRemoteError within PC_FAIL_MS of t0.
+ */
+static int pc_expect_fail(struct lb_ctx *x, void *req, int r, uint64_t t0,
+			  const char *what)
+{
+	int done = 0, sizes[LB_RECVS_MAX];
+
+	while (!r && !done) {
+		r = zsm_client_test(x->c, req, &done, sizes);
+		LB_EXPECT(r || !done,
+			  "%s: reported done though its peer had closed the "
+			  "comm (nothing took it)",
+			  what);
+		LB_EXPECT(r || lb_ms_since(t0) < PC_FAIL_MS,
+			  "%s: still pending %d ms after its peer closed the "
+			  "comm: nothing will ever end it",
+			  what, PC_FAIL_MS);
+	}
+	LB_EXPECT(r == ncclRemoteError,
+		  "zsm's rule: %s to a closed peer fails with "
+		  "ncclRemoteError, got %s",
+		  what, zsm_client_result_str(r));
+	printf("# abi %d rank %d: %s failed with %s after %.0f ms\n",
+	       lb_opts.abi, x->rank, what, zsm_client_result_str(r),
+	       lb_ms_since(t0));
+	return OOB_PASS;
+}
+
+/* Rank 0: sends on comms whose receiver (rank 1) closes them, and
+ * closes back, on which rank 1 waits for a message. */
+static int pc_sender(struct lb_ctx *x, void **comms, struct lb_buf *b,
+		     struct lb_buf *bb, void *back)
+{
+	static const char *const what[PC_COMMS] = {
+		"a 4 MiB send in flight at the close",
+		"a 64 B send in flight at the close",
+		"a 64 B send posted after the close",
+		"a 4 MiB send posted after the close",
+	};
+	void *req[PC_COMMS] = { 0 };
+	int r[PC_COMMS] = { 0 };
+	uint64_t t0;
+
+	for (int i = 0; i < 2; i++)
+		LB_TRY(lb_post_send(x, comms[i], b[i].p, pc_sizes[i], 0,
+				    b[i].mh, &req[i]));
+	LB_OOB(oob_barrier()); /* posted */
+	LB_TRY(lb_buf_free(x, bb));
+	LB_CALL(x, zsm_client_close_send(x->c, back));
+	LB_OOB(oob_barrier()); /* both closed */
+	t0 = zsm_client_now_ns();
+	for (int i = 2; i < PC_COMMS; i++) {
+		r[i] = zsm_client_isend(x->c, comms[i], b[i].p, pc_sizes[i],
+					0, b[i].mh, &req[i]);
+		LB_EXPECT(r[i] || req[i],
+			  "%s: isend returned no request", what[i]);
+	}
+	for (int i = 0; i < PC_COMMS; i++)
+		LB_TRY(pc_expect_fail(x, req[i], r[i], t0, what[i]));
+	return OOB_PASS;
+}
+
+static int check_peer_closes(int rank, void *arg)
+{
+	void *comms[PC_COMMS] = { 0 }, *back = NULL, *rreq = NULL;
+	struct lb_buf b[PC_COMMS], bb;
+	struct lb_ctx x;
+	uint64_t t0;
+	int i;
+
+	(void)arg;
+	if (!lb_opts.zsm_rules)
+		return oob_skip("what a peer's close does is zsm's rule "
+				"(--zsm-rules); NCCL leaves it open");
+	LB_TRY(lb_open(&x, rank));
+	for (i = 0; i < PC_COMMS; i++) {
+		LB_TRY(lb_connect_pair(&x, rank ? NULL : &comms[i],
+				       rank ? &comms[i] : NULL));
+		LB_TRY(lb_buf_alloc(&b[i], pc_sizes[i]));
+		LB_TRY(lb_buf_reg(&x, &b[i], comms[i]));
+	}
+	/* And one where rank 1 waits to receive and rank 0 closes. */
+	LB_TRY(lb_connect_pair(&x, rank ? NULL : &back, rank ? &back : NULL));
+	LB_TRY(lb_buf_alloc(&bb, PC_SMALL));
+	LB_TRY(lb_buf_reg(&x, &bb, back));
+	if (rank == 0) {
+		LB_TRY(pc_sender(&x, comms, b, &bb, back));
+	} else {
+		LB_TRY(lb_post_recv(&x, back, 1, &bb.vp, &bb.size,
+				    (int[]){ 0 }, &bb.mh, &rreq));
+		LB_OOB(oob_barrier()); /* posted */
+		for (i = 0; i < PC_COMMS; i++) {
+			LB_TRY(lb_buf_free(&x, &b[i]));
+			LB_CALL(&x, zsm_client_close_recv(x.c, comms[i]));
+		}
+		LB_OOB(oob_barrier()); /* closed */
+		t0 = zsm_client_now_ns();
+		LB_TRY(pc_expect_fail(&x, rreq, 0, t0,
+				      "a receive whose sender closed"));
+	}
+	LB_OOB(oob_barrier());
+	oob_doing("closing the comms whose peer closed");
+	if (rank == 0) {
+		for (i = 0; i < PC_COMMS; i++) {
+			LB_TRY(lb_buf_free(&x, &b[i]));
+			LB_CALL(&x, zsm_client_close_send(x.c, comms[i]));
+		}
+	} else {
+		LB_TRY(lb_buf_free(&x, &bb));
+		LB_CALL(&x, zsm_client_close_recv(x.c, back));
+	}
+	return lb_teardown(&x);
+}
+
+/* ---------------------------------------------------------------------- */
 /* data_sizes: byte-exact data from 1 byte to 1 GiB */
 
 #define DS_GIB ((size_t)1 << 30)
@@ -3321,6 +3513,13 @@ static const struct lb_check lb_checks[] = {
 	  "sends to a dead receiver fail within the limit",
 	  "a dead peer is an error of isend, irecv or test (2.5, error "
 	  "codes)" },
+	{ "pingpong_wait", check_pingpong_wait, 45,
+	  "small round trips that wait for each send finish promptly",
+	  "NCCL waits for a send before it reuses its slot (2.5 test)" },
+	{ "peer_closes", check_peer_closes, 45,
+	  "a comm whose live peer closed fails its requests",
+	  "zsm's rule: a peer's close fails the comm's sends and receives "
+	  "with ncclRemoteError, whatever their size" },
 	{ "data_sizes", check_data_sizes, 90,
 	  "1 B to 1 GiB arrive byte-exact",
 	  "NCCL sends up to maxP2pBytes in one message (6.2)" },

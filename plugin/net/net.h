@@ -318,9 +318,13 @@ struct zsm_net_req {
 	void *add_slot;
 	/* Get: its GET's number on the comm (the owner's answer counts
 	 * them), and until when that answer may take.  Set when the GET
-	 * goes. */
+	 * goes.  A send: its number among the comm's data messages, set
+	 * when it is posted (net_credit.h). */
 	uint64_t get_seq;
 	uint64_t get_deadline_ns;
+	/* A send the provider finished, not reported until its receive is
+	 * known to be posted: the next on its comm's list (net_credit.h). */
+	struct zsm_net_req *held_next;
 };
 
 static inline struct zsm_net_req *zsm_net_req_of(struct zsm_req *r)
@@ -411,7 +415,11 @@ struct zsm_net_comm {
 	/* How far the peer may send to a receive comm, or this send comm
 	 * to its peer (net_credit.h); net comms only. */
 	struct zsm_net_credit credit;
+	/* Send comms: the sends held until their receive is known to be
+	 * posted (net_credit.h), any order. */
+	struct zsm_net_req *held;
 	int closing;
+	uint64_t closed_ns; /* when closing began: its CLOSE's clock */
 	/* Control messages to send (bits of 1 << type), the one in flight,
 	 * and the comm's place on ep->ctrl_head's list. */
 	unsigned ctrl_want;
@@ -454,6 +462,12 @@ void zsm_net_comm_fail(struct zsm_net_comm *comm, int err, const char *why);
 /* Whether the link's owner failed (engine). */
 int zsm_net_comm_failed(const struct zsm_net_comm *comm);
 int zsm_net_comm_post_close(struct zsm_net_comm *comm);
+/* Engine: the peer's CLOSE, once net_ctrl.c checked it. */
+void zsm_net_comm_on_close(struct zsm_net_comm *c,
+			   const struct zsm_ctrl_msg *m);
+/* Engine, before req goes to the provider: -ECONNRESET, the comm failed
+ * (said here), when the peer closed and req would wait for ever; else 0. */
+int zsm_net_comm_peer_closed(struct zsm_net_comm *comm, struct zsm_req *req);
 /* Engine: comms whose handshake ran out of time, or was abandoned. */
 void zsm_net_comm_expire(struct zsm_net_ep *ep, uint64_t now);
 /* Engine: the handshake's messages, once net_ctrl.c checked them. */
@@ -571,6 +585,9 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
 /* A send's remote CQ data: its comm's data key, and a checksum. */
 uint64_t zsm_net_req_cq_data(const struct zsm_net_req *req);
 void zsm_net_req_undefer(struct zsm_net_req *req);
+/* Report the sends comm held whose receives the peer has now said are
+ * posted; with err (the comm failed), every one, failed with err. */
+void zsm_net_req_report_held(struct zsm_net_comm *comm, int err);
 /* The comm ops' post: a send, receive or flush (net_ep.c). */
 int zsm_net_ep_post_req(struct zsm_req *req);
 /* The comm ops' flush (net_req.c). */

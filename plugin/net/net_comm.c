@@ -226,6 +226,8 @@ void zsm_net_comm_fail_reqs(struct zsm_net_comm *comm, int err)
 	/* Receives from a failed peer would wait forever. */
 	zsm_net_comm_cancel_recvs(comm);
 	zsm_net_comm_orphan_posted(comm, err);
+	/* Held sends may never have reached a receive. */
+	zsm_net_req_report_held(comm, err);
 }
 
 void zsm_net_comm_fail(struct zsm_net_comm *comm, int err, const char *why)
@@ -434,7 +436,58 @@ void zsm_net_comm_on_grant(struct zsm_net_comm *sc,
 			   const struct zsm_ctrl_msg *m)
 {
 	zsm_net_peer_heard(sc->peer_obj, sc->ep->pass_ns);
-	zsm_net_credit_on_grant(&sc->credit, m->credit);
+	if (zsm_net_credit_on_grant(&sc->credit, m->credit))
+		zsm_net_req_report_held(sc, 0);
+}
+
+/*
+ * The peer closed its comm.  A receiver that closed takes nothing more:
+ * the sends it did not take are lost, so its sender's comm fails as soon
+ * as one is in flight or posted.  A sender that closed sends nothing
+ * more: only receives beyond the messages its CLOSE counts would wait
+ * for ever.  A comm with nothing that waits stays quiet, since in
+ * NCCL's teardown both ends close in either order.
+ */
+void zsm_net_comm_on_close(struct zsm_net_comm *c,
+			   const struct zsm_ctrl_msg *m)
+{
+	zsm_net_peer_heard(c->peer_obj, c->ep->pass_ns);
+	c->credit.closed = 1;
+	if (c->type == ZSM_COMM_RECV) {
+		c->credit.final = m->sent;
+		if (zsm_net_credit_unmatched(&c->credit, 0))
+			zsm_net_comm_fail(c, -ECONNRESET,
+					  "the sender closed its comm with "
+					  "receives posted that nothing it "
+					  "sent will match");
+	} else if (c->data_ops || c->deferred || c->held) {
+		zsm_net_comm_fail(c, -ECONNRESET,
+				  "the receiver closed its comm: the sends it "
+				  "did not take are lost");
+	}
+}
+
+int zsm_net_comm_peer_closed(struct zsm_net_comm *comm, struct zsm_req *b)
+{
+	const struct zsm_net_req *req = zsm_net_req_of(b);
+	unsigned unposted = 0;
+
+	if (!comm->credit.closed || zsm_net_comm_failed(comm) ||
+	    b->type == ZSM_REQ_FLUSH)
+		return 0;
+	if (b->type == ZSM_REQ_RECV) {
+		for (int i = 0; i < b->n; i++)
+			unposted += !req->ops[i].posted;
+		if (!zsm_net_credit_unmatched(&comm->credit, unposted))
+			return 0;
+		zsm_net_comm_fail(comm, -ECONNRESET,
+				  "the sender closed its comm: nothing will "
+				  "match this receive");
+	} else {
+		zsm_net_comm_fail(comm, -ECONNRESET,
+				  "the receiver closed its comm");
+	}
+	return -ECONNRESET;
 }
 
 /* Listener: the connector took what we answered or not; accept() may
@@ -595,19 +648,39 @@ void zsm_net_comm_maybe_free(struct zsm_net_comm *comm)
 	if (!comm->closing)
 		return;
 	zsm_net_comm_tell_closer(comm, 0);
-	if (comm->ops_posted == 0)
+	/* Its CLOSE goes first (net_ctrl.c gives it up if it cannot). */
+	if (comm->ops_posted == 0 && !comm->ctrl_want)
 		zsm_net_comm_free(comm);
+}
+
+/*
+ * Whether the peer must hear that NCCL closed this comm: it carried data
+ * and the peer knows it, and the peer is neither gone nor closed itself.
+ * Else a sender would wait for ever for GRANTs, its early messages
+ * dropped, and a receiver for messages that never come.
+ */
+static int zsm_net_comm_owes_close(const struct zsm_net_comm *comm)
+{
+	return zsm_net_comm_is_data(comm) && comm->peer_key &&
+	       !comm->peer_gone && !comm->credit.closed &&
+	       (comm->hs == ZSM_COMM_CONNECTED || comm->hs == ZSM_COMM_FAILED);
 }
 
 /* Engine: stop using the comm, cancel its receives, free it when idle. */
 int zsm_net_comm_post_close(struct zsm_net_comm *comm)
 {
+	int tell = zsm_net_comm_owes_close(comm);
+
 	comm->closing = 1;
 	/* Receive comms nobody accepted go with their listener. */
 	while (comm->accept_head)
 		zsm_net_comm_post_close(comm->accept_head);
 	zsm_net_comm_leave_listener(comm);
 	comm->ctrl_want = 0;
+	if (tell) {
+		comm->closed_ns = zsm_now_ns();
+		zsm_net_ctrl_want(comm, ZSM_CTRL_CLOSE);
+	}
 	zsm_net_comm_cancel_recvs(comm);
 	zsm_net_comm_maybe_free(comm);
 	return 0;

@@ -66,7 +66,21 @@ int zsm_net_credit_want_grant(const struct zsm_net_credit *cr)
 	 * arrival grants.  Granting on every post would double the
 	 * messages of a busy comm.
 	 */
+	/* A message beyond what the sender was told of arrived: its send
+	 * is held until the sender hears its receive is posted. */
+	if (cr->posted > given && cr->arrived > given)
+		return 1;
 	return cr->posted > given && cr->arrived + cr->slack >= given + wait;
+}
+
+int zsm_net_credit_unasked(const struct zsm_net_credit *cr, uint64_t seq)
+{
+	return seq + cr->early > cr->limit;
+}
+
+int zsm_net_credit_unmatched(const struct zsm_net_credit *cr, unsigned n)
+{
+	return cr->closed && cr->posted + n > cr->final;
 }
 
 int zsm_net_credit_want_late_grant(struct zsm_net_credit *cr)

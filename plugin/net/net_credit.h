@@ -29,7 +29,15 @@
  * large message into a small receive (an error the receiver reports) or
  * a peer whose eager size differs from ours would wait for a GRANT that
  * never comes: the endpoint's timed work grants what a quiet comm owes
- * (zsm_net_credit_want_late_grant).  test_net_credit shows that no
+ * (zsm_net_credit_want_late_grant).
+ *
+ * A send is reported done only once its receive is known to be posted
+ * (its number within limit - early): an early one the provider finished
+ * before that is held until a GRANT covers it.  Without this, an early
+ * message to a receiver that closed before posting its receive was
+ * reported done and dropped there (issue 32).  So a message that
+ * arrives beyond what the sender was told (arrived > granted - early)
+ * is granted at once: its sender holds that send.  test_net_credit shows that no
  * schedule of sizes, posts and delays deadlocks.  Pure bookkeeping,
  * engine only; net_ep.c, net_req.c, net_comm.c and net_ctrl.c call it.
  */
@@ -56,6 +64,10 @@ struct zsm_net_credit {
 	uint64_t tick_arrived;
 	/* Both: the allowance. */
 	uint32_t early;
+	/* Both: the peer closed its comm (its CLOSE came); receive comms:
+	 * the data messages its sender sent in all, which the CLOSE says. */
+	uint32_t closed;
+	uint64_t final;
 };
 
 /* A receive comm's start: its sender may send early messages. */
@@ -78,6 +90,12 @@ int zsm_net_credit_want_grant(const struct zsm_net_credit *cr);
 /* The endpoint's timed look: 1 when receives the sender was not told of
  * are posted and nothing arrived since the previous look. */
 int zsm_net_credit_want_late_grant(struct zsm_net_credit *cr);
+/* 1 while send number seq (from 1) went under the allowance and the
+ * receiver has not said that its receive is posted. */
+int zsm_net_credit_unasked(const struct zsm_net_credit *cr, uint64_t seq);
+/* 1 when the sender closed and n more receives would pass the messages
+ * it sent: nothing would ever match them. */
+int zsm_net_credit_unmatched(const struct zsm_net_credit *cr, unsigned n);
 /* The limit to send in a GRANT (taken as given). */
 uint64_t zsm_net_credit_grant(struct zsm_net_credit *cr);
 

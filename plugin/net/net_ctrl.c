@@ -20,6 +20,7 @@
 
 #include "common/host.h"
 #include "common/log.h"
+#include "common/param.h"
 #include "net/net.h"
 
 /* Control receives an endpoint keeps posted: a burst of connections
@@ -229,6 +230,11 @@ static void zsm_net_ctrl_build(struct zsm_net_comm *comm, enum zsm_ctrl_type t,
 		m->rma_addr = comm->refused.addr;
 		m->reply_key = comm->refused.key;
 		break;
+	case ZSM_CTRL_CLOSE:
+		/* The receiver's count of what it may still receive. */
+		if (comm->type == ZSM_COMM_SEND)
+			m->sent = comm->credit.sent;
+		break;
 	default:
 		break;
 	}
@@ -283,6 +289,30 @@ static int zsm_net_ctrl_send_next(struct zsm_net_comm *comm)
 	return 0;
 }
 
+/*
+ * A closing comm sends its CLOSE and nothing else.  A CLOSE the provider
+ * refuses (rxm does, for ever, to a process that is gone) for as long as
+ * a connect may take is given up: the peer is unreachable, and its own
+ * liveness check tells it.
+ */
+static void zsm_net_ctrl_closing(struct zsm_net_comm *c, uint64_t now)
+{
+	uint64_t limit =
+		(uint64_t)zsm_param_int(ZSM_P_CONNECT_TIMEOUT_MS) * 1000000ULL;
+
+	c->ctrl_want &= 1u << ZSM_CTRL_CLOSE;
+	if (c->ctrl_want && c->peer_gone) {
+		c->ctrl_want = 0;
+	} else if (c->ctrl_want && now > c->closed_ns &&
+		   now - c->closed_ns > limit) {
+		ZSM_INFO("net: %s: comm %u: its peer (pid %u) took no CLOSE "
+			 "in %llu ms; giving it up",
+			 c->ep->dev->name, c->local_id, c->peer_pid,
+			 (unsigned long long)((now - c->closed_ns) / 1000000));
+		c->ctrl_want = 0;
+	}
+}
+
 void zsm_net_ctrl_progress(struct zsm_net_ep *ep)
 {
 	struct zsm_net_comm *c, *prev = NULL, *next;
@@ -295,13 +325,14 @@ void zsm_net_ctrl_progress(struct zsm_net_ep *ep)
 	}
 	for (c = ep->ctrl_head; c; c = next) {
 		next = c->ctrl_next;
-		if (c->ctrl_want && !c->closing)
+		if (c->closing)
+			zsm_net_ctrl_closing(c, ep->pass_ns);
+		if (c->ctrl_want)
 			zsm_net_ctrl_send_next(c);
-		if (c->ctrl_want && !c->closing) {
+		if (c->ctrl_want) {
 			prev = c;
 			continue;
 		}
-		c->ctrl_want = 0;
 		c->ctrl_queued = 0;
 		if (prev)
 			prev->ctrl_next = next;
@@ -309,6 +340,8 @@ void zsm_net_ctrl_progress(struct zsm_net_ep *ep)
 			ep->ctrl_head = next;
 		if (ep->ctrl_tail == c)
 			ep->ctrl_tail = prev;
+		/* One whose CLOSE was its last business may go now. */
+		zsm_net_comm_maybe_free(c);
 	}
 }
 
@@ -480,6 +513,54 @@ static int zsm_net_ctrl_malformed(struct zsm_net_ep *ep,
 	return 0;
 }
 
+/* A message of an established link: for a send or a receive comm. */
+static void zsm_net_ctrl_on_link(struct zsm_net_ep *ep,
+				 const struct zsm_ctrl_msg *m, unsigned type)
+{
+	struct zsm_net_comm *c;
+
+	switch (type) {
+	case ZSM_CTRL_GRANT:
+		/* One may cross its send comm's close, or come after the comm
+		 * failed: nothing to say then.  A live comm checks it. */
+		c = zsm_idmap_find(&ep->ids, m->dst_id);
+		if (!c || c->type != ZSM_COMM_SEND || c->closing)
+			return;
+		c = zsm_net_ctrl_for(ep, m, ZSM_COMM_SEND, -1);
+		if (c)
+			zsm_net_comm_on_grant(c, m);
+		return;
+	case ZSM_CTRL_CLOSE:
+		/* Closes cross, in NCCL's teardown: one for a comm that is
+		 * closing or gone is no news. */
+		c = zsm_idmap_find(&ep->ids, m->dst_id);
+		if (!c || c->closing || c->type == ZSM_COMM_LISTEN)
+			return;
+		c = zsm_net_ctrl_for(ep, m, c->type, -1);
+		if (c)
+			zsm_net_comm_on_close(c, m);
+		return;
+	case ZSM_CTRL_GET_READY:
+	case ZSM_CTRL_SIGNALED:
+	case ZSM_CTRL_RMA_REFUSED:
+		zsm_net_ctrl_on_rma(ep, m, type);
+		return;
+	default: /* PING, PONG: for a send or a receive comm */
+		c = zsm_idmap_find(&ep->ids, m->dst_id);
+		c = zsm_net_ctrl_for(ep, m,
+				     c && c->type == ZSM_COMM_RECV
+					     ? ZSM_COMM_RECV
+					     : ZSM_COMM_SEND,
+				     ZSM_COMM_CONNECTED);
+		if (!c)
+			return;
+		zsm_net_peer_heard(c->peer_obj, ep->pass_ns);
+		if (type == ZSM_CTRL_PING)
+			zsm_net_ctrl_want(c, ZSM_CTRL_PONG);
+		return;
+	}
+}
+
 /* Every check a control message passes before a comm sees it. */
 static void zsm_net_ctrl_on_message(struct zsm_net_ep *ep,
 				    const struct zsm_ctrl_msg *m, size_t len,
@@ -525,33 +606,8 @@ static void zsm_net_ctrl_on_message(struct zsm_net_ep *ep,
 		if (c)
 			zsm_net_comm_on_done(c, m);
 		return;
-	case ZSM_CTRL_GRANT:
-		/* One may cross its send comm's close, or come after the comm
-		 * failed: nothing to say then.  A live comm checks it. */
-		c = zsm_idmap_find(&ep->ids, m->dst_id);
-		if (!c || c->type != ZSM_COMM_SEND || c->closing)
-			return;
-		c = zsm_net_ctrl_for(ep, m, ZSM_COMM_SEND, -1);
-		if (c)
-			zsm_net_comm_on_grant(c, m);
-		return;
-	case ZSM_CTRL_GET_READY:
-	case ZSM_CTRL_SIGNALED:
-	case ZSM_CTRL_RMA_REFUSED:
-		zsm_net_ctrl_on_rma(ep, m, type);
-		return;
-	default: /* PING, PONG: for a send or a receive comm */
-		c = zsm_idmap_find(&ep->ids, m->dst_id);
-		c = zsm_net_ctrl_for(ep, m,
-				     c && c->type == ZSM_COMM_RECV
-					     ? ZSM_COMM_RECV
-					     : ZSM_COMM_SEND,
-				     ZSM_COMM_CONNECTED);
-		if (!c)
-			return;
-		zsm_net_peer_heard(c->peer_obj, ep->pass_ns);
-		if (type == ZSM_CTRL_PING)
-			zsm_net_ctrl_want(c, ZSM_CTRL_PONG);
+	default:
+		zsm_net_ctrl_on_link(ep, m, type);
 		return;
 	}
 }

@@ -693,6 +693,7 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 	} else if (b->type == ZSM_REQ_SEND) {
 		ep->tx_inflight++;
 		zsm_net_credit_on_send(&comm->credit);
+		req->get_seq = comm->credit.sent;
 	} else {
 		ep->tx_inflight++;
 	}
@@ -794,7 +795,9 @@ int zsm_net_ep_post_req(struct zsm_req *b)
 		err = -ECANCELED;
 		goto fail_rest;
 	}
-	err = zsm_comm_error(b->comm);
+	err = zsm_net_comm_peer_closed(comm, b);
+	if (!err)
+		err = zsm_comm_error(b->comm);
 	if (err)
 		goto fail_rest;
 	if (b->type == ZSM_REQ_SEND)
@@ -862,10 +865,11 @@ int zsm_net_ep_busy(const struct zsm_net_ep *ep)
 	    ep->ctrl_tx || ep->windows || zsm_net_drain_busy(ep))
 		return 1;
 	/* Comms NCCL does not hold yet: handshakes, with their clocks, and
-	 * ones the engine frees if nobody comes back for them. */
+	 * ones the engine frees if nobody comes back for them; and sends
+	 * held for their GRANT, as in flight (net_credit.h). */
 	for (const struct zsm_net_comm *c = ep->comms; c; c = c->ep_next)
 		if (c->type != ZSM_COMM_LISTEN &&
-		    (c->closing || c->deferred ||
+		    (c->closing || c->deferred || c->held ||
 		     /* acquire: pairs with the release in
 		      * zsm_entry_publish_comm. */
 		     (c->owner && !atomic_load_explicit(&c->owner->published,

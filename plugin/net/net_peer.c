@@ -224,12 +224,13 @@ static void zsm_net_peer_fail(struct zsm_net_peer *p, int err, const char *why)
 			zsm_net_comm_maybe_free(c);
 }
 
-/* Whether some comm to p waits for the peer. */
+/* Whether some comm to p waits for the peer (a held send waits for its
+ * GRANT, net_credit.h). */
 static struct zsm_net_comm *zsm_net_peer_busy(struct zsm_net_peer *p)
 {
 	for (struct zsm_net_comm *c = p->ep->comms; c; c = c->ep_next)
 		if (c->peer_obj == p && !c->closing &&
-		    (c->data_ops || c->deferred) && c->peer_id &&
+		    (c->data_ops || c->deferred || c->held) && c->peer_id &&
 		    !zsm_net_comm_failed(c))
 			return c;
 	return NULL;

@@ -93,6 +93,26 @@ static int zsm_net_req_recv_done(struct zsm_net_op *op, int err, size_t *len,
 	return err;
 }
 
+/*
+ * A send the provider finished whose receive the peer has not said is
+ * posted: not done yet (net_credit.h), unless its comm failed, which
+ * fails it.  1 when held.
+ */
+static int zsm_net_req_hold(struct zsm_net_comm *comm, struct zsm_net_req *req)
+{
+	struct zsm_req *b = &req->base;
+
+	if (b->type != ZSM_REQ_SEND || b->error ||
+	    !zsm_net_credit_unasked(&comm->credit, req->get_seq))
+		return 0;
+	b->error = zsm_comm_error(b->comm);
+	if (b->error)
+		return 0;
+	req->held_next = comm->held;
+	comm->held = req;
+	return 1;
+}
+
 void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
 			 uint64_t data)
 {
@@ -166,10 +186,27 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
 		b->sizes[op->index] = (int)len;
 	else
 		b->sizes[0] = (int)b->len[0];
-	if (--b->remaining == 0)
+	if (--b->remaining == 0 && !zsm_net_req_hold(comm, req))
 		zsm_req_publish(b);
 	if (comm->closing)
 		zsm_net_comm_maybe_free(comm);
+}
+
+void zsm_net_req_report_held(struct zsm_net_comm *comm, int err)
+{
+	struct zsm_net_req **pp = &comm->held, *r;
+
+	while ((r = *pp)) {
+		if (!err && zsm_net_credit_unasked(&comm->credit, r->get_seq)) {
+			pp = &r->held_next;
+			continue;
+		}
+		/* Off the list first: once published, test() may reuse it. */
+		*pp = r->held_next;
+		if (err)
+			r->base.error = err;
+		zsm_req_publish(&r->base);
+	}
 }
 
 void zsm_net_req_undefer(struct zsm_net_req *req)

@@ -45,7 +45,10 @@
  * the rest, applies a put's signal (net_rma.c); SIGNALED tells its sender
  * how many of the SIGNALs that asked for it were applied.  GET, of
  * SIGNAL's layout, asks the owner of a window to make bytes ready for a
- * read, and GET_READY answers (net_rma_get.c).
+ * read, and GET_READY answers (net_rma_get.c).  CLOSE tells a comm's
+ * peer that NCCL closed it (net_comm.c): it goes behind every message
+ * the comm sent, and a send comm's counts its data messages, so that
+ * the receiver knows which of its receives nothing will match.
  */
 #ifndef ZSM_NET_WIRE_H
 #define ZSM_NET_WIRE_H
@@ -82,6 +85,7 @@ enum zsm_ctrl_type {
 	/* sender to receiver: the receiver's provider refused a write or
 	 * read of ours (net_rma.c) */
 	ZSM_CTRL_RMA_REFUSED = 11,
+	ZSM_CTRL_CLOSE = 12,    /* either side: this comm closed */
 	ZSM_CTRL_NTYPES,
 };
 
@@ -97,10 +101,11 @@ enum zsm_ctrl_type {
  * reads only once the owner answered).  10: a SIGNAL may ask to be
  * acknowledged (its flags), SIGNALED.  11: RMA_REFUSED; a SIGNAL the
  * receiver refuses is answered by a SIGNALED with its error whether or
- * not it asked.  magic and version keep their
+ * not it asked.  12: CLOSE (a closed comm tells its peer; a send comm's
+ * says how many messages it sent).  magic and version keep their
  * offsets in every version, so either side can name the other's.
  */
-#define ZSM_HANDLE_VERSION 11
+#define ZSM_HANDLE_VERSION 12
 
 /* The 128-byte connection handle NCCL ships from listener to connector. */
 struct zsm_net_handle {
@@ -160,6 +165,8 @@ struct zsm_ctrl_msg {
 				     says whether it failed on one */
 		uint64_t rma_addr; /* RMA_REFUSED: the address the write
 				      or read named */
+		uint64_t sent;    /* CLOSE of a send comm: data messages
+				     it posted, in all */
 	};
 	uint32_t addr_len;  /* REQ: the connector's address */
 	uint32_t pad;

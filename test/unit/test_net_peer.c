@@ -310,6 +310,34 @@ static int with_defaults(void **state)
 	return 0;
 }
 
+/* A send held until its receive is known posted (net_credit.h) waits
+ * for the peer as one in flight does: silence fails it, it does not pend
+ * for ever. */
+static void test_net_peer_held_send_is_watched(void **state)
+{
+	struct zsm_net_req *held = calloc(1, sizeof(*held));
+	struct fake f;
+
+	(void)state;
+	assert_non_null(held);
+	fake_open(&f, 0);
+	f.comm->type = ZSM_COMM_SEND;
+	f.comm->data_ops = 0;
+	f.comm->recv_ops = 0;
+	held->base.type = ZSM_REQ_SEND;
+	held->base.comm = f.owner;
+	atomic_store(&held->base.state, ZSM_REQ_PENDING);
+	f.comm->held = held;
+	zsm_net_peer_check(&f.ep, T0 + 1500 * MS);
+	assert_true(f.comm->ctrl_want & (1u << ZSM_CTRL_PING));
+	zsm_net_peer_check(&f.ep, T0 + 2510 * MS);
+	zsm_assert_int_eq(fake_failed(&f), -ECONNRESET);
+	zsm_assert_int_eq(atomic_load(&held->base.state), -ECONNRESET);
+	assert_null(f.comm->held);
+	fake_close(&f);
+	free(held);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -333,6 +361,8 @@ int main(void)
 		cmocka_unit_test_setup(
 			test_net_peer_other_provider_is_not_knocked,
 			with_defaults),
+		cmocka_unit_test_setup(test_net_peer_held_send_is_watched,
+				       with_2s),
 	};
 
 	return cmocka_run_group_tests_name("net_peer", tests, NULL, NULL);
