@@ -121,6 +121,22 @@ struct zsm_net_op {
 
 struct zsm_net_mr;
 
+/*
+ * Control receives an endpoint keeps posted.  Anyone who can reach the
+ * endpoint can send control-tagged messages, and what arrives while every
+ * control receive is taken waits in the provider's unexpected queue, each
+ * in a buffer of its eager size (rxm: 16.5 KiB, from a pool that grows
+ * 1024 at a time, zeroed, and never shrinks).  With 16 posted, 8000 junk
+ * messages a second outran them between two passes: the pool grew, the
+ * growth ate the engine's CPU, the queue grew faster, and a connection
+ * request waited behind 13-15 s of junk.  As many as a flood brings
+ * between two passes of a loaded engine land in zsm's own buffers
+ * instead; each is a control message's size (the spill buffer takes
+ * anything longer), so 256 cost 48 KiB, not 4 MiB.  Many more would
+ * add to the posted receives the provider may walk to match a message.
+ */
+#define ZSM_NET_CTRL_RX 256
+
 /* Control messages the endpoint refused a comm for, answers in flight. */
 #define ZSM_NET_NACKS 8
 

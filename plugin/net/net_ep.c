@@ -22,7 +22,8 @@
 #include "net/net_fi_abi.h"
 
 #define ZSM_NET_CQ_BATCH 32
-/* Provider queue entries kept for control messages (net_ctrl.c). */
+/* Send queue entries kept for control messages (net_ctrl.c); receives
+ * keep the control receives (ZSM_NET_CTRL_RX). */
 #define ZSM_NET_CTRL_RESERVE 64
 /* How long a close waits for the provider to give back its operations. */
 #define ZSM_NET_CLOSE_DRAIN_NS (1000ULL * 1000000ULL)
@@ -134,9 +135,11 @@ static int zsm_net_ep_open(struct zsm_net_dev *dev, int rx_role,
 	ep->tx_budget = fi->tx_attr->size > 2 * ZSM_NET_CTRL_RESERVE
 				? fi->tx_attr->size - ZSM_NET_CTRL_RESERVE
 				: fi->tx_attr->size / 2;
-	ep->rx_budget = fi->rx_attr->size > 2 * ZSM_NET_CTRL_RESERVE
-				? fi->rx_attr->size - ZSM_NET_CTRL_RESERVE
-				: fi->rx_attr->size / 2;
+	/* Receives: the control receives are the reserve. */
+	ep->nctrl_rx = fi->rx_attr->size > 2 * ZSM_NET_CTRL_RX
+			       ? ZSM_NET_CTRL_RX
+			       : (int)(fi->rx_attr->size / 2);
+	ep->rx_budget = fi->rx_attr->size - (size_t)ep->nctrl_rx;
 	/* What the provider surely sends without the receiver: rxm's eager
 	 * size where zsm knows it, else what it injects. */
 	ep->eager_max = dev->trunc_unsafe ? dev->trunc_unsafe
@@ -183,11 +186,7 @@ static int zsm_net_ep_open(struct zsm_net_dev *dev, int rx_role,
 		if (ret)
 			goto err;
 	}
-	ret = zsm_net_ctrl_init(ep);
-	if (ret) {
-		step = "posting the control receives";
-		goto err;
-	}
+	/* Control receives take it as their second part. */
 	if (dev->trunc_unsafe) {
 		step = "the spill buffer";
 		ep->spill = aligned_alloc(64, dev->trunc_unsafe);
@@ -200,6 +199,11 @@ static int zsm_net_ep_open(struct zsm_net_dev *dev, int rx_role,
 						      &ep->spill_desc);
 		if (ret)
 			goto err;
+	}
+	ret = zsm_net_ctrl_init(ep);
+	if (ret) {
+		step = "posting the control receives";
+		goto err;
 	}
 	ZSM_INFO("net: endpoint open on %s (%s), address %zu bytes, "
 		 "receives %s, %s%s",

@@ -94,6 +94,7 @@ int h_case_strays(int rank, void *arg);
 int h_case_early(int rank, void *arg);
 int h_case_close_held(int rank, void *arg);
 int h_case_ctrl_junk(int rank, void *arg);
+int h_case_ctrl_flood(int rank, void *arg);
 int h_case_fd_limit(int rank, void *arg);
 
 #endif

@@ -134,33 +134,17 @@ int h_case_ctrl_junk(int rank, void *arg)
 			 warns);
 		H_CALL(zsm_client_close_listen(x.c, listen));
 	} else {
-		unsigned char m[256];
+		unsigned char m[H_JUNK_BYTES];
 
 		H_OOB(oob_recv(handle, sizeof(handle)));
 		h_victim_from_handle(&v, handle);
 		H_EXPECT(!h_attacker_open(&a, &v), "no attacker endpoint");
 		for (int i = 0; i < 2000; i++) {
-			size_t len = h_attacker_conn_req(a, &v, m, 4000 + i,
-							 1, -1, 0, 5);
-			uint32_t id = v.listen_id;
+			uint32_t id;
+			size_t len = h_attacker_junk_ctrl(a, &v, m,
+							  (unsigned long)i,
+							  &id);
 
-			switch (i % 5) {
-			case 0: /* foreign bytes */
-				memset(m, i, sizeof(m));
-				break;
-			case 1: /* short */
-				len = 10;
-				break;
-			case 2: /* another version */
-				m[4] = 99;
-				break;
-			case 3: /* the wrong nonce */
-				m[v.version == 3 ? 8 : 16] ^= 0xff;
-				break;
-			default: /* for a comm that does not exist */
-				id = v.listen_id + 5000 + (uint32_t)i;
-				break;
-			}
 			h_attacker_ctrl(a, id, 1 + i % 4, m, len);
 			if (i % 64 == 0)
 				h_attacker_poll(a);

@@ -246,6 +246,9 @@ static const struct h_case h_cases[] = {
 	 "wait for them"},
 	{"ctrl_junk", h_case_ctrl_junk, 60, "9",
 	 "2000 malformed control messages give a few log lines, not 2000"},
+	{"ctrl_flood", h_case_ctrl_flood, 90, "32.5",
+	 "under 8000 junk control messages a second a connect is answered "
+	 "within 1 s and a live comm keeps working"},
 	{"fd_limit", h_case_fd_limit, 120, "10",
 	 "out of fds, every comm still notices its peer's death"},
 };
