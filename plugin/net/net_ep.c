@@ -22,6 +22,9 @@
 #include "net/net_fi_abi.h"
 
 #define ZSM_NET_CQ_BATCH 32
+/* Reads a pass makes for the stray scan's looks at most (each look is
+ * one, and the scan's own budget bounds them too). */
+#define ZSM_NET_DRAIN_READS 512
 /* Send queue entries kept for control messages (net_ctrl.c); receives
  * keep the control receives (ZSM_NET_CTRL_RX). */
 #define ZSM_NET_CTRL_RESERVE 64
@@ -816,7 +819,6 @@ void zsm_net_ep_tick(struct zsm_net_ep *ep, uint64_t now)
 	zsm_net_comm_expire(ep, now);
 	zsm_net_comm_grant_late(ep);
 	zsm_net_peer_check(ep, now);
-	zsm_net_drain_tick(ep, now);
 	zsm_net_ctrl_drop_summary(ep, now, 0);
 }
 
@@ -849,12 +851,24 @@ static int zsm_net_ep_pass(struct zsm_net_ep *ep, uint64_t now)
 	ep->pass_ns = now;
 	events = zsm_net_ep_progress(ep);
 	/* Its fd said something came (the scan's own looks are not news;
-	 * a stray it discards is, net_drain.c). */
+	 * while it finds strays it goes on by itself, net_drain.c). */
 	if (ep->kicked)
 		ep->active_ns = now;
 	ep->kicked = 0;
 	zsm_net_ctrl_progress(ep);
 	zsm_net_ep_tick(ep, now);
+	zsm_net_drain_tick(ep, now);
+	/* Each look of the stray scan completes through the queue, the next
+	 * one posted as it does: read it again for the scan, up to its
+	 * budget (net_drain.c). */
+	for (int i = 0; i < ZSM_NET_DRAIN_READS && zsm_net_drain_looking(ep);
+	     i++) {
+		int n = zsm_net_ep_progress(ep);
+
+		if (!n)
+			break;
+		events += n;
+	}
 	zsm_net_ep_pump_hint(ep);
 	return events;
 }

@@ -199,14 +199,11 @@ int h_case_ctrl_flood(int rank, void *arg)
 
 	(void)arg;
 	H_TRY(h_setup(&x, rank));
+	H_TRY(h_listen_victim(&x, handle, &listen, &f.v));
 	if (rank == 1) {
-		H_CALL(zsm_client_listen(x.c, 0, handle, &listen));
-		H_OOB(oob_send(handle, sizeof(handle)));
 		st = h_flood_run(&x, handle, listen);
 		H_CALL(zsm_client_close_listen(x.c, listen));
 	} else {
-		H_OOB(oob_recv(handle, sizeof(handle)));
-		h_victim_from_handle(&f.v, handle);
 		st = h_flood_start(&f, &flooder);
 		if (st != OOB_PASS) {
 			h_attacker_close(f.a);

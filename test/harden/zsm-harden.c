@@ -238,6 +238,9 @@ static const struct h_case h_cases[] = {
 	 "place of the real one"},
 	{"strays", h_case_strays, 90, "7",
 	 "20000 messages for no live comm do not stay in memory"},
+	{"strays_behind", h_case_strays_behind, 90, "32.6",
+	 "strays behind a message a live comm keeps are dropped; the kept "
+	 "one arrives"},
 	{"early", h_case_early, 120, "7",
 	 "a sender 20000 messages ahead of its receiver costs it no memory; "
 	 "every message arrives once receives are posted"},
