@@ -121,6 +121,22 @@ struct zsm_net_op {
 
 struct zsm_net_mr;
 
+/*
+ * Control receives an endpoint keeps posted.  Anyone who can reach the
+ * endpoint can send control-tagged messages, and what arrives while every
+ * control receive is taken waits in the provider's unexpected queue, each
+ * in a buffer of its eager size (rxm: 16.5 KiB, from a pool that grows
+ * 1024 at a time, zeroed, and never shrinks).  With 16 posted, 8000 junk
+ * messages a second outran them between two passes: the pool grew, the
+ * growth ate the engine's CPU, the queue grew faster, and a connection
+ * request waited behind 13-15 s of junk.  As many as a flood brings
+ * between two passes of a loaded engine land in zsm's own buffers
+ * instead; each is a control message's size (the spill buffer takes
+ * anything longer), so 256 cost 48 KiB, not 4 MiB.  Many more would
+ * add to the posted receives the provider may walk to match a message.
+ */
+#define ZSM_NET_CTRL_RX 256
+
 /* Control messages the endpoint refused a comm for, answers in flight. */
 #define ZSM_NET_NACKS 8
 /* How long an RMA_REFUSED whose send failed is sent again (net_ctrl.c). */
@@ -150,6 +166,30 @@ enum zsm_net_drop {
 };
 
 struct zsm_net_ctrl_rx;
+
+/* A set of tags the stray scan looks in: those whose top len bits are
+ * tag's. */
+struct zsm_net_drain_prefix {
+	uint64_t tag;
+	int len;
+};
+
+/* Down to one comm id: the bits below it are the caller's tag. */
+#define ZSM_DRAIN_LEAF (64 - ZSM_TAG_BITS_USER)
+
+/* The stray scan (net_drain.c): the prefixes still to look in, the one
+ * being looked in, and what is left of this pass's looks. */
+struct zsm_net_drain {
+	struct zsm_net_op op;
+	int state;
+	int budget;
+	int found; /* strays discarded since the scan began */
+	int soon;  /* the next scan starts next pass */
+	uint64_t next_ns;
+	struct zsm_net_drain_prefix cur;
+	int top;
+	struct zsm_net_drain_prefix stack[ZSM_DRAIN_LEAF + 2];
+};
 
 struct zsm_net_ep {
 	struct zsm_net_dev *dev;
@@ -207,12 +247,7 @@ struct zsm_net_ep {
 	 * registration where the provider wants one. */
 	void *spill;
 	void *spill_mr, *spill_desc;
-	/* The stray scan (net_drain.c). */
-	struct zsm_net_op drain_op;
-	int drain_state;
-	uint64_t drain_tag;
-	uint64_t next_drain_ns;
-	int drain_budget;
+	struct zsm_net_drain drain; /* the stray scan (net_drain.c) */
 	struct zsm_mr_cache *mr_cache;
 	/* regMrDmaBuf's fd and the address of its byte 0, for the cache's
 	 * registration callback; -1 and NULL otherwise (engine lock). */
@@ -575,8 +610,10 @@ void zsm_net_peer_check(struct zsm_net_ep *ep, uint64_t now);
 /* net_drain.c: strays: messages for no live comm, discarded. */
 void zsm_net_drain_tick(struct zsm_net_ep *ep, uint64_t now);
 void zsm_net_drain_complete(struct zsm_net_ep *ep, int err, uint64_t tag);
-/* A look or a discard is in flight. */
+/* A look or a discard is in flight, or the scan goes on next pass. */
 int zsm_net_drain_busy(const struct zsm_net_ep *ep);
+/* A look of the scan is with the provider. */
+int zsm_net_drain_looking(const struct zsm_net_ep *ep);
 
 /* An operation completed: err, the length the provider reports, and the
  * message's remote CQ data (receives). */

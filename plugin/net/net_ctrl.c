@@ -23,9 +23,6 @@
 #include "common/param.h"
 #include "net/net.h"
 
-/* Control receives an endpoint keeps posted: a burst of connections
- * beyond this waits in the provider, it is not lost. */
-#define ZSM_NET_CTRL_RX 16
 /* How often a growing drop count is said again. */
 #define ZSM_NET_DROP_SAY_NS (30ULL * 1000000000ULL)
 
@@ -90,9 +87,15 @@ void zsm_net_ctrl_drop_summary(struct zsm_net_ep *ep, uint64_t now, int all)
 static void zsm_net_ctrl_rx_post(struct zsm_net_ep *ep,
 				 struct zsm_net_ctrl_rx *rx)
 {
-	ssize_t ret = fi_trecv(ep->ep, rx->buf, ep->ctrl_len, rx->desc,
-			       FI_ADDR_UNSPEC, ZSM_TAG_CTRL,
-			       ZSM_TAG_CTRL_IGNORE, &rx->op.fi_ctx);
+	/* Whatever a peer sends eagerly fits: a message longer than any of
+	 * zsm's spills into the endpoint's spill buffer, never truncates
+	 * (see zsm_net_dev's trunc_unsafe), and is dropped by its length. */
+	struct iovec iov[2] = {{rx->buf, ep->ctrl_len},
+			       {ep->spill, ep->dev->trunc_unsafe}};
+	void *desc[2] = {rx->desc, ep->spill_desc};
+	ssize_t ret = fi_trecvv(ep->ep, iov, desc, ep->spill ? 2 : 1,
+				FI_ADDR_UNSPEC, ZSM_TAG_CTRL,
+				ZSM_TAG_CTRL_IGNORE, &rx->op.fi_ctx);
 
 	if (ret == 0) {
 		rx->op.posted = 1;
@@ -114,14 +117,9 @@ int zsm_net_ctrl_init(struct zsm_net_ep *ep)
 	void *mr = NULL, *desc = NULL;
 	int ret;
 
-	/* Nothing a peer sends eagerly may truncate a control receive:
-	 * on some providers that drops the connection every comm to the
-	 * peer shares (see zsm_net_dev's trunc_unsafe). */
-	if (len < ep->dev->trunc_unsafe)
-		len = ep->dev->trunc_unsafe;
 	ep->ctrl_len = (len + 63) & ~(size_t)63;
-	ep->ctrl_rx = calloc(ZSM_NET_CTRL_RX, sizeof(*ep->ctrl_rx));
-	bufs = aligned_alloc(64, ep->ctrl_len * ZSM_NET_CTRL_RX);
+	ep->ctrl_rx = calloc((size_t)ep->nctrl_rx, sizeof(*ep->ctrl_rx));
+	bufs = aligned_alloc(64, ep->ctrl_len * (size_t)ep->nctrl_rx);
 	if (!ep->ctrl_rx || !bufs) {
 		free(ep->ctrl_rx);
 		free(bufs);
@@ -130,7 +128,8 @@ int zsm_net_ctrl_init(struct zsm_net_ep *ep)
 	}
 	if (ep->needs_mr) {
 		ret = zsm_net_mr_reg_internal(ep, bufs,
-					      ep->ctrl_len * ZSM_NET_CTRL_RX,
+					      ep->ctrl_len *
+						      (size_t)ep->nctrl_rx,
 					      FI_SEND | FI_RECV, &mr, &desc);
 		if (ret) {
 			free(bufs);
@@ -139,9 +138,8 @@ int zsm_net_ctrl_init(struct zsm_net_ep *ep)
 			return ret;
 		}
 	}
-	ep->nctrl_rx = ZSM_NET_CTRL_RX;
 	ep->ctrl_mr = mr;
-	for (int i = 0; i < ZSM_NET_CTRL_RX; i++) {
+	for (int i = 0; i < ep->nctrl_rx; i++) {
 		struct zsm_net_ctrl_rx *rx = &ep->ctrl_rx[i];
 
 		rx->op.kind = ZSM_OP_CTRL_RECV;
@@ -621,7 +619,7 @@ static void zsm_net_ctrl_rx_done(struct zsm_net_ctrl_rx *rx, int err,
 	rx->op.posted = 0;
 	if (err == -ECANCELED)
 		return; /* the endpoint is closing */
-	if (err == -EMSGSIZE)
+	if (err == -EMSGSIZE || (!err && len > ep->ctrl_len))
 		zsm_net_ctrl_drop(ep, ZSM_DROP_TRUNCATED, "larger than a "
 							   "control receive");
 	else if (err)

@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Owns the stray scan: data messages that no live comm will ever take
- * (for a comm that closed, for an id that never existed, without their
- * comm's key) would sit in the provider for ever, each holding one of its
- * buffers (rxm: about 17 KB).  Now and then the endpoint peeks at the
- * oldest unexpected data message: a stray is discarded and the next one
- * looked at, up to a budget; one that a live comm will take ends the
- * scan (it is taken when its receive is posted, and what lies behind it
- * is looked at then).  A message with the wrong key for a live comm is
- * dropped by the receive it matches (net_req.c).  Providers without FI_PEEK keep their strays; that
- * is said once.  Engine only.
+ * (for a comm that closed, for an id that never existed, with tag bits no
+ * zsm message has) would sit in the provider for ever, each holding one
+ * of its buffers (rxm: about 17 KB).  Now and then the endpoint peeks at
+ * the oldest unexpected message in a set of tags: a stray is discarded
+ * and the set looked at again; a message zsm keeps (a control message,
+ * which a control receive takes, or data for a live receive comm, which
+ * its receive takes, or whose wrong key that receive judges, net_req.c)
+ * splits the set in two by the next tag bit, and each half is looked in
+ * on its own, down to the tags of that one comm, which are kept whole.
+ * So a message kept costs the scan up to two looks per tag bit above the
+ * caller's tag, and nothing stays behind it (one used to end the scan).
+ * The sets still to look in carry over to the next pass, so a burst of
+ * strays is discarded as fast as the passes go.  Providers
+ * without FI_PEEK keep their strays; that is said once.  Engine only.
  */
 #include <errno.h>
 
@@ -27,24 +32,34 @@ enum {
 	ZSM_DRAIN_OFF,
 };
 
-/* Scans a tick may start, and strays one scan may discard. */
-#define ZSM_DRAIN_BUDGET 4096
+/* The control bit: every zsm tag has nothing above it. */
+#define ZSM_DRAIN_CTRL_SHIFT 47
+_Static_assert(1ULL << ZSM_DRAIN_CTRL_SHIFT == ZSM_TAG_CTRL,
+	       "the control bit is the top one of zsm's tags");
+
+/* Looks one pass makes at most.  Each completes through the completion
+ * queue, which the engine reads again for it (net_ep.c): this bounds the
+ * time a pass spends on strays. */
+#define ZSM_DRAIN_BUDGET 512
+/* How long the scan waits once a whole scan found no stray. */
+#define ZSM_DRAIN_PERIOD_NS 250000000ULL
 
 /* One look (or, with FI_DISCARD, one discard) at the oldest unexpected
- * data message with tag under ignore. */
+ * message with tag under ignore. */
 static int zsm_net_drain_post(struct zsm_net_ep *ep, uint64_t tag,
 			      uint64_t ignore, uint64_t flags)
 {
+	struct zsm_net_drain *d = &ep->drain;
 	struct fi_msg_tagged m = {
 		.addr = FI_ADDR_UNSPEC,
 		.tag = tag,
 		.ignore = ignore,
-		.context = &ep->drain_op.fi_ctx,
+		.context = &d->op.fi_ctx,
 	};
 	ssize_t ret;
 
-	ep->drain_op.kind = ZSM_OP_DRAIN;
-	ep->drain_op.owner = ep;
+	d->op.kind = ZSM_OP_DRAIN;
+	d->op.owner = ep;
 	ret = fi_trecvmsg(ep->ep, &m, FI_PEEK | flags);
 	if (ret == -FI_EAGAIN)
 		return -EAGAIN;
@@ -53,72 +68,138 @@ static int zsm_net_drain_post(struct zsm_net_ep *ep, uint64_t tag,
 			 "messages (FI_PEEK: %s): messages for closed comms "
 			 "stay with it",
 			 ep->dev->name, zsm_fi_strerror((int)-ret));
-		ep->drain_state = ZSM_DRAIN_OFF;
+		d->state = ZSM_DRAIN_OFF;
 		return -ENOTSUP;
 	}
-	ep->drain_op.posted = 1;
+	d->op.posted = 1;
 	return 0;
 }
 
-static void zsm_net_drain_peek(struct zsm_net_ep *ep)
+/* The tag bits a prefix of len leaves open. */
+static uint64_t zsm_net_drain_ignore(int len)
 {
-	/* Any data message: the control bit clear, any id, any tag. */
-	if (zsm_net_drain_post(ep, 0, ZSM_TAG_CTRL - 1, 0) == 0)
-		ep->drain_state = ZSM_DRAIN_PEEK;
+	return len ? ~0ULL >> len : ~0ULL;
+}
+
+/* Whether zsm keeps a message with tag: a control message, or data for
+ * a live receive comm.  Its key is judged when a receive takes it (a look
+ * need not say whether the message has CQ data: rxm's does not flag
+ * it), so one for a live comm is never discarded here. */
+static int zsm_net_drain_kept(struct zsm_net_ep *ep, uint64_t tag)
+{
+	struct zsm_net_comm *c;
+
+	if (tag >> ZSM_DRAIN_CTRL_SHIFT == 1)
+		return 1; /* ZSM_TAG_CTRL, nothing above it */
+	if (tag >> ZSM_DRAIN_CTRL_SHIFT)
+		return 0; /* bits no zsm message has */
+	c = zsm_idmap_find(&ep->ids, zsm_tag_id(tag));
+	return c && c->type == ZSM_COMM_RECV && !c->closing;
+}
+
+/* Whether every message under prefix p is kept: nothing to look for. */
+static int zsm_net_drain_all_kept(struct zsm_net_ep *ep,
+				  struct zsm_net_drain_prefix p)
+{
+	if (p.len >= 64 - ZSM_DRAIN_CTRL_SHIFT &&
+	    p.tag >> ZSM_DRAIN_CTRL_SHIFT == 1)
+		return 1;
+	return p.len == ZSM_DRAIN_LEAF && zsm_net_drain_kept(ep, p.tag);
+}
+
+static void zsm_net_drain_push(struct zsm_net_drain *d, uint64_t tag, int len)
+{
+	/* A walk holds one set per tag bit at most, and the one it looks
+	 * in: never full. */
+	if (d->top < (int)(sizeof(d->stack) / sizeof(d->stack[0])))
+		d->stack[d->top++] = (struct zsm_net_drain_prefix){tag, len};
+}
+
+/* Look in the next set that may hold strays, or rest: none is left,
+ * or this pass's looks are spent. */
+static void zsm_net_drain_next(struct zsm_net_ep *ep)
+{
+	struct zsm_net_drain *d = &ep->drain;
+
+	while (d->top > 0 && d->budget > 0) {
+		d->cur = d->stack[--d->top];
+		if (zsm_net_drain_all_kept(ep, d->cur))
+			continue;
+		d->budget--;
+		if (zsm_net_drain_post(ep, d->cur.tag,
+				       zsm_net_drain_ignore(d->cur.len),
+				       0) == 0) {
+			d->state = ZSM_DRAIN_PEEK;
+			return;
+		}
+		if (d->state == ZSM_DRAIN_OFF)
+			return;
+		d->top++; /* refused for now: this set first next time */
+		break;
+	}
+	d->state = ZSM_DRAIN_IDLE;
+	/* Looks spent on a set not yet done, or strays found (more may be
+	 * coming in): the next pass goes on, so that a burst of strays
+	 * is discarded as it lands, not a period later. */
+	d->soon = d->top || d->found;
+	if (!d->top)
+		d->found = 0;
+	d->next_ns = ep->pass_ns + (d->soon ? 0 : ZSM_DRAIN_PERIOD_NS);
+}
+
+int zsm_net_drain_looking(const struct zsm_net_ep *ep)
+{
+	return ep->drain.state == ZSM_DRAIN_PEEK ||
+	       ep->drain.state == ZSM_DRAIN_DISCARD;
 }
 
 int zsm_net_drain_busy(const struct zsm_net_ep *ep)
 {
-	return ep->drain_state == ZSM_DRAIN_PEEK ||
-	       ep->drain_state == ZSM_DRAIN_DISCARD;
+	/* Looking, or going on next pass. */
+	return zsm_net_drain_looking(ep) ||
+	       (ep->drain.state == ZSM_DRAIN_IDLE && ep->drain.soon);
 }
 
 void zsm_net_drain_tick(struct zsm_net_ep *ep, uint64_t now)
 {
-	if (ep->drain_state != ZSM_DRAIN_IDLE || now < ep->next_drain_ns)
+	struct zsm_net_drain *d = &ep->drain;
+
+	if (d->state != ZSM_DRAIN_IDLE || now < d->next_ns)
 		return;
-	ep->drain_budget = ZSM_DRAIN_BUDGET;
-	zsm_net_drain_peek(ep);
-}
-
-/*
- * Whether a live comm takes a data message with tag.  Its key is judged
- * when a receive takes it (a look need not say whether the message has
- * CQ data: rxm's does not flag it), so one for a live comm is never
- * discarded here.
- */
-static int zsm_net_drain_wanted(struct zsm_net_ep *ep, uint64_t tag)
-{
-	struct zsm_net_comm *c = zsm_idmap_find(&ep->ids, zsm_tag_id(tag));
-
-	return c && c->type == ZSM_COMM_RECV && !c->closing;
+	d->budget = ZSM_DRAIN_BUDGET;
+	if (d->top == 0)
+		zsm_net_drain_push(d, 0, 0); /* every tag */
+	zsm_net_drain_next(ep);
 }
 
 void zsm_net_drain_complete(struct zsm_net_ep *ep, int err, uint64_t tag)
 {
-	ep->drain_op.posted = 2;
-	if (ep->drain_state == ZSM_DRAIN_DISCARD) {
+	struct zsm_net_drain *d = &ep->drain;
+	struct zsm_net_drain_prefix p = d->cur;
+
+	d->op.posted = 2;
+	if (d->state == ZSM_DRAIN_DISCARD) {
 		if (!err) {
 			zsm_net_ctrl_drop(ep, ZSM_DROP_DATA,
 					  "discarded from the provider");
-			/* More may be behind it: the proxy keeps looking in
-			 * (net_ep.c, the idle sleep). */
-			ep->active_ns = ep->pass_ns;
+			d->found = 1;
 		}
-		if (--ep->drain_budget > 0) {
-			zsm_net_drain_peek(ep);
-			return;
-		}
-	} else if (ep->drain_state == ZSM_DRAIN_PEEK && !err &&
-		   !zsm_net_drain_wanted(ep, tag)) {
+		zsm_net_drain_push(d, p.tag, p.len); /* the same set again */
+	} else if (d->state == ZSM_DRAIN_PEEK && !err &&
+		   !zsm_net_drain_kept(ep, tag)) {
 		/* The oldest unexpected message with this exact tag is the
 		 * one just seen: nothing older matched the wider look. */
 		if (zsm_net_drain_post(ep, tag, 0, FI_DISCARD) == 0) {
-			ep->drain_state = ZSM_DRAIN_DISCARD;
+			d->state = ZSM_DRAIN_DISCARD;
 			return;
 		}
+		zsm_net_drain_push(d, p.tag, p.len);
+	} else if (d->state == ZSM_DRAIN_PEEK && !err &&
+		   p.len < ZSM_DRAIN_LEAF) {
+		/* A message kept: each half of the set on its own. */
+		zsm_net_drain_push(d, p.tag | 1ULL << (63 - p.len), p.len + 1);
+		zsm_net_drain_push(d, p.tag, p.len + 1);
 	}
-	if (ep->drain_state != ZSM_DRAIN_OFF)
-		ep->drain_state = ZSM_DRAIN_IDLE;
-	ep->next_drain_ns = ep->pass_ns + 250000000ULL;
+	if (d->state != ZSM_DRAIN_OFF)
+		zsm_net_drain_next(ep);
 }

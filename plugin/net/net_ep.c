@@ -22,7 +22,11 @@
 #include "net/net_fi_abi.h"
 
 #define ZSM_NET_CQ_BATCH 32
-/* Provider queue entries kept for control messages (net_ctrl.c). */
+/* Reads a pass makes for the stray scan's looks at most (each look is
+ * one, and the scan's own budget bounds them too). */
+#define ZSM_NET_DRAIN_READS 512
+/* Send queue entries kept for control messages (net_ctrl.c); receives
+ * keep the control receives (ZSM_NET_CTRL_RX). */
 #define ZSM_NET_CTRL_RESERVE 64
 /* How long a close waits for the provider to give back its operations. */
 #define ZSM_NET_CLOSE_DRAIN_NS (1000ULL * 1000000ULL)
@@ -134,9 +138,11 @@ static int zsm_net_ep_open(struct zsm_net_dev *dev, int rx_role,
 	ep->tx_budget = fi->tx_attr->size > 2 * ZSM_NET_CTRL_RESERVE
 				? fi->tx_attr->size - ZSM_NET_CTRL_RESERVE
 				: fi->tx_attr->size / 2;
-	ep->rx_budget = fi->rx_attr->size > 2 * ZSM_NET_CTRL_RESERVE
-				? fi->rx_attr->size - ZSM_NET_CTRL_RESERVE
-				: fi->rx_attr->size / 2;
+	/* Receives: the control receives are the reserve. */
+	ep->nctrl_rx = fi->rx_attr->size > 2 * ZSM_NET_CTRL_RX
+			       ? ZSM_NET_CTRL_RX
+			       : (int)(fi->rx_attr->size / 2);
+	ep->rx_budget = fi->rx_attr->size - (size_t)ep->nctrl_rx;
 	/* Half of it shared; the rest is each comm's room for its next
 	 * receive (zsm_net_ep_rx_room). */
 	ep->rx_budget /= 2;
@@ -186,11 +192,7 @@ static int zsm_net_ep_open(struct zsm_net_dev *dev, int rx_role,
 		if (ret)
 			goto err;
 	}
-	ret = zsm_net_ctrl_init(ep);
-	if (ret) {
-		step = "posting the control receives";
-		goto err;
-	}
+	/* Control receives take it as their second part. */
 	if (dev->trunc_unsafe) {
 		step = "the spill buffer";
 		ep->spill = aligned_alloc(64, dev->trunc_unsafe);
@@ -203,6 +205,11 @@ static int zsm_net_ep_open(struct zsm_net_dev *dev, int rx_role,
 						      &ep->spill_desc);
 		if (ret)
 			goto err;
+	}
+	ret = zsm_net_ctrl_init(ep);
+	if (ret) {
+		step = "posting the control receives";
+		goto err;
 	}
 	ZSM_INFO("net: endpoint open on %s (%s), address %zu bytes, "
 		 "receives %s, %s%s",
@@ -855,7 +862,6 @@ void zsm_net_ep_tick(struct zsm_net_ep *ep, uint64_t now)
 	zsm_net_comm_expire(ep, now);
 	zsm_net_comm_grant_late(ep);
 	zsm_net_peer_check(ep, now);
-	zsm_net_drain_tick(ep, now);
 	zsm_net_ctrl_drop_summary(ep, now, 0);
 }
 
@@ -889,12 +895,24 @@ static int zsm_net_ep_pass(struct zsm_net_ep *ep, uint64_t now)
 	ep->pass_ns = now;
 	events = zsm_net_ep_progress(ep);
 	/* Its fd said something came (the scan's own looks are not news;
-	 * a stray it discards is, net_drain.c). */
+	 * while it finds strays it goes on by itself, net_drain.c). */
 	if (ep->kicked)
 		ep->active_ns = now;
 	ep->kicked = 0;
 	zsm_net_ctrl_progress(ep);
 	zsm_net_ep_tick(ep, now);
+	zsm_net_drain_tick(ep, now);
+	/* Each look of the stray scan completes through the queue, the next
+	 * one posted as it does: read it again for the scan, up to its
+	 * budget (net_drain.c). */
+	for (int i = 0; i < ZSM_NET_DRAIN_READS && zsm_net_drain_looking(ep);
+	     i++) {
+		int n = zsm_net_ep_progress(ep);
+
+		if (!n)
+			break;
+		events += n;
+	}
 	zsm_net_ep_pump_hint(ep);
 	return events;
 }

@@ -20,20 +20,28 @@
 #define H_GUESSES 32
 #define H_HANDLE NCCL_NET_HANDLE_MAXSIZE
 
+int h_listen_victim(struct h_ctx *x, char *handle, void **listen,
+		    struct h_victim *v)
+{
+	if (x->rank == 1) {
+		H_CALL(zsm_client_listen(x->c, 0, handle, listen));
+		H_OOB(oob_send(handle, H_HANDLE));
+	} else {
+		H_OOB(oob_recv(handle, H_HANDLE));
+		h_victim_from_handle(v, handle);
+	}
+	return OOB_PASS;
+}
+
 /* Rank 1 listens; both learn the handle; rank 0 opens an attacker. */
 static int h_attack_setup(struct h_ctx *x, int rank, char *handle,
 			  void **listen, struct h_victim *v,
 			  struct h_attacker **a)
 {
 	H_TRY(h_open(x, rank));
-	if (rank == 1) {
-		H_CALL(zsm_client_listen(x->c, 0, handle, listen));
-		H_OOB(oob_send(handle, H_HANDLE));
-	} else {
-		H_OOB(oob_recv(handle, H_HANDLE));
-		h_victim_from_handle(v, handle);
+	H_TRY(h_listen_victim(x, handle, listen, v));
+	if (rank == 0)
 		H_EXPECT(!h_attacker_open(a, v), "no attacker endpoint");
-	}
 	return OOB_PASS;
 }
 

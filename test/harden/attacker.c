@@ -15,6 +15,9 @@
 
 #include "attacker.h"
 #include "net/net.h"
+#include "zsm_client.h"
+
+#define H_ATTACKER_PATIENCE_NS (5ULL * 1000000000ULL)
 
 struct h_attacker {
 	struct fi_info *info;
@@ -144,11 +147,15 @@ static int h_attacker_send(struct h_attacker *a, uint64_t tag, const void *buf,
 {
 	unsigned slot = a->next++ % 64;
 	unsigned char *b = a->bufs[slot];
+	uint64_t t0;
 	ssize_t ret;
 
 	if (len > sizeof(a->bufs[0]))
 		len = sizeof(a->bufs[0]);
 	memcpy(b, buf, len);
+	/* A victim that takes nothing for long is not waited for for ever:
+	 * the case judges what that did. */
+	t0 = zsm_client_now_ns();
 	do {
 		if (with_cqd)
 			ret = fi_tsenddata(a->ep, b, len, NULL, cqd, a->victim,
@@ -157,7 +164,8 @@ static int h_attacker_send(struct h_attacker *a, uint64_t tag, const void *buf,
 			ret = fi_tsend(a->ep, b, len, NULL, a->victim, tag,
 				       &a->ctx[slot]);
 		h_attacker_poll(a);
-	} while (ret == -FI_EAGAIN);
+	} while (ret == -FI_EAGAIN &&
+		 zsm_client_now_ns() - t0 < H_ATTACKER_PATIENCE_NS);
 	return ret ? -1 : 0;
 }
 
@@ -353,4 +361,32 @@ size_t h_attacker_conn_ack(const struct h_victim *v, void *buf, uint32_t dst,
 		return sizeof(m);
 	}
 	return 0;
+}
+
+size_t h_attacker_junk_ctrl(const struct h_attacker *a,
+			    const struct h_victim *v, unsigned char *m,
+			    unsigned long i, uint32_t *id)
+{
+	size_t len = h_attacker_conn_req(a, v, m, 4000 + (uint32_t)i, 1, -1,
+					 0, 5);
+
+	*id = v->listen_id;
+	switch (i % 5) {
+	case 0: /* foreign bytes */
+		memset(m, (int)i, H_JUNK_BYTES);
+		break;
+	case 1: /* short */
+		len = 10;
+		break;
+	case 2: /* another version */
+		m[4] = 99;
+		break;
+	case 3: /* the wrong nonce: refused, an answer sent back */
+		m[v->version == 3 ? 8 : 16] ^= 0xff;
+		break;
+	default: /* for a comm that does not exist */
+		*id = v->listen_id + 5000 + (uint32_t)(i % 100000);
+		break;
+	}
+	return len;
 }

@@ -57,6 +57,15 @@ size_t h_attacker_conn_req(const struct h_attacker *a, const struct h_victim *v,
 			   uint64_t ce_addr, uint64_t key);
 /* Where the address sits in a connection request of version. */
 size_t h_attacker_req_addr_offset(unsigned version);
+/* Room junk_ctrl's messages take. */
+#define H_JUNK_BYTES 256
+/* The i-th of five kinds of junk control message for the victim's
+ * listener, written into m (H_JUNK_BYTES): foreign bytes, short, of
+ * another version, with the wrong nonce, for a comm that does not exist.
+ * Returns its length, and in *id the comm id its tag names. */
+size_t h_attacker_junk_ctrl(const struct h_attacker *a,
+			    const struct h_victim *v, unsigned char *m,
+			    unsigned long i, uint32_t *id);
 /* A connection answer to connector comm dst claiming receive comm id. */
 size_t h_attacker_conn_ack(const struct h_victim *v, void *buf, uint32_t dst,
 			   uint32_t id, uint64_t key);

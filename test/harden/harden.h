@@ -55,6 +55,12 @@ int h_open(struct h_ctx *x, int rank);
 /* Rank listener listens and accepts, the other connects. */
 int h_connect(struct h_ctx *x, int listener, void **send, void **recv);
 int h_setup(struct h_ctx *x, int rank);
+struct h_victim;
+/* Rank 1 listens and sends rank 0 the handle (into handle,
+ * NCCL_NET_HANDLE_MAXSIZE), which rank 0 reads into v for an attacker to
+ * aim at. */
+int h_listen_victim(struct h_ctx *x, char *handle, void **listen,
+		    struct h_victim *v);
 int h_teardown(struct h_ctx *x);
 int h_post_send(struct h_ctx *x, void *comm, void *data, size_t size, int tag,
 		void *mh, void **req);
@@ -91,9 +97,11 @@ int h_case_forged_ack(int rank, void *arg);
 int h_case_fd_steal(int rank, void *arg);
 int h_case_replay(int rank, void *arg);
 int h_case_strays(int rank, void *arg);
+int h_case_strays_behind(int rank, void *arg);
 int h_case_early(int rank, void *arg);
 int h_case_close_held(int rank, void *arg);
 int h_case_ctrl_junk(int rank, void *arg);
+int h_case_ctrl_flood(int rank, void *arg);
 int h_case_fd_limit(int rank, void *arg);
 int h_case_finalize_queued(int rank, void *arg);
 int h_case_deliver_held(int rank, void *arg);

@@ -238,6 +238,9 @@ static const struct h_case h_cases[] = {
 	 "place of the real one"},
 	{"strays", h_case_strays, 90, "7",
 	 "20000 messages for no live comm do not stay in memory"},
+	{"strays_behind", h_case_strays_behind, 90, "32.6",
+	 "strays behind a message a live comm keeps are dropped; the kept "
+	 "one arrives"},
 	{"early", h_case_early, 120, "7",
 	 "a sender 20000 messages ahead of its receiver costs it no memory; "
 	 "every message arrives once receives are posted"},
@@ -246,6 +249,9 @@ static const struct h_case h_cases[] = {
 	 "wait for them"},
 	{"ctrl_junk", h_case_ctrl_junk, 60, "9",
 	 "2000 malformed control messages give a few log lines, not 2000"},
+	{"ctrl_flood", h_case_ctrl_flood, 90, "32.5",
+	 "under 8000 junk control messages a second a connect is answered "
+	 "within 1 s and a live comm keeps working"},
 	{"fd_limit", h_case_fd_limit, 120, "10",
 	 "out of fds, every comm still notices its peer's death"},
 	{"finalize_queued", h_case_finalize_queued, 60, "32.5",
