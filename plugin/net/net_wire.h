@@ -45,7 +45,9 @@
  * the rest, applies a put's signal (net_rma.c); SIGNALED tells its sender
  * how many of the SIGNALs that asked for it were applied.  GET, of
  * SIGNAL's layout, asks the owner of a window to make bytes ready for a
- * read, and GET_READY answers (net_rma_get.c).  CLOSE tells a comm's
+ * read, and GET_READY answers (net_rma_get.c).  RMA_REFUSED tells a
+ * window's owner that its provider refused one of our writes or reads
+ * (net_rma.c).  CLOSE tells a comm's
  * peer that NCCL closed it (net_comm.c): it goes behind every message
  * the comm sent, and a send comm's counts its data messages, so that
  * the receiver knows which of its receives nothing will match.
