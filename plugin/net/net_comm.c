@@ -441,30 +441,36 @@ void zsm_net_comm_on_grant(struct zsm_net_comm *sc,
 }
 
 /*
- * The peer closed its comm.  A receiver that closed takes nothing more:
- * the sends it did not take are lost, so its sender's comm fails as soon
- * as one is in flight or posted.  A sender that closed sends nothing
- * more: only receives beyond the messages its CLOSE counts would wait
- * for ever.  A comm with nothing that waits stays quiet, since in
+ * The peer closed its comm.  A receiver that closed takes nothing more,
+ * and its CLOSE counts the messages it took: sends up to there arrived
+ * and are done (held ones too: NCCL's receiver may close before the
+ * GRANT that would have freed them went), and the sender's comm fails
+ * if it sent one beyond or has one posted.  A sender that closed sends
+ * nothing more: only receives beyond the messages its CLOSE counts would
+ * wait for ever.  A comm with nothing that waits stays quiet, since in
  * NCCL's teardown both ends close in either order.
  */
 void zsm_net_comm_on_close(struct zsm_net_comm *c,
 			   const struct zsm_ctrl_msg *m)
 {
 	zsm_net_peer_heard(c->peer_obj, c->ep->pass_ns);
-	c->credit.closed = 1;
 	if (c->type == ZSM_COMM_RECV) {
+		c->credit.closed = 1;
 		c->credit.final = m->sent;
 		if (zsm_net_credit_unmatched(&c->credit, 0))
 			zsm_net_comm_fail(c, -ECONNRESET,
 					  "the sender closed its comm with "
 					  "receives posted that nothing it "
 					  "sent will match");
-	} else if (c->data_ops || c->deferred || c->held) {
+		return;
+	}
+	if (zsm_net_credit_on_close(&c->credit, m->sent) || c->deferred) {
 		zsm_net_comm_fail(c, -ECONNRESET,
 				  "the receiver closed its comm: the sends it "
 				  "did not take are lost");
+		return;
 	}
+	zsm_net_req_report_held(c, 0);
 }
 
 int zsm_net_comm_peer_closed(struct zsm_net_comm *comm, struct zsm_req *b)
@@ -679,6 +685,7 @@ int zsm_net_comm_post_close(struct zsm_net_comm *comm)
 	comm->ctrl_want = 0;
 	if (tell) {
 		comm->closed_ns = zsm_now_ns();
+		comm->credit.taken = comm->credit.arrived;
 		zsm_net_ctrl_want(comm, ZSM_CTRL_CLOSE);
 	}
 	zsm_net_comm_cancel_recvs(comm);

@@ -78,6 +78,15 @@ int zsm_net_credit_unasked(const struct zsm_net_credit *cr, uint64_t seq)
 	return seq + cr->early > cr->limit;
 }
 
+int zsm_net_credit_on_close(struct zsm_net_credit *cr, uint64_t taken)
+{
+	cr->closed = 1;
+	/* Taken means its receive was posted: as a GRANT says. */
+	if (taken + cr->early > cr->limit)
+		cr->limit = taken + cr->early;
+	return cr->sent > taken;
+}
+
 int zsm_net_credit_unmatched(const struct zsm_net_credit *cr, unsigned n)
 {
 	return cr->closed && cr->posted + n > cr->final;

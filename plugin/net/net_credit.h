@@ -68,6 +68,10 @@ struct zsm_net_credit {
 	 * the data messages its sender sent in all, which the CLOSE says. */
 	uint32_t closed;
 	uint64_t final;
+	/* Receive comms: the messages that had arrived when this side
+	 * closed, which its CLOSE tells the sender (receives cancelled by
+	 * the close count as arrivals after it, but took nothing). */
+	uint64_t taken;
 };
 
 /* A receive comm's start: its sender may send early messages. */
@@ -93,6 +97,10 @@ int zsm_net_credit_want_late_grant(struct zsm_net_credit *cr);
 /* 1 while send number seq (from 1) went under the allowance and the
  * receiver has not said that its receive is posted. */
 int zsm_net_credit_unasked(const struct zsm_net_credit *cr, uint64_t seq);
+/* A send comm whose receiver closed having taken `taken` messages:
+ * sends up to there arrived, and are done; 1 when one beyond was sent,
+ * which nothing took. */
+int zsm_net_credit_on_close(struct zsm_net_credit *cr, uint64_t taken);
 /* 1 when the sender closed and n more receives would pass the messages
  * it sent: nothing would ever match them. */
 int zsm_net_credit_unmatched(const struct zsm_net_credit *cr, unsigned n);

@@ -229,9 +229,10 @@ static void zsm_net_ctrl_build(struct zsm_net_comm *comm, enum zsm_ctrl_type t,
 		m->reply_key = comm->refused.key;
 		break;
 	case ZSM_CTRL_CLOSE:
-		/* The receiver's count of what it may still receive. */
-		if (comm->type == ZSM_COMM_SEND)
-			m->sent = comm->credit.sent;
+		/* The sender's count of what it sent, the receiver's of what
+		 * it took (net_comm.c, on_close). */
+		m->sent = comm->type == ZSM_COMM_SEND ? comm->credit.sent
+						      : comm->credit.taken;
 		break;
 	default:
 		break;
@@ -271,7 +272,12 @@ static int zsm_net_ctrl_send_next(struct zsm_net_comm *comm)
 	if (!ret)
 		comm->ctrl_slot = buf;
 	/* rxm refuses, for ever, to send to a process that is gone: the
-	 * peer check and the connect timeout judge that, not a spin. */
+	 * peer check and the connect timeout judge that, not a spin.  An
+	 * RMA_REFUSED goes on a failed comm, which the peer check no longer
+	 * watches: it gets as long as after a failed send. */
+	if (ret == -FI_EAGAIN && t == ZSM_CTRL_RMA_REFUSED &&
+	    ep->pass_ns - comm->refused.ns >= ZSM_NET_REFUSED_RETRY_NS)
+		comm->ctrl_want &= ~(1u << t);
 	if (ret == -FI_EAGAIN)
 		return 0;
 	comm->ctrl_want &= ~(1u << t);

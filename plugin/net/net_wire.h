@@ -50,7 +50,9 @@
  * (net_rma.c).  CLOSE tells a comm's
  * peer that NCCL closed it (net_comm.c): it goes behind every message
  * the comm sent, and a send comm's counts its data messages, so that
- * the receiver knows which of its receives nothing will match.
+ * the receiver knows which of its receives nothing will match; a
+ * receive comm's counts the messages that had arrived, so that the
+ * sender knows which of its sends were taken.
  */
 #ifndef ZSM_NET_WIRE_H
 #define ZSM_NET_WIRE_H
@@ -104,7 +106,7 @@ enum zsm_ctrl_type {
  * acknowledged (its flags), SIGNALED.  11: RMA_REFUSED; a SIGNAL the
  * receiver refuses is answered by a SIGNALED with its error whether or
  * not it asked.  12: CLOSE (a closed comm tells its peer; a send comm's
- * says how many messages it sent).  magic and version keep their
+ * says how many messages it sent, a receive comm's how many arrived).  magic and version keep their
  * offsets in every version, so either side can name the other's.
  */
 #define ZSM_HANDLE_VERSION 12
@@ -167,8 +169,8 @@ struct zsm_ctrl_msg {
 				     says whether it failed on one */
 		uint64_t rma_addr; /* RMA_REFUSED: the address the write
 				      or read named */
-		uint64_t sent;    /* CLOSE of a send comm: data messages
-				     it posted, in all */
+		uint64_t sent;    /* CLOSE: a send comm's data messages
+				     posted, a receive comm's arrived */
 	};
 	uint32_t addr_len;  /* REQ: the connector's address */
 	uint32_t pad;

@@ -356,6 +356,40 @@ static void test_net_credit_early_send_unasked_until_granted(void **state)
 	assert_false(zsm_net_credit_unmatched(&rcv, 0));
 }
 
+/*
+ * The receiver took two early messages and closed before the GRANT that
+ * would confirm them went: its CLOSE's count confirms them instead, and
+ * the sender's comm fails only for a message beyond what was taken.
+ */
+static void test_net_credit_close_confirms_what_was_taken(void **state)
+{
+	struct zsm_net_credit snd, rcv, lost;
+
+	(void)state;
+	zsm_net_credit_recv_init(&rcv, 4);
+	zsm_net_credit_send_init(&snd, rcv.granted);
+	zsm_net_credit_on_send(&snd);
+	zsm_net_credit_on_send(&snd);
+	lost = snd;
+	zsm_net_credit_on_send(&lost);
+	zsm_net_credit_on_post(&rcv, 2, 0);
+	zsm_net_credit_on_arrival(&rcv);
+	zsm_net_credit_on_arrival(&rcv);
+	assert_true(zsm_net_credit_unasked(&snd, 1));
+	assert_true(zsm_net_credit_unasked(&snd, 2));
+	assert_false(zsm_net_credit_on_close(&snd, rcv.arrived));
+	assert_true(snd.closed);
+	assert_false(zsm_net_credit_unasked(&snd, 1));
+	assert_false(zsm_net_credit_unasked(&snd, 2));
+	/* A third was sent, which nothing took. */
+	assert_true(zsm_net_credit_on_close(&lost, rcv.arrived));
+	assert_true(zsm_net_credit_unasked(&lost, 3));
+	/* A larger limit it had stays. */
+	snd.limit = 100;
+	zsm_net_credit_on_close(&snd, 1);
+	assert_int_equal(snd.limit, 100);
+}
+
 /* A GRANT the receiver wants, delivered at once: 1 when there was one. */
 static unsigned grant_now(struct zsm_net_credit *snd,
 			  struct zsm_net_credit *rcv)
@@ -437,6 +471,7 @@ int main(void)
 		cmocka_unit_test(test_net_credit_pingpong_sends_confirmed),
 		cmocka_unit_test(
 			test_net_credit_early_send_unasked_until_granted),
+		cmocka_unit_test(test_net_credit_close_confirms_what_was_taken),
 	};
 
 	return cmocka_run_group_tests_name("net_credit", tests, NULL, NULL);
