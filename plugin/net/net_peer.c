@@ -279,7 +279,7 @@ static int zsm_net_peer_refused(int err)
 static int zsm_net_peer_knock_start(struct zsm_net_peer *p, uint64_t now)
 {
 	int fd = socket(p->knock_to.ss_family,
-			SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+			SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), err;
 
 	p->knock_ns = now;
 	if (fd < 0) {
@@ -292,12 +292,13 @@ static int zsm_net_peer_knock_start(struct zsm_net_peer *p, uint64_t now)
 		close(fd);
 		return 0;
 	}
-	if (errno == EINPROGRESS) {
+	err = errno; /* close() may change it */
+	if (err == EINPROGRESS) {
 		p->knock_fd = fd;
 		return 0;
 	}
 	close(fd);
-	return zsm_net_peer_refused(errno);
+	return zsm_net_peer_refused(err);
 }
 
 /* The knock in flight: 1 when refused; ended when answered or when it

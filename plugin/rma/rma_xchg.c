@@ -189,6 +189,8 @@ static int zsm_rma_xchg_post_recvs(struct zsm_rma_coll *c, uint64_t k,
 						&tag, &c->recv_mh[p], req);
 				if (!ret && !*req && zsm_now_ns() > deadline)
 					ret = -ETIMEDOUT;
+				else if (!ret && !*req)
+					zsm_rma_nap(); /* the pool is full */
 			}
 			if (ret)
 				return ret;
@@ -249,6 +251,8 @@ static int zsm_rma_xchg_send(struct zsm_rma_coll *c, uint64_t k, int round,
 					tag, c->send_mh[p], req);
 			if (!ret && !*req && zsm_now_ns() > deadline)
 				ret = -ETIMEDOUT;
+			else if (!ret && !*req)
+				zsm_rma_nap(); /* not taken yet */
 		}
 	}
 	return ret;
