@@ -93,6 +93,7 @@ static void test_proxy_assist_fixed_modes_ignore_the_caller(void **state)
 struct owner {
 	struct zsm_proxy_fifo fifo;
 	int shares_room; /* takes from room_left, parks when none */
+	int need;	 /* of room_left per descriptor: 0 is 1 */
 	int refuse;
 	int refuse_from; /* > 0: refuse descriptors from this one on */
 	int taken[PER_OWNER];
@@ -120,11 +121,13 @@ static int fake_post(struct zsm_desc *desc)
 
 	posts++;
 	if (it->owner->shares_room) {
-		if (!room_left) {
-			zsm_proxy_park(desc, &room, 1);
+		int need = it->owner->need ? it->owner->need : 1;
+
+		if (room_left < need) {
+			zsm_proxy_park(desc, &room, !room_left);
 			return -EAGAIN;
 		}
-		room_left--;
+		room_left -= need;
 	}
 	if (it->owner->refuse ||
 	    (it->owner->refuse_from && it->seq >= it->owner->refuse_from))
@@ -322,6 +325,32 @@ static void test_proxy_room_retries_only_once_freed(void **state)
 }
 
 /*
+ * Room too small for the oldest parked owner still goes to a smaller one
+ * behind it (a receive of 1 buffer behind one of 8); the oldest keeps its
+ * place for the next room.
+ */
+static void test_proxy_room_smaller_fits_past_a_refusal(void **state)
+{
+	(void)state;
+	for (int o = 0; o < 3; o++)
+		owners[o].shares_room = 1;
+	owners[0].need = 2;
+	submit_all();
+	zsm_proxy_pass();
+	room_left = 1;
+	zsm_proxy_room_freed(&room);
+	zsm_proxy_pass();
+	zsm_assert_int_eq(owners[0].ntaken, 0);
+	zsm_assert_int_eq(owners[1].ntaken, 1);
+	zsm_assert_int_eq(owners[2].ntaken, 0);
+	room_left = 2;
+	zsm_proxy_room_freed(&room);
+	zsm_proxy_pass();
+	zsm_assert_int_eq(owners[0].ntaken, 1);
+	zsm_assert_int_eq(owners[1].ntaken, 1);
+}
+
+/*
  * A parked owner whose own state changed (kicked: its transport lets it
  * go whatever the room; or a new descriptor of its own, as a close) is
  * tried on the next pass; flushing a room puts all of them back.
@@ -383,6 +412,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_proxy_room_retries_only_once_freed, proxy_setup,
 			proxy_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_proxy_room_smaller_fits_past_a_refusal,
+			proxy_setup, proxy_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_proxy_room_kick_flush_and_new_work_retry,
 			proxy_setup, proxy_teardown),
