@@ -45,6 +45,8 @@ struct zsm_comm *zsm_comm_new(int type)
 	c->close_req.desc.post = zsm_comm_post_desc;
 	c->close_req.desc.cancel = zsm_comm_cancel_desc;
 	c->close_req.desc.fifo = &c->fifo;
+	/* The requests ahead of it, parked for room, end now. */
+	c->close_req.desc.wakes = 1;
 	c->close_req.type = ZSM_REQ_CLOSE;
 	c->close_req.comm = c;
 	c->next = zsm_comm_all;

@@ -210,6 +210,9 @@ struct zsm_net_ep {
 	 * zsm_net_ep_rx_room), and how many are posted. */
 	size_t tx_budget, rx_budget;
 	size_t tx_inflight, rx_inflight;
+	/* Where the comms' requests those or the provider's queues refused
+	 * wait, until a completion frees some (zsm_proxy_room). */
+	struct zsm_proxy_room tx_room, rx_room;
 	/* Sends up to this size are eager: they complete without the
 	 * receiver, so they may go before its receive (net_credit.h). */
 	size_t eager_max;

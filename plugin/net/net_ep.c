@@ -323,6 +323,9 @@ static void zsm_net_ep_destroy(struct zsm_net_ep *ep)
 	unsigned long held = zsm_net_ep_held(ep);
 
 	zsm_net_pump_stop(ep);
+	/* Comms' work parked here goes back to the engine's own list. */
+	zsm_proxy_room_flush(&ep->tx_room);
+	zsm_proxy_room_flush(&ep->rx_room);
 
 	if (held)
 		ZSM_INFO("net: %s: closing the endpoint with %lu operations "
@@ -521,13 +524,35 @@ static int zsm_net_fi_err(int fi_err)
 	}
 }
 
+/*
+ * A receive of a comm that has none left in the provider: its next one
+ * may go whatever the shared budget says (zsm_net_ep_rx_room), so its
+ * fifo leaves the receive room, where it would wait behind comms that
+ * may not.
+ */
+static void zsm_net_recv_done(struct zsm_net_op *op, int err, size_t len,
+			      uint64_t data)
+{
+	struct zsm_comm *owner = op->req->base.comm;
+	struct zsm_net_comm *comm = owner->tp;
+	/* A closing comm's last completion may free it; its close, queued
+	 * behind, has woken its fifo already. */
+	int closing = comm->closing;
+
+	zsm_net_req_op_done(op, err, len, data);
+	if (!closing && !comm->recv_ops)
+		zsm_proxy_fifo_kick(&owner->fifo);
+}
+
 static void zsm_net_op_complete(struct zsm_net_ep *ep, struct zsm_net_op *op,
 				int err, size_t len, uint64_t tag,
 				uint64_t data)
 {
 	switch (op->kind) {
-	case ZSM_OP_SEND:
 	case ZSM_OP_RECV:
+		zsm_net_recv_done(op, err, len, data);
+		break;
+	case ZSM_OP_SEND:
 	case ZSM_OP_FLUSH:
 		zsm_net_req_op_done(op, err, len, data);
 		break;
@@ -597,6 +622,11 @@ int zsm_net_ep_progress(struct zsm_net_ep *ep)
 		if (n < ZSM_NET_CQ_BATCH)
 			break;
 	}
+	/* Completions free zsm's budgets and the provider's queues. */
+	if (events) {
+		zsm_proxy_room_freed(&ep->tx_room);
+		zsm_proxy_room_freed(&ep->rx_room);
+	}
 	return events;
 }
 
@@ -651,10 +681,13 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 	int recv = b->type == ZSM_REQ_RECV;
 	ssize_t ret;
 
-	/* Full by zsm's own count: refused, like the provider would.  A
-	 * receive's room was found for its whole request (post_req). */
-	if (!recv && ep->tx_inflight >= ep->tx_budget)
+	/* Full by zsm's own count: refused, like the provider would, until
+	 * a completion frees some.  A receive's room was found for its
+	 * whole request (post_req). */
+	if (!recv && ep->tx_inflight >= ep->tx_budget) {
+		zsm_proxy_park(&b->desc, &ep->tx_room, 1);
 		return -EAGAIN;
+	}
 	/* The receiver has not posted for it, nor for the early messages
 	 * before it: its GRANT lets this go (net_credit.h). */
 	if (b->type == ZSM_REQ_SEND &&
@@ -811,9 +844,14 @@ int zsm_net_ep_post_req(struct zsm_req *b)
 		req->cq_data = zsm_net_req_cq_data(req);
 	if (b->type == ZSM_REQ_RECV && !zsm_net_ep_rx_room(req, comm, nops)) {
 		err = zsm_net_ep_refused(req, comm);
-		if (err == -EAGAIN)
-			return err;
-		goto fail_rest;
+		if (err != -EAGAIN)
+			goto fail_rest;
+		/* Until a receive completes: one of another comm's frees
+		 * budget, this comm's last one lets it go regardless
+		 * (zsm_net_recv_done). */
+		zsm_proxy_park(&b->desc, &comm->ep->rx_room,
+			       comm->ep->rx_inflight >= comm->ep->rx_budget);
+		return err;
 	}
 	for (int i = 0; i < nops; i++) {
 		if (req->ops[i].posted)
@@ -859,6 +897,11 @@ void zsm_net_ep_tick(struct zsm_net_ep *ep, uint64_t now)
 	if (now < ep->next_tick_ns)
 		return;
 	ep->next_tick_ns = now + zsm_comm_check_ns();
+	/* Parked requests see now and then what else changed for them: a
+	 * comm failed (its requests end in their post), or a rule of their
+	 * own; completions alone wake them otherwise. */
+	zsm_proxy_room_flush(&ep->tx_room);
+	zsm_proxy_room_flush(&ep->rx_room);
 	zsm_net_comm_expire(ep, now);
 	zsm_net_comm_grant_late(ep);
 	zsm_net_peer_check(ep, now);

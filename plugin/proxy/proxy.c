@@ -32,15 +32,19 @@
  * would notice.
  */
 #define ZSM_PROXY_IDLE_NAP_NS 250000000ULL
+/* A room's round stops after this many fifos it could not fit. */
+#define ZSM_PROXY_ROOM_MISSES 16
 /* The fds an idle sleep watches besides the eventfd. */
 #define ZSM_PROXY_WAIT_FDS 32
 
 struct zsm_proxy {
 	pthread_mutex_t lock; /* the engine lock */
 	struct zsm_ring queue;
-	/* Fifos with descriptors their transport refused, oldest first:
-	 * engine only. */
-	struct zsm_proxy_fifo *held_head, *held_tail;
+	/* Fifos with descriptors their transport refused that no room
+	 * parks, retried on every pass, oldest first: engine only. */
+	struct zsm_proxy_fifos held;
+	/* Rooms with parked fifos: engine only. */
+	struct zsm_proxy_room *rooms;
 	const struct zsm_transport_ops *transports[ZSM_PROXY_MAX_TRANSPORTS];
 	int ntransports;
 	int inline_mode;
@@ -100,6 +104,93 @@ int zsm_proxy_caller_enter(void)
 	return -EBUSY;
 }
 
+static void zsm_proxy_list_append(struct zsm_proxy_fifos *l,
+				  struct zsm_proxy_fifo *f)
+{
+	f->next_held = NULL;
+	f->prev_held = l->tail;
+	if (l->tail)
+		l->tail->next_held = f;
+	else
+		l->head = f;
+	l->tail = f;
+}
+
+static void zsm_proxy_list_unlink(struct zsm_proxy_fifos *l,
+				  struct zsm_proxy_fifo *f)
+{
+	if (f->prev_held)
+		f->prev_held->next_held = f->next_held;
+	else
+		l->head = f->next_held;
+	if (f->next_held)
+		f->next_held->prev_held = f->prev_held;
+	else
+		l->tail = f->prev_held;
+	f->next_held = f->prev_held = NULL;
+}
+
+/* f, held and on no list: onto the room its refusal named, or else the
+ * held list. */
+static void zsm_proxy_place(struct zsm_proxy_fifo *f)
+{
+	struct zsm_proxy_room *r = f->park;
+
+	f->room = r;
+	if (!r) {
+		zsm_proxy_list_append(&zsm_proxy.held, f);
+		return;
+	}
+	zsm_proxy_list_append(&r->parked, f);
+	if (!r->listed) {
+		r->listed = 1;
+		r->next = zsm_proxy.rooms;
+		zsm_proxy.rooms = r;
+	}
+}
+
+/* f, parked: onto the held list, retried on the next pass. */
+static void zsm_proxy_unpark(struct zsm_proxy_fifo *f)
+{
+	zsm_proxy_list_unlink(&f->room->parked, f);
+	f->park = NULL;
+	zsm_proxy_place(f);
+}
+
+void zsm_proxy_park(struct zsm_desc *desc, struct zsm_proxy_room *r,
+		    int exhausted)
+{
+	desc->fifo->park = r;
+	r->exhausted = exhausted;
+}
+
+void zsm_proxy_room_freed(struct zsm_proxy_room *r)
+{
+	r->freed = 1;
+}
+
+void zsm_proxy_fifo_kick(struct zsm_proxy_fifo *f)
+{
+	if (f->held && f->room)
+		zsm_proxy_unpark(f);
+}
+
+void zsm_proxy_room_flush(struct zsm_proxy_room *r)
+{
+	struct zsm_proxy_room **pp = &zsm_proxy.rooms;
+
+	while (r->parked.head)
+		zsm_proxy_unpark(r->parked.head);
+	/* Unlisted now: the owner may free it.  Rooms are few. */
+	for (; r->listed && *pp; pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	r->listed = 0;
+	r->freed = 0;
+}
+
 /* Queue d behind its owner's held descriptors, holding the fifo. */
 static void zsm_proxy_hold(struct zsm_desc *d)
 {
@@ -113,12 +204,9 @@ static void zsm_proxy_hold(struct zsm_desc *d)
 	f->tail = d;
 	if (!f->held) {
 		f->held = 1;
-		f->next_held = NULL;
-		if (zsm_proxy.held_tail)
-			zsm_proxy.held_tail->next_held = f;
-		else
-			zsm_proxy.held_head = f;
-		zsm_proxy.held_tail = f;
+		zsm_proxy_place(f);
+	} else if (f->room && d->wakes) {
+		zsm_proxy_unpark(f);
 	}
 }
 
@@ -127,7 +215,7 @@ static void zsm_proxy_hold(struct zsm_desc *d)
  * many were taken, and *emptied once none is left.  Each leaves the fifo
  * before it is posted: posting a close may free the fifo's owner, and
  * that close is the owner's last, so f is not read after the last post
- * (by us or, through *emptied, by the caller).
+ * (by us or, through *emptied, by the caller).  f is on no list.
  */
 static int zsm_proxy_fifo_drain(struct zsm_proxy_fifo *f, int *emptied)
 {
@@ -142,8 +230,9 @@ static int zsm_proxy_fifo_drain(struct zsm_proxy_fifo *f, int *emptied)
 		last = !f->head;
 		if (last) {
 			f->tail = NULL;
-			f->held = 0; /* the caller unlinks it */
+			f->held = 0;
 		}
+		f->park = NULL; /* the post names a room, or nothing */
 		if (d->post(d) == -EAGAIN) {
 			d->next = f->head;
 			f->head = d;
@@ -158,40 +247,99 @@ static int zsm_proxy_fifo_drain(struct zsm_proxy_fifo *f, int *emptied)
 	return taken;
 }
 
+/*
+ * Retry r's parked fifos in order until r is exhausted, or refused
+ * ZSM_PROXY_ROOM_MISSES that found too little (a smaller one behind them
+ * may fit, but the round's cost stays bounded).  Those refused keep
+ * their places, ahead of the ones not tried.
+ */
+static int zsm_proxy_room_retry(struct zsm_proxy_room *r)
+{
+	struct zsm_proxy_fifos kept = {0};
+	int events = 0, misses = 0;
+
+	r->freed = 0;
+	while (r->parked.head && misses < ZSM_PROXY_ROOM_MISSES) {
+		struct zsm_proxy_fifo *f = r->parked.head;
+		int emptied;
+
+		zsm_proxy_list_unlink(&r->parked, f);
+		f->room = NULL;
+		events += zsm_proxy_fifo_drain(f, &emptied);
+		if (emptied)
+			continue; /* its owner may be gone */
+		if (f->park != r) {
+			zsm_proxy_place(f);
+			continue;
+		}
+		f->room = r;
+		zsm_proxy_list_append(&kept, f);
+		misses++;
+		if (r->exhausted)
+			break;
+	}
+	if (kept.head) {
+		kept.tail->next_held = r->parked.head;
+		if (r->parked.head)
+			r->parked.head->prev_held = kept.tail;
+		else
+			r->parked.tail = kept.tail;
+		r->parked.head = kept.head;
+	}
+	return events;
+}
+
+/* The rooms whose transport freed some: their fifos, as far as room
+ * goes.  Rooms left with none leave the list. */
+static int zsm_proxy_rooms_retry(void)
+{
+	struct zsm_proxy_room **pp = &zsm_proxy.rooms;
+	int events = 0;
+
+	while (*pp) {
+		struct zsm_proxy_room *r = *pp;
+
+		if (r->freed)
+			events += zsm_proxy_room_retry(r);
+		if (!r->parked.head) {
+			*pp = r->next;
+			r->listed = 0;
+			continue;
+		}
+		pp = &r->next;
+	}
+	return events;
+}
+
 int zsm_proxy_pass_locked(void)
 {
-	struct zsm_proxy_fifo *f, *next, *keep = NULL, *keep_tail = NULL;
+	struct zsm_proxy_fifo *f, *next;
 	struct zsm_desc *d;
-	int events = 0;
+	int events;
 
 	/* Held descriptors first: each fifo's order is its owner's matching
 	 * order, and a fifo still held afterwards holds back new ones of the
 	 * same owner below. */
-	f = zsm_proxy.held_head;
-	zsm_proxy.held_head = zsm_proxy.held_tail = NULL;
+	events = 0;
+	f = zsm_proxy.held.head;
+	zsm_proxy.held.head = zsm_proxy.held.tail = NULL;
 	for (; f; f = next) {
 		int emptied;
 
 		next = f->next_held;
+		f->next_held = f->prev_held = NULL;
 		events += zsm_proxy_fifo_drain(f, &emptied);
-		if (emptied)
-			continue; /* its owner may be gone */
-		f->next_held = NULL;
-		if (keep_tail)
-			keep_tail->next_held = f;
-		else
-			keep = f;
-		keep_tail = f;
+		if (!emptied) /* else its owner may be gone */
+			zsm_proxy_place(f);
 	}
-	/* What was held stays ahead of anything held while popping. */
-	if (keep) {
-		keep_tail->next_held = NULL;
-		zsm_proxy.held_head = keep;
-		zsm_proxy.held_tail = keep_tail;
-	}
+	/* Then those parked on a room that freed some (from here on held
+	 * ones wait for the next pass). */
+	events += zsm_proxy_rooms_retry();
 	if (zsm_proxy.queue.slots) {
 		while ((d = zsm_ring_pop(&zsm_proxy.queue)) != NULL) {
 			events++;
+			if (!d->fifo->held)
+				d->fifo->park = NULL;
 			if (d->fifo->held || d->post(d) == -EAGAIN)
 				zsm_proxy_hold(d);
 		}
@@ -213,7 +361,7 @@ int zsm_proxy_pass(void)
 
 static int zsm_proxy_busy_locked(void)
 {
-	if (zsm_proxy.held_head)
+	if (zsm_proxy.held.head || zsm_proxy.rooms)
 		return 1;
 	for (int i = 0; i < zsm_proxy.ntransports; i++)
 		if (zsm_proxy.transports[i]->busy())
@@ -580,7 +728,8 @@ int zsm_proxy_start(void)
 		ZSM_WARN("proxy: descriptor queue allocation failed");
 		return ret;
 	}
-	zsm_proxy.held_head = zsm_proxy.held_tail = NULL;
+	zsm_proxy.held.head = zsm_proxy.held.tail = NULL;
+	zsm_proxy.rooms = NULL;
 	if (zsm_proxy.inline_mode) {
 		ZSM_INFO("proxy: inline mode, progress runs inside test()");
 		return 0;
@@ -626,27 +775,38 @@ err_ring:
  * never tested them may have freed their buffers (finalize with comms
  * left open).  Engine lock held; returns how many went.
  */
+static int zsm_proxy_cancel_fifo(struct zsm_proxy_fifo *f)
+{
+	struct zsm_desc *d = f->head;
+	int n = 0;
+
+	/* Emptied first: a close, its owner's last, may free f. */
+	f->head = f->tail = NULL;
+	f->held = 0;
+	f->room = NULL;
+	while (d) {
+		struct zsm_desc *after = d->next;
+
+		if (d->cancel)
+			d->cancel(d);
+		d = after;
+		n++;
+	}
+	return n;
+}
+
 static int zsm_proxy_cancel_all_locked(void)
 {
-	struct zsm_proxy_fifo *f = zsm_proxy.held_head, *next;
+	struct zsm_proxy_fifo *f;
 	struct zsm_desc *d;
 	int n = 0;
 
-	zsm_proxy.held_head = zsm_proxy.held_tail = NULL;
-	for (; f; f = next) {
-		next = f->next_held;
-		d = f->head;
-		/* Emptied first: a close, its owner's last, may free f. */
-		f->head = f->tail = NULL;
-		f->held = 0;
-		while (d) {
-			struct zsm_desc *after = d->next;
-
-			if (d->cancel)
-				d->cancel(d);
-			d = after;
-			n++;
-		}
+	/* Parked ones join the held list, in their rooms' order. */
+	while (zsm_proxy.rooms)
+		zsm_proxy_room_flush(zsm_proxy.rooms);
+	while ((f = zsm_proxy.held.head) != NULL) {
+		zsm_proxy_list_unlink(&zsm_proxy.held, f);
+		n += zsm_proxy_cancel_fifo(f);
 	}
 	while ((d = zsm_ring_pop(&zsm_proxy.queue)) != NULL) {
 		if (d->cancel)

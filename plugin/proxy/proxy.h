@@ -18,6 +18,7 @@
 #include "common/clock.h"
 
 struct zsm_desc;
+struct zsm_proxy_room;
 
 /* One transport's progress hooks, behind which net and ce sit alike. */
 struct zsm_transport_ops {
@@ -46,8 +47,36 @@ struct zsm_transport_ops {
  */
 struct zsm_proxy_fifo {
 	struct zsm_desc *head, *tail;
-	struct zsm_proxy_fifo *next_held; /* the engine's list of held fifos */
-	int held;			  /* on that list */
+	/* In the engine's held list, or in the parked list of a room. */
+	struct zsm_proxy_fifo *next_held, *prev_held;
+	struct zsm_proxy_room *room; /* parked there; NULL: held list */
+	struct zsm_proxy_room *park; /* what its last refusal waits for */
+	int held;		     /* on one of those lists */
+};
+
+/* Fifos in order, oldest first.  Engine only. */
+struct zsm_proxy_fifos {
+	struct zsm_proxy_fifo *head, *tail;
+};
+
+/*
+ * Room in a resource that many owners share (a provider queue, a
+ * transport's budget), which a refused descriptor waits for.  A fifo
+ * whose post named a room (zsm_proxy_park) is not retried on every pass
+ * but parked there until its transport says room may be back
+ * (zsm_proxy_room_freed); the next pass then retries the parked fifos in
+ * order, those refused again keeping their places, until the room is
+ * exhausted or a few were refused, so a pass costs what it posts, not
+ * what waits.  The transport embeds it
+ * zeroed and flushes it (zsm_proxy_room_flush) before freeing it.
+ * Engine lock for all of it.
+ */
+struct zsm_proxy_room {
+	struct zsm_proxy_fifos parked;
+	struct zsm_proxy_room *next; /* the engine's rooms with fifos */
+	int listed;		     /* on that list */
+	int freed;		     /* room may be back: retry */
+	int exhausted;		     /* the last refusal left none at all */
 };
 
 /* Every queued object starts with this. */
@@ -60,6 +89,9 @@ struct zsm_desc {
 	void (*cancel)(struct zsm_desc *desc);
 	struct zsm_proxy_fifo *fifo; /* its owner's */
 	struct zsm_desc *next;	     /* in its fifo, engine only */
+	/* Queued behind a parked fifo, it has the fifo retried on the next
+	 * pass: it changes what those ahead wait for (a close ends them). */
+	int wakes;
 };
 
 int zsm_proxy_start(void);
@@ -123,6 +155,20 @@ int zsm_proxy_caller_drives(void);
 /* One pass with the lock held. */
 int zsm_proxy_pass_locked(void);
 void zsm_proxy_add_transport(const struct zsm_transport_ops *ops);
+/* From a post about to return -EAGAIN: desc waits for room in r, not for
+ * something of its owner's own; exhausted: r has none left for anyone
+ * (else only too little for desc, and smaller ones may fit). */
+void zsm_proxy_park(struct zsm_desc *desc, struct zsm_proxy_room *r,
+		    int exhausted);
+/* Room in r may be back (something completed): retry its fifos. */
+void zsm_proxy_room_freed(struct zsm_proxy_room *r);
+/* Every fifo parked on r goes back to being retried on every pass: what
+ * else they may wait for (their owner failed or is closing, a rule of
+ * their own) changed without r being told. */
+void zsm_proxy_room_flush(struct zsm_proxy_room *r);
+/* Something f's owner waits for, other than room, changed: if f is
+ * parked, retry it on the next pass. */
+void zsm_proxy_fifo_kick(struct zsm_proxy_fifo *f);
 
 
 #endif

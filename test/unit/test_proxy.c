@@ -92,6 +92,8 @@ static void test_proxy_assist_fixed_modes_ignore_the_caller(void **state)
 
 struct owner {
 	struct zsm_proxy_fifo fifo;
+	int shares_room; /* takes from room_left, parks when none */
+	int need;	 /* of room_left per descriptor: 0 is 1 */
 	int refuse;
 	int refuse_from; /* > 0: refuse descriptors from this one on */
 	int taken[PER_OWNER];
@@ -108,11 +110,25 @@ struct item {
 
 static struct owner owners[OWNERS];
 static struct item items[OWNERS][PER_OWNER];
+/* A queue the owners that share it post into, as a provider's. */
+static struct zsm_proxy_room room;
+static int room_left;
+static int posts; /* calls of fake_post */
 
 static int fake_post(struct zsm_desc *desc)
 {
 	struct item *it = (struct item *)desc;
 
+	posts++;
+	if (it->owner->shares_room) {
+		int need = it->owner->need ? it->owner->need : 1;
+
+		if (room_left < need) {
+			zsm_proxy_park(desc, &room, !room_left);
+			return -EAGAIN;
+		}
+		room_left -= need;
+	}
 	if (it->owner->refuse ||
 	    (it->owner->refuse_from && it->seq >= it->owner->refuse_from))
 		return -EAGAIN;
@@ -152,6 +168,9 @@ static int proxy_setup(void **state)
 {
 	(void)state;
 	memset(owners, 0, sizeof(owners));
+	memset(&room, 0, sizeof(room));
+	room_left = 0;
+	posts = 0;
 	if (zsm_param_load(inline_env) || zsm_proxy_start())
 		return -1;
 	zsm_proxy_add_transport(&fake_ops);
@@ -262,6 +281,117 @@ static void test_proxy_stop_cancels_instead_of_posting(void **state)
 		zsm_assert_int_eq(owners[o].ncancelled, 0);
 }
 
+/*
+ * Owners refused for room they all share wait for it without being
+ * posted again on every pass: a pass costs what it posts, not how many
+ * comms wait.  Room that comes back goes to them in their order, and the
+ * first one refused again stops the round.
+ */
+static void test_proxy_room_retries_only_once_freed(void **state)
+{
+	(void)state;
+	for (int o = 0; o < OWNERS; o++)
+		owners[o].shares_room = 1;
+	submit_all();
+	zsm_proxy_pass();
+	/* Each owner's first descriptor was tried once. */
+	zsm_assert_int_eq(posts, OWNERS);
+	posts = 0;
+	for (int pass = 0; pass < 3; pass++)
+		zsm_proxy_pass();
+	zsm_assert_int_eq(posts, 0);
+	room_left = 5;
+	zsm_proxy_room_freed(&room);
+	zsm_proxy_pass();
+	/* Five taken, in the owners' order, and one refusal. */
+	zsm_assert_int_eq(posts, 6);
+	zsm_assert_int_eq(owners[0].ntaken, PER_OWNER);
+	zsm_assert_int_eq(owners[1].ntaken, 2);
+	zsm_assert_int_eq(owners[2].ntaken, 0);
+	/* The refused one kept its place at the front. */
+	room_left = 1;
+	zsm_proxy_room_freed(&room);
+	zsm_proxy_pass();
+	zsm_assert_int_eq(owners[1].ntaken, PER_OWNER);
+	for (int k = 0; k < PER_OWNER; k++)
+		zsm_assert_int_eq(owners[1].taken[k], k);
+	zsm_assert_int_eq(owners[2].ntaken, 0);
+	/* Stopping cancels what is still parked, in order. */
+	zsm_proxy_stop();
+	zsm_assert_int_eq(owners[2].ncancelled, PER_OWNER);
+	zsm_assert_int_eq(owners[OWNERS - 1].ncancelled, PER_OWNER);
+	for (int k = 0; k < PER_OWNER; k++)
+		zsm_assert_int_eq(owners[2].cancelled[k], k);
+}
+
+/*
+ * Room too small for the oldest parked owner still goes to a smaller one
+ * behind it (a receive of 1 buffer behind one of 8); the oldest keeps its
+ * place for the next room.
+ */
+static void test_proxy_room_smaller_fits_past_a_refusal(void **state)
+{
+	(void)state;
+	for (int o = 0; o < 3; o++)
+		owners[o].shares_room = 1;
+	owners[0].need = 2;
+	submit_all();
+	zsm_proxy_pass();
+	room_left = 1;
+	zsm_proxy_room_freed(&room);
+	zsm_proxy_pass();
+	zsm_assert_int_eq(owners[0].ntaken, 0);
+	zsm_assert_int_eq(owners[1].ntaken, 1);
+	zsm_assert_int_eq(owners[2].ntaken, 0);
+	room_left = 2;
+	zsm_proxy_room_freed(&room);
+	zsm_proxy_pass();
+	zsm_assert_int_eq(owners[0].ntaken, 1);
+	zsm_assert_int_eq(owners[1].ntaken, 1);
+}
+
+/*
+ * A parked owner whose own state changed (kicked: its transport lets it
+ * go whatever the room; or a new descriptor of its own, as a close) is
+ * tried on the next pass; flushing a room puts all of them back.
+ */
+static void test_proxy_room_kick_flush_and_new_work_retry(void **state)
+{
+	struct item extra = {0};
+
+	(void)state;
+	for (int o = 0; o < 3; o++)
+		owners[o].shares_room = 1;
+	submit_all();
+	zsm_proxy_pass();
+	posts = 0;
+	owners[1].shares_room = 0;
+	zsm_proxy_fifo_kick(&owners[1].fifo);
+	zsm_proxy_pass();
+	zsm_assert_int_eq(owners[1].ntaken, PER_OWNER);
+	zsm_assert_int_eq(posts, PER_OWNER);
+	/* A new descriptor that changes what parked owner 2 waits for (a
+	 * close): tried, parked again. */
+	extra.desc.wakes = 1;
+	extra.desc.post = fake_post;
+	extra.desc.fifo = &owners[2].fifo;
+	extra.owner = &owners[2];
+	extra.seq = PER_OWNER;
+	posts = 0;
+	zsm_assert_int_eq(zsm_proxy_submit(&extra.desc), 0);
+	zsm_proxy_pass(); /* pops it behind the others */
+	zsm_proxy_pass();
+	zsm_assert_int_eq(posts, 1);
+	owners[0].shares_room = 0;
+	owners[2].shares_room = 0;
+	zsm_proxy_room_flush(&room);
+	zsm_proxy_pass();
+	zsm_assert_int_eq(owners[0].ntaken, PER_OWNER);
+	zsm_assert_int_eq(owners[2].ntaken, PER_OWNER);
+	zsm_proxy_pass();
+	zsm_assert_int_eq(posts, 1 + 2 * PER_OWNER + 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -279,6 +409,15 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_proxy_stop_cancels_instead_of_posting, proxy_setup,
 			proxy_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_proxy_room_retries_only_once_freed, proxy_setup,
+			proxy_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_proxy_room_smaller_fits_past_a_refusal,
+			proxy_setup, proxy_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_proxy_room_kick_flush_and_new_work_retry,
+			proxy_setup, proxy_teardown),
 	};
 
 	return cmocka_run_group_tests_name("proxy", tests, NULL, NULL);
