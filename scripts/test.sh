@@ -39,6 +39,7 @@ if setup build; then
 fi
 if setup build-san -Db_sanitize=address,undefined -Db_lundef=false; then
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	LSAN_OPTIONS=suppressions=$top/test/lsan.supp:print_suppressions=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		run meson test -C build-san --print-errorlogs --num-processes 2 \
 		--suite unit --suite loopback --suite abi --suite ce \
