@@ -20,7 +20,9 @@
 #              ping-pong B/A <= 0.9, tcp ping-pong B - A <= 0.3 us,
 #              every stream B/A >= 0.97 (exit 1 when one is missed)
 # One zsm-bench (tools/zsm-bench, from build/ unless ZSM_BENCH says) runs
-# both builds, so only the plugin differs.
+# both builds, so only the plugin differs.  ZSM_AB_CASES picks other
+# cases, space-separated CE:TEST:SIZE (TEST pingpong, stream, or put: a
+# put through the RMA table, ZSM_RMA=1).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 bench=${ZSM_BENCH:-$top/build/tools/zsm-bench}
@@ -42,17 +44,19 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
 # one PLUGIN CE TEST SIZE: the value zsm-bench reports (usec for a
-# ping-pong, GB/s for a stream).
+# ping-pong, GB/s for a stream or a put, through the RMA table).
 one() {
-	local col out
+	local col out rma=()
 	col=$([ "$3" = pingpong ] && echo 4 || echo 3)
-	out=$(ZSM_CE=$2 "$bench" --plugin "$1" --test "$3" --sizes "$4" \
+	[ "$3" = put ] && rma=(--rma)
+	out=$(ZSM_CE=$2 ZSM_RMA=1 "$bench" --plugin "$1" "${rma[@]}" \
+		--test "$3" --sizes "$4" \
 		--iters "$([ "$3" = pingpong ] && echo 20000 || echo 200)" \
 		--reps 3 2>&1) || { echo "zsm-bench failed: $out" >&2; return 1; }
 	echo "$out" | awk -v t="$3" -v c="$col" '$1 == t { print $c }'
 }
 
-cases="1:pingpong:8 0:pingpong:8 1:stream:4M 0:stream:4M 1:stream:64M 0:stream:64M"
+cases=${ZSM_AB_CASES:-"1:pingpong:8 0:pingpong:8 1:stream:4M 0:stream:4M 1:stream:64M 0:stream:64M"}
 for r in $(seq 1 "$rounds"); do
 	order="a b"
 	[ $((r % 2)) = 0 ] && order="b a"

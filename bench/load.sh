@@ -28,7 +28,7 @@
 #   -n PAIRS    comm pairs each way (default 1000)
 #   -s SHAPE    large: sizes 0..8 MiB (default); small: sizes 0..16 KiB,
 #               32 groups in flight per comm, --recv-ahead, a stall
-#               after 10 s
+#               after 10 s, a lost message after 120 s
 #   -x LIST     transports, comma list of tcp, ce and duplex (default
 #               tcp,ce)
 #   -o DIR      keep each run's whole output there (default: a temp dir)
@@ -63,7 +63,13 @@ mkdir -p "$dir"
 export ZSM_PROVIDER=${ZSM_PROVIDER:-tcp} ZSM_DOMAIN=${ZSM_DOMAIN:-lo}
 case $shape in
 large) shaped= ;;
-small) shaped="--max-size 16K --depth 32 --recv-ahead --stall-s 10" ;;
+# small: --recv-ahead posts each comm's receives up to --depth rounds out
+# of the senders' order, so a send waits for its receive by design for
+# up to 32 of its comm's rounds; with 1000 comm pairs a comm moves one
+# or two rounds a second (16 idle cores as 2 busy ones), about 20-30 s,
+# which zsm-load's default --lost-s (30) takes for a lost message.  A
+# message lost for good stays open until the end, whose counts catch it.
+small) shaped="--max-size 16K --depth 32 --recv-ahead --stall-s 10 --lost-s 120" ;;
 *) echo "unknown shape $shape (large or small)" >&2; exit 2 ;;
 esac
 
