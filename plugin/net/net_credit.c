@@ -39,6 +39,7 @@ void zsm_net_credit_on_post(struct zsm_net_credit *cr, unsigned n,
 			    int large)
 {
 	cr->posted += n;
+	cr->lone = cr->posted == cr->arrived + 1;
 	if (large)
 		cr->large_posted = cr->posted;
 }
@@ -46,6 +47,7 @@ void zsm_net_credit_on_post(struct zsm_net_credit *cr, unsigned n,
 void zsm_net_credit_on_arrival(struct zsm_net_credit *cr)
 {
 	cr->arrived++;
+	cr->lone = 0;
 }
 
 int zsm_net_credit_want_grant(const struct zsm_net_credit *cr)
@@ -69,6 +71,13 @@ int zsm_net_credit_want_grant(const struct zsm_net_credit *cr)
 	/* A message beyond what the sender was told of arrived: its send
 	 * is held until the sender hears its receive is posted. */
 	if (cr->posted > given && cr->arrived > given)
+		return 1;
+	/* The one receive posted, the sender not told of it: a ping-pong,
+	 * whose message would be held at its sender until told.  Told as
+	 * the receive is posted, the GRANT is on its way before the message
+	 * is (a GRANT per message either way; a comm that posts ahead is
+	 * not lone and keeps the batching). */
+	if (cr->lone && cr->posted > given)
 		return 1;
 	return cr->posted > given && cr->arrived + cr->slack >= given + wait;
 }

@@ -24,8 +24,7 @@
  * needs its GRANT at once (its sender waits for it); while every receive
  * the sender has not been told of is small, the allowance carries the
  * sender and the GRANT waits until the arrivals have used all but one of
- * it: a ping-pong of small messages sends one GRANT per allowance less
- * one, not one per message (each costs both ranks a control message).  A
+ * it (each GRANT costs both ranks a control message).  A
  * large message into a small receive (an error the receiver reports) or
  * a peer whose eager size differs from ours would wait for a GRANT that
  * never comes: the endpoint's timed work grants what a quiet comm owes
@@ -37,7 +36,10 @@
  * message to a receiver that closed before posting its receive was
  * reported done and dropped there (issue 32).  So a message that
  * arrives beyond what the sender was told (arrived > granted - early)
- * is granted at once: its sender holds that send.  test_net_credit shows that no
+ * is granted at once: its sender holds that send.  And a receive posted
+ * with no other outstanding (a ping-pong's) is granted as it is posted,
+ * so that the GRANT is on its way before the message that needs it,
+ * not after it (the same GRANT per message).  test_net_credit shows that no
  * schedule of sizes, posts and delays deadlocks.  Pure bookkeeping,
  * engine only; net_ep.c, net_req.c, net_comm.c and net_ctrl.c call it.
  */
@@ -62,8 +64,10 @@ struct zsm_net_credit {
 	 * and arrived at the last timed look. */
 	uint64_t large_posted;
 	uint64_t tick_arrived;
-	/* Both: the allowance. */
+	/* Both: the allowance.  Receive comms: the last post left this
+	 * one receive alone outstanding (a ping-pong's). */
 	uint32_t early;
+	uint32_t lone;
 	/* Both: the peer closed its comm (its CLOSE came); receive comms:
 	 * the data messages its sender sent in all, which the CLOSE says. */
 	uint32_t closed;

@@ -306,23 +306,50 @@ static void test_net_credit_small_receive_grant_waits(void **state)
 
 	(void)state;
 	zsm_net_credit_recv_init(&rcv, 4);
-	zsm_net_credit_on_post(&rcv, 1, 0);
+	zsm_net_credit_on_post(&rcv, 2, 0);
 	assert_false(zsm_net_credit_want_grant(&rcv));
 	/* Quiet since the comm began: the first look already finds it. */
 	assert_true(zsm_net_credit_want_late_grant(&rcv));
 	zsm_net_credit_on_arrival(&rcv);
 	/* Its sender holds that send: granted on the arrival. */
 	assert_true(zsm_net_credit_want_grant(&rcv));
-	zsm_assert_int_eq(zsm_net_credit_grant(&rcv), 1 + 4);
+	zsm_assert_int_eq(zsm_net_credit_grant(&rcv), 2 + 4);
 	/* More receives, nothing new arrived: the allowance carries. */
 	zsm_net_credit_on_post(&rcv, 2, 0);
 	assert_false(zsm_net_credit_want_grant(&rcv));
 	zsm_net_credit_on_arrival(&rcv);
+	assert_false(zsm_net_credit_want_grant(&rcv));
+	zsm_net_credit_on_arrival(&rcv);
 	assert_true(zsm_net_credit_want_grant(&rcv));
-	zsm_assert_int_eq(zsm_net_credit_grant(&rcv), 3 + 4);
+	zsm_assert_int_eq(zsm_net_credit_grant(&rcv), 4 + 4);
 	/* Told of everything posted: nothing owed, quiet or not. */
 	assert_false(zsm_net_credit_want_late_grant(&rcv));
 	assert_false(zsm_net_credit_want_late_grant(&rcv));
+}
+
+/*
+ * A ping-pong's receiver posts one receive at a time: it grants as it
+ * posts, so that the GRANT travels ahead of the message its sender
+ * would hold until told, and not again when the message arrives.
+ */
+static void test_net_credit_lone_receive_granted_on_post(void **state)
+{
+	struct zsm_net_credit rcv;
+
+	(void)state;
+	zsm_net_credit_recv_init(&rcv, 4);
+	for (int i = 1; i <= 3; i++) {
+		zsm_net_credit_on_post(&rcv, 1, 0);
+		assert_true(zsm_net_credit_want_grant(&rcv));
+		zsm_assert_int_eq(zsm_net_credit_grant(&rcv), i + 4);
+		zsm_net_credit_on_arrival(&rcv);
+		assert_false(zsm_net_credit_want_grant(&rcv));
+	}
+	/* A second one posted before the first's message came: not lone. */
+	zsm_net_credit_on_post(&rcv, 1, 0);
+	zsm_net_credit_grant(&rcv);
+	zsm_net_credit_on_post(&rcv, 1, 0);
+	assert_false(zsm_net_credit_want_grant(&rcv));
 }
 
 /*
@@ -472,6 +499,7 @@ int main(void)
 		cmocka_unit_test(
 			test_net_credit_early_send_unasked_until_granted),
 		cmocka_unit_test(test_net_credit_close_confirms_what_was_taken),
+		cmocka_unit_test(test_net_credit_lone_receive_granted_on_post),
 	};
 
 	return cmocka_run_group_tests_name("net_credit", tests, NULL, NULL);
