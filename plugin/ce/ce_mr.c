@@ -140,7 +140,10 @@ int zsm_ce_mr_reg_window(struct zsm_comm *c, void *data, size_t size,
 	mr->start = data;
 	mr->size = size;
 	zsm_ce_windows++;
-	zsm_proxy_unlock();
+	/* From now on a receiver channel must be looked at (puts come
+	 * unasked): a thread that found nothing busy just before would
+	 * otherwise sleep through them for good. */
+	zsm_proxy_caller_leave();
 	/* Peers write it where it lies in this process: no key to make. */
 	win->addr = (uint64_t)(uintptr_t)data;
 	win->key = (uint64_t)getpid();

@@ -43,7 +43,10 @@
  * refuses: the request fails, and the peer's words and comm are left as
  * they were.  With --misaligned too, the owner's refusal of the SIGNAL (a
  * window off alignment has no word the NIC may add to) must fail rank
- * 0's comm.
+ * 0's comm.  --idle-first makes rank 1 wait 1.5 s before it registers
+ * its windows, so that its engine's thread sleeps with nothing to do:
+ * the registration must wake it, since rank 1 makes no call after it
+ * and over ce its own process serves the puts.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -72,6 +75,7 @@ static int bad_get;
 static int mixed;
 /* --nic-signals: host words' signals are the NIC's adds. */
 static int nic_signals;
+static int idle_first;
 static int copies; /* the fake driver's */
 
 static zsm_cu_result fake_ok(void)
@@ -355,6 +359,14 @@ static int target(void)
 	oob_doing("accept");
 	if (core_pair_accept(lc, &rc))
 		return OOB_FAIL;
+	if (idle_first) {
+		/* Past the 1 s for which net keeps looking in after
+		 * something came: the engine's thread is then in its
+		 * untimed sleep. */
+		struct timespec ts = {.tv_sec = 1, .tv_nsec = 500000000L};
+
+		nanosleep(&ts, NULL);
+	}
 	if (zsm_reg_window(rc, data, WIN_BYTES, win_type(), &mh[0],
 			   &w.data) ||
 	    zsm_reg_window(rc, sig, SIG_WORDS * 8, sig_type(), &mh[1],
@@ -728,6 +740,8 @@ int main(int argc, char **argv)
 			mixed = 1;
 		} else if (strcmp(argv[i], "--nic-signals") == 0) {
 			nic_signals = 1;
+		} else if (strcmp(argv[i], "--idle-first") == 0) {
+			idle_first = 1;
 		} else if (strcmp(argv[i], "--stress") == 0 && i + 1 < argc &&
 			   atoi(argv[i + 1]) > 0) {
 			STRESS = (unsigned)atoi(argv[++i]);
@@ -735,7 +749,7 @@ int main(int argc, char **argv)
 			fprintf(stderr,
 				"usage: %s [--stress N] [--ce] "
 				"[--misaligned] [--fake-gpu [--mixed]] "
-				"[--bad-get] [--nic-signals]\n",
+				"[--bad-get] [--nic-signals] [--idle-first]\n",
 				argv[0]);
 			return 2;
 		}
