@@ -357,7 +357,9 @@ struct zsm_net_req {
 	/* Get: its GET's number on the comm (the owner's answer counts
 	 * them), and until when that answer may take.  Set when the GET
 	 * goes.  A send: its number among the comm's data messages, set
-	 * when it is posted (net_credit.h). */
+	 * when it is posted (net_credit.h).  A put: its SIGNAL's number
+	 * among those the comm asked to hear back about (rma_asked), 0
+	 * without one; set when the SIGNAL goes. */
 	uint64_t get_seq;
 	uint64_t get_deadline_ns;
 	/* A send the provider finished, not reported until its receive is
@@ -415,10 +417,10 @@ struct zsm_net_comm {
 	uint64_t rma_posted;
 	uint64_t rma_landed;
 	struct zsm_net_sig_wait *sig_head, *sig_tail;
-	/* atomic: SIGNALs this send comm sent asking to hear back, and how
-	 * many of them the peer said it applied (its adds wait for all);
-	 * those this receive comm handled, and the error it failed on one
-	 * with (a SIGNALED says both). */
+	/* SIGNALs this send comm sent, each asking to hear back, and how
+	 * many of them the peer said it applied (a put is done only then;
+	 * atomic's adds wait for all); those this receive comm handled,
+	 * and the error it failed on one with (a SIGNALED says both). */
 	uint64_t rma_asked;
 	uint64_t rma_acked;
 	uint64_t rma_applied;
@@ -454,7 +456,8 @@ struct zsm_net_comm {
 	 * to its peer (net_credit.h); net comms only. */
 	struct zsm_net_credit credit;
 	/* Send comms: the sends held until their receive is known to be
-	 * posted (net_credit.h), any order. */
+	 * posted (net_credit.h), and the puts until the peer said it
+	 * applied their SIGNAL; any order. */
 	struct zsm_net_req *held;
 	int closing;
 	uint64_t closed_ns; /* when closing began: its CLOSE's clock */

@@ -471,6 +471,12 @@ void zsm_net_comm_on_close(struct zsm_net_comm *c,
 		return;
 	}
 	zsm_net_req_report_held(c, 0);
+	/* What is still held are puts whose SIGNAL the peer never said it
+	 * applied: its SIGNALED would have come before its CLOSE. */
+	if (c->held)
+		zsm_net_comm_fail(c, -ECONNRESET,
+				  "the target closed its comm before it "
+				  "applied the signals of puts in flight");
 }
 
 int zsm_net_comm_peer_closed(struct zsm_net_comm *comm, struct zsm_req *b)

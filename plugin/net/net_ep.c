@@ -757,6 +757,7 @@ static void zsm_net_req_ready(struct zsm_net_req *req)
 	int nops = zsm_net_req_nops(b);
 
 	req->ready = 1;
+	req->get_seq = 0; /* a put without a SIGNAL waits for no answer */
 	if (b->type == ZSM_REQ_PUT || b->type == ZSM_REQ_GET)
 		/* Each op completes on its own; the last one publishes. */
 		b->remaining = (uint8_t)nops;

@@ -93,17 +93,29 @@ static int zsm_net_req_recv_done(struct zsm_net_op *op, int err, size_t *len,
 	return err;
 }
 
+/* Whether req, which the provider finished, still waits for word from
+ * the peer: a send for its receive to be known posted (net_credit.h), a
+ * put for its SIGNAL to be known applied (net_rma.c). */
+static int zsm_net_req_waits(const struct zsm_net_comm *comm,
+			     const struct zsm_net_req *req)
+{
+	if (req->base.type == ZSM_REQ_SEND)
+		return zsm_net_credit_unasked(&comm->credit, req->get_seq);
+	if (req->base.type == ZSM_REQ_PUT)
+		return req->get_seq && comm->rma_acked < req->get_seq;
+	return 0;
+}
+
 /*
- * A send the provider finished whose receive the peer has not said is
- * posted: not done yet (net_credit.h), unless its comm failed, which
- * fails it.  1 when held.
+ * A request the provider finished that still waits for word from the
+ * peer: not done yet, unless its comm failed, which fails it.  1 when
+ * held.
  */
 static int zsm_net_req_hold(struct zsm_net_comm *comm, struct zsm_net_req *req)
 {
 	struct zsm_req *b = &req->base;
 
-	if (b->type != ZSM_REQ_SEND || b->error ||
-	    !zsm_net_credit_unasked(&comm->credit, req->get_seq))
+	if (b->error || !zsm_net_req_waits(comm, req))
 		return 0;
 	b->error = zsm_comm_error(b->comm);
 	if (b->error)
@@ -197,7 +209,7 @@ void zsm_net_req_report_held(struct zsm_net_comm *comm, int err)
 	struct zsm_net_req **pp = &comm->held, *r;
 
 	while ((r = *pp)) {
-		if (!err && zsm_net_credit_unasked(&comm->credit, r->get_seq)) {
+		if (!err && zsm_net_req_waits(comm, r)) {
 			pp = &r->held_next;
 			continue;
 		}

@@ -279,15 +279,18 @@ void zsm_net_rma_op_done(struct zsm_net_op *op, int err)
 }
 
 /* Under atomic a SIGNAL or GET goes after every earlier write and add of
- * the link (FI_FENCE: nothing else orders a message after them there),
- * and a SIGNAL asks to be acknowledged. */
+ * the link (FI_FENCE: nothing else orders a message after them there).
+ * Every SIGNAL asks to be acknowledged, and its put is done only once
+ * the owner said it applied it: an owner that refused one, or failed its
+ * comm, drops the SIGNALs behind it, and their puts must not be reported
+ * done meanwhile.  The owner answers once per pass for all it applied. */
 ssize_t zsm_net_rma_send_msg(struct zsm_net_req *req, struct zsm_net_op *op,
 			     enum zsm_ctrl_type t)
 {
 	struct zsm_net_comm *comm = req->base.comm->tp;
 	struct zsm_net_ep *ep = comm->ep;
 	int fenced = ep->rma == ZSM_RMA_MECH_ATOMIC;
-	int ack = fenced && t == ZSM_CTRL_SIGNAL;
+	int ack = t == ZSM_CTRL_SIGNAL;
 	struct iovec iov = {.iov_base = &req->sig,
 			    .iov_len = sizeof(req->sig)};
 	void *desc = NULL, *slot;
@@ -315,7 +318,8 @@ ssize_t zsm_net_rma_send_msg(struct zsm_net_req *req, struct zsm_net_op *op,
 		return ret;
 	if (slot)
 		req->sig_slot = slot;
-	comm->rma_asked += ack;
+	if (ack)
+		req->get_seq = ++comm->rma_asked;
 	return 0;
 }
 
@@ -615,9 +619,9 @@ static int zsm_net_rma_apply_one(struct zsm_net_comm *c,
 	return 0;
 }
 
-/* Apply m; when its sender waits to hear (atomic), say it applied it, or
- * that it failed the comm: then the sender's comm fails too rather than
- * wait. */
+/* Apply m; when its sender waits to hear (every SIGNAL asks), say it
+ * applied it, or that it failed the comm: then the sender's comm fails
+ * too rather than wait. */
 static void zsm_net_rma_apply(struct zsm_net_comm *c,
 			      const struct zsm_sig_msg *m)
 {
@@ -665,6 +669,8 @@ void zsm_net_rma_on_signaled(struct zsm_net_comm *c,
 	}
 	/* Counts only grow, and SIGNALEDs come in order: the newest is
 	 * the largest. */
-	if (m->applied > c->rma_acked)
+	if (m->applied > c->rma_acked) {
 		c->rma_acked = m->applied;
+		zsm_net_req_report_held(c, 0);
+	}
 }

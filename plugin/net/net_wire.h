@@ -206,10 +206,12 @@ _Static_assert(offsetof(struct zsm_ctrl_msg, version) == 4 &&
  * host copy) always sends one, naming its bytes (`put_win`, the address
  * the write used, `put_len`): the engine copies them up to the GPU
  * before it applies the signal.  Under writedata the signal waits for
- * the writes before it to land.  Under atomic (whose signals into host
- * words the NIC adds) every SIGNAL asks for a SIGNALED (ZSM_SIG_ACK):
- * the sender holds its later atomic adds until the receiver has applied
- * it.  Small enough to be injected; its first 24 bytes are a control
+ * the writes before it to land.  Every SIGNAL asks for a SIGNALED
+ * (ZSM_SIG_ACK): its put is done only once the receiver applied it, and
+ * under atomic (whose signals into host words the NIC adds) the sender
+ * holds its later adds until then.  A receiver answers one SIGNALED for
+ * all it applied in a pass; one without the flag (a sender before this
+ * rule) gets none.  Small enough to be injected; its first 24 bytes are a control
  * message's.
  *
  * A GET (type ZSM_CTRL_GET) has the same layout and travels the same

@@ -15,7 +15,8 @@
  *     all there (the provider orders the signal after the writes);
  *   - bad requests are refused at the call with -EINVAL (outside the
  *     window, an unaligned signal, 0 bytes without a signal), and a
- *     signal for a window the peer does not have fails the peer's comm.
+ *     signal for a window the peer does not have fails the peer's comm
+ *     and the signal's own request (-EPROTO).
  * --stress N sets the signals of the stress (100000); --ce runs the
  * same over ce (the pair shares the host), where the window's owner
  * copies each put and applies its signal after it; --misaligned makes the last signal a real window's whose
@@ -672,19 +673,16 @@ static int initiator(void)
 		if (ret || !req)
 			return oob_fail("sending the forged signal failed: %d",
 					ret);
-		/* Over net the signal leaves before the peer judges it;
-		 * over ce the owner's refusal is the request's result; the
-		 * NIC's add under a key the peer never gave is refused by
-		 * its provider. */
+		/* The owner's refusal is the request's result (over net
+		 * a signal is done only once its owner said it applied
+		 * it); the NIC's add under a key the peer never gave is
+		 * refused by its provider. */
 		ret = wait_req(req);
-		if (forged_key() ? ret >= 0
-				 : over_ce ? ret != -EPROTO : ret != 0)
+		if (forged_key() ? ret >= 0 : ret != -EPROTO)
 			return oob_fail("the forged signal completed with %d, "
 					"want %s",
 					ret,
-					forged_key() ? "an error"
-					: over_ce    ? "-EPROTO"
-						     : "0");
+					forged_key() ? "an error" : "-EPROTO");
 		if (forged_key())
 			printf("rank 0: the forged signal's add failed: %d "
 			       "(%s)\n",

@@ -11,10 +11,10 @@
  *                   put past its end: the provider refuses it;
  *   --case signal   a signal whose window id is forged: rank 1's engine
  *                   refuses it.
- * Rank 0: the bad put fails (stale, outside; a signal's leaves before it
- * is judged), and its comm fails within LIMIT_S; each good put reported
- * done was applied: rank 1's word counts at least as many (not yet
- * for --case signal: docs/rma.md, "Errors").  Rank 1: its
+ * Rank 0: the bad put fails, and its comm fails within LIMIT_S; each
+ * good put reported done was applied: rank 1's word counts at least as
+ * many (a put with a signal is done only once its owner said it applied
+ * the signal, so none behind a refused signal is).  Rank 1: its
  * receive comm fails within LIMIT_S (the path of its one WARN), and the
  * bad put changed nothing.  Before the fix the bad put was reported done
  * and lost with every put behind it, without a word on either side.
@@ -114,12 +114,7 @@ static int target(void)
 	if (__atomic_load_n(&sig[0], __ATOMIC_ACQUIRE) ||
 	    data[WIN - 1] || stale[0])
 		return oob_fail("the bad put changed our memory");
-	/* Not yet for a refused signal: puts behind it whose writes landed
-	 * are reported done before the SIGNALED that fails our comm
-	 * reaches rank 0, and their signals are dropped here (docs/rma.md,
-	 * "Errors"). */
-	if (which != CASE_SIGNAL &&
-	    __atomic_load_n(&sig[1], __ATOMIC_ACQUIRE) < ok)
+	if (__atomic_load_n(&sig[1], __ATOMIC_ACQUIRE) < ok)
 		return oob_fail("%u good puts reported done, %llu applied", ok,
 				(unsigned long long)sig[1]);
 	printf("rank 1: comm failed; %u good puts reported done, %llu "
@@ -187,7 +182,7 @@ static int initiator(void)
 			     &w.sig, 8, 1, &reqs[i]) || !reqs[i])
 			break;
 	ret = wait_req(bad);
-	if (which != CASE_SIGNAL && ret >= 0)
+	if (ret >= 0)
 		return oob_fail("the bad put was reported done");
 	for (int i = 0; i < BURST && reqs[i]; i++)
 		ok += wait_req(reqs[i]) == 0;
