@@ -18,7 +18,8 @@ int zsm_api_win_register(struct zsm_api_comm *c, void *buf, size_t size,
 			 struct zsm_api_win **out)
 {
 	struct zsm_api_win *w = calloc(1, sizeof(*w));
-	int ret;
+	uint32_t slot = 0;
+	int ret, reserved;
 
 	*out = NULL;
 	if (!w)
@@ -42,16 +43,22 @@ int zsm_api_win_register(struct zsm_api_comm *c, void *buf, size_t size,
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&c->lock);
-	ret = zsm_rma_reg_sym(c->coll, buf, size,
-			      w->device ? ZSM_MEM_CUDA : ZSM_MEM_HOST, 0,
-			      &w->sym);
-	if (!ret && zsm_handle_open(ZSM_H_API_WIN, w, &w->handle)) {
-		zsm_rma_dereg_sym(c->coll, w->sym);
-		ret = -ENOMEM;
-	}
+	/* The handle's slot first: a registration that failed here after
+	 * the exchange would fail this rank alone.  Without one this rank
+	 * still joins the exchange, saying so: it fails on every rank. */
+	reserved = !zsm_handle_reserve(ZSM_H_API_WIN, w, &slot);
+	if (!reserved)
+		ret = zsm_rma_reg_sym_refuse(c->coll, -ENOMEM);
+	else
+		ret = zsm_rma_reg_sym(c->coll, buf, size,
+				      w->device ? ZSM_MEM_CUDA : ZSM_MEM_HOST,
+				      0, &w->sym);
 	if (!ret) {
+		w->handle = zsm_handle_arm(slot);
 		w->next = c->wins;
 		c->wins = w;
+	} else if (reserved) {
+		zsm_handle_release(slot);
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (ret) {

@@ -39,6 +39,9 @@ int zsm_rma_close_coll(void *coll);
 /* Collective, in the same order on every rank. */
 int zsm_rma_reg_sym(void *coll, void *data, size_t size, int type,
 		    uint64_t flags, void **sym);
+/* Joins regMrSym's exchange saying status (< 0) instead of a window: it
+ * fails on every rank.  Returns status. */
+int zsm_rma_reg_sym_refuse(void *coll, int status);
 int zsm_rma_dereg_sym(void *coll, void *sym);
 /* The size of rank's copy of sym (as it registered it), for checks made
  * before a put is queued: 0, or -EINVAL said. */

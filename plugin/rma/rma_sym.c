@@ -45,7 +45,8 @@ int zsm_rma_reg_sym(void *coll, void *data, size_t size, int type,
 	struct zsm_rma_coll *c;
 	struct zsm_rma_sym *s;
 	struct zsm_rma_window mine[ZSM_RMA_KINDS];
-	int ret = 0;
+	uint32_t slot = 0;
+	int ret = 0, reserved = 0;
 
 	/* Every signal word is applied once, in order, and never reset
 	 * by zsm: FORCE_SO and NEVER_RESET ask nothing more of it. */
@@ -58,11 +59,8 @@ int zsm_rma_reg_sym(void *coll, void *data, size_t size, int type,
 		return ret;
 	memset(mine, 0, sizeof(mine));
 	s = calloc(1, sizeof(*s));
-	if (!s) {
-		/* Said to the others too (see below). */
-		zsm_rma_agree(c, mine, sizeof(mine), -ENOMEM, NULL);
-		return -ENOMEM;
-	}
+	if (!s) /* said to the others too (see below) */
+		return zsm_rma_reg_sym_refuse(coll, -ENOMEM);
 	s->coll = c;
 	s->base = data;
 	s->size = size;
@@ -78,17 +76,35 @@ int zsm_rma_reg_sym(void *coll, void *data, size_t size, int type,
 			ret = zsm_reg_window(s->comm[k], data, size, type,
 					     &s->mh[k], &mine[k]);
 	}
+	/* The handle's slot before the exchange: what can fail here must
+	 * fail every rank, not this one alone after the others succeeded. */
+	if (!ret)
+		ret = zsm_handle_reserve(ZSM_H_RMA_SYM, s, &slot);
+	reserved = !ret;
 	if (ret)
 		memset(mine, 0, sizeof(mine));
 	ret = zsm_rma_agree(c, mine, sizeof(mine), ret, s->win);
-	if (!ret && zsm_handle_open(ZSM_H_RMA_SYM, s, &s->handle))
-		ret = -ENOMEM;
 	if (ret) {
+		if (reserved)
+			zsm_handle_release(slot);
 		zsm_rma_sym_free(s);
 		return ret;
 	}
+	s->handle = zsm_handle_arm(slot);
 	*out = (void *)(uintptr_t)s->handle;
 	return 0;
+}
+
+int zsm_rma_reg_sym_refuse(void *coll, int status)
+{
+	struct zsm_rma_window none[ZSM_RMA_KINDS];
+	struct zsm_rma_coll *c;
+
+	if (zsm_rma_lookup("regMrSym", coll, ZSM_H_RMA_COLL, (void **)&c))
+		return status;
+	memset(none, 0, sizeof(none));
+	(void)zsm_rma_agree(c, none, sizeof(none), status, NULL);
+	return status;
 }
 
 int zsm_rma_dereg_sym(void *coll, void *sym)
