@@ -363,7 +363,8 @@ struct zsm_net_req {
 	uint64_t get_seq;
 	uint64_t get_deadline_ns;
 	/* A send the provider finished, not reported until its receive is
-	 * known to be posted: the next on its comm's list (net_credit.h). */
+	 * known to be posted (net_credit.h), or a put until its SIGNAL is
+	 * known applied: the next on its comm's list. */
 	struct zsm_net_req *held_next;
 };
 
@@ -541,17 +542,17 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i);
 void zsm_net_rma_op_done(struct zsm_net_op *op, int err);
 /* req's SIGNAL or GET (t), req->sig, sent as op: from a registered copy
  * where the provider wants descriptors, and none free is a refusal for
- * now, as the provider's own; under atomic with FI_FENCE, a SIGNAL
- * asking to be acknowledged.  The send's result. */
+ * now, as the provider's own; a SIGNAL asks to be acknowledged (under
+ * atomic with FI_FENCE).  The send's result. */
 ssize_t zsm_net_rma_send_msg(struct zsm_net_req *req, struct zsm_net_op *op,
 			     enum zsm_ctrl_type t);
 void zsm_net_rma_on_signal(struct zsm_net_comm *c,
 			   const struct zsm_sig_msg *m);
-/* atomic: the peer's receive comm says how many of send comm c's SIGNALs
- * it handled, and whether one failed it. */
 /* RMA_REFUSED: our provider refused a write or read of the peer's. */
 void zsm_net_rma_on_refused(struct zsm_net_comm *c,
 			    const struct zsm_ctrl_msg *m);
+/* SIGNALED: the peer's receive comm says how many of send comm c's
+ * SIGNALs it handled, and whether it failed. */
 void zsm_net_rma_on_signaled(struct zsm_net_comm *c,
 			     const struct zsm_ctrl_msg *m);
 /* writedata: a put's write landed here, its remote CQ data data. */

@@ -228,6 +228,14 @@ void zsm_net_comm_fail_reqs(struct zsm_net_comm *comm, int err)
 	zsm_net_comm_orphan_posted(comm, err);
 	/* Held sends may never have reached a receive. */
 	zsm_net_req_report_held(comm, err);
+	/* Our sender's puts wait for a SIGNALED, and this comm applies no
+	 * more SIGNALs: say it failed (a refusal said so already). */
+	if (comm->type == ZSM_COMM_RECV && comm->ep->windows &&
+	    !comm->peer_gone && !comm->closing && !comm->credit.closed) {
+		if (!comm->rma_status)
+			comm->rma_status = err < 0 ? err : -EIO;
+		zsm_net_ctrl_want(comm, ZSM_CTRL_SIGNALED);
+	}
 }
 
 void zsm_net_comm_fail(struct zsm_net_comm *comm, int err, const char *why)
@@ -472,7 +480,7 @@ void zsm_net_comm_on_close(struct zsm_net_comm *c,
 	}
 	zsm_net_req_report_held(c, 0);
 	/* What is still held are puts whose SIGNAL the peer never said it
-	 * applied: its SIGNALED would have come before its CLOSE. */
+	 * applied: a SIGNALED it owed goes before its CLOSE. */
 	if (c->held)
 		zsm_net_comm_fail(c, -ECONNRESET,
 				  "the target closed its comm before it "
@@ -688,7 +696,9 @@ int zsm_net_comm_post_close(struct zsm_net_comm *comm)
 	while (comm->accept_head)
 		zsm_net_comm_post_close(comm->accept_head);
 	zsm_net_comm_leave_listener(comm);
-	comm->ctrl_want = 0;
+	/* A SIGNALED still owed goes first (its bit is lower than CLOSE's):
+	 * the sender fails the puts a CLOSE finds unanswered. */
+	comm->ctrl_want &= tell ? 1u << ZSM_CTRL_SIGNALED : 0;
 	if (tell) {
 		comm->closed_ns = zsm_now_ns();
 		comm->credit.taken = comm->credit.arrived;

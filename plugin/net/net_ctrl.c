@@ -294,7 +294,8 @@ static int zsm_net_ctrl_send_next(struct zsm_net_comm *comm)
 }
 
 /*
- * A closing comm sends its CLOSE and nothing else.  A CLOSE the provider
+ * A closing comm sends its CLOSE and nothing else but, before it, a
+ * SIGNALED it owes.  A CLOSE the provider
  * refuses (rxm does, for ever, to a process that is gone) for as long as
  * a connect may take is given up: the peer is unreachable, and its own
  * liveness check tells it.
@@ -304,7 +305,8 @@ static void zsm_net_ctrl_closing(struct zsm_net_comm *c, uint64_t now)
 	uint64_t limit =
 		(uint64_t)zsm_param_int(ZSM_P_CONNECT_TIMEOUT_MS) * 1000000ULL;
 
-	c->ctrl_want &= 1u << ZSM_CTRL_CLOSE;
+	/* A SIGNALED owed goes before the CLOSE: see post_close. */
+	c->ctrl_want &= 1u << ZSM_CTRL_CLOSE | 1u << ZSM_CTRL_SIGNALED;
 	if (c->ctrl_want && c->peer_gone) {
 		c->ctrl_want = 0;
 	} else if (c->ctrl_want && now > c->closed_ns &&

@@ -329,7 +329,9 @@ int zsm_net_mr_reg_window(struct zsm_net_ep *ep, void *data, size_t size,
 		ep->windows++;
 		zsm_net_mr_link_locked(ep, mr);
 	}
-	zsm_proxy_unlock();
+	/* An endpoint with windows is polled (tcp places writes only
+	 * then): wake a thread that went to sleep before. */
+	zsm_proxy_caller_leave();
 	if (ret) {
 		zsm_cuda_win_mirror_free(&mr->mirror);
 		free(mr);

@@ -655,8 +655,8 @@ void zsm_net_rma_on_signaled(struct zsm_net_comm *c,
 	if (m->status) {
 		/* The peer's errno, said as a number: any value may come. */
 		snprintf(why, sizeof(why),
-			 "the peer failed its comm on a signal of ours "
-			 "(error %d there)",
+			 "the peer failed its comm (error %d there): our "
+			 "signals past what it applied are lost",
 			 (int)m->status);
 		zsm_net_comm_fail(c, -EPROTO, why);
 		return;
