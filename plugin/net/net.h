@@ -187,6 +187,12 @@ struct zsm_net_drain {
 	int soon;  /* the next scan starts next pass */
 	uint64_t next_ns;
 	struct zsm_net_drain_prefix cur;
+	/* A set that holds strays only, being swept: looks in flight, how
+	 * many the next round posts, and whether one came back empty. */
+	struct zsm_net_drain_prefix sweep;
+	int sweep_out;
+	int sweep_batch;
+	int sweep_end;
 	int top;
 	struct zsm_net_drain_prefix stack[ZSM_DRAIN_LEAF + 2];
 };
@@ -615,6 +621,9 @@ void zsm_net_peer_check(struct zsm_net_ep *ep, uint64_t now);
 
 
 /* net_drain.c: strays: messages for no live comm, discarded. */
+/* The length of the shortest prefix of a stray's tag under which no
+ * message is kept: the set one sweep discards from. */
+int zsm_net_drain_stray_len(const struct zsm_net_ep *ep, uint64_t tag);
 void zsm_net_drain_tick(struct zsm_net_ep *ep, uint64_t now);
 void zsm_net_drain_complete(struct zsm_net_ep *ep, int err, uint64_t tag);
 /* A look or a discard is in flight, or the scan goes on next pass. */

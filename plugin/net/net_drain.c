@@ -12,9 +12,12 @@
  * on its own, down to the tags of that one comm, which are kept whole.
  * So a message kept costs the scan up to two looks per tag bit above the
  * caller's tag, and nothing stays behind it (one used to end the scan).
- * The sets still to look in carry over to the next pass, so a burst of
- * strays is discarded as fast as the passes go.  Providers
- * without FI_PEEK keep their strays; that is said once.  Engine only.
+ * A stray found is swept with the widest set of tags around it that
+ * holds strays only: rounds of discards, each of whatever is oldest
+ * there, until one finds nothing.  The sets still to look in carry over
+ * to the next pass, so a burst of strays is discarded as fast as the
+ * passes go.  Providers without FI_PEEK keep their strays; that is said
+ * once.  Engine only.
  */
 #include <errno.h>
 
@@ -28,7 +31,7 @@
 enum {
 	ZSM_DRAIN_IDLE,
 	ZSM_DRAIN_PEEK,
-	ZSM_DRAIN_DISCARD,
+	ZSM_DRAIN_SWEEP,
 	ZSM_DRAIN_OFF,
 };
 
@@ -41,6 +44,11 @@ _Static_assert(1ULL << ZSM_DRAIN_CTRL_SHIFT == ZSM_TAG_CTRL,
  * queue, which the engine reads again for it (net_ep.c): this bounds the
  * time a pass spends on strays. */
 #define ZSM_DRAIN_BUDGET 512
+/* Discards a sweep has in flight at most.  Each look, and each read of
+ * the queue, first lets rxm take in what its connections brought: one
+ * look and one read per stray (the scan before sweeps took two of each)
+ * loses to a flood that a round of discards per read keeps up with. */
+#define ZSM_DRAIN_SWEEP_MAX 64
 /* How long the scan waits once a whole scan found no stray. */
 #define ZSM_DRAIN_PERIOD_NS 250000000ULL
 
@@ -97,6 +105,41 @@ static int zsm_net_drain_kept(struct zsm_net_ep *ep, uint64_t tag)
 	return c && c->type == ZSM_COMM_RECV && !c->closing;
 }
 
+/* The bits two comm ids share from the top. */
+static int zsm_net_drain_common(uint32_t a, uint32_t b)
+{
+	uint32_t x = (a ^ b) & ZSM_TAG_ID_MAX;
+
+	return x ? __builtin_clz(x) - (32 - ZSM_TAG_BITS_ID) : ZSM_TAG_BITS_ID;
+}
+
+/*
+ * The shortest prefix of a stray's tag under which zsm keeps nothing: the
+ * tag's top set bit where it has bits above the control bit, else one
+ * bit of comm id past the most it shares with a live receive comm.  So a
+ * flood of strays for many ids is swept a set at a time, not one
+ * message per two looks.  Engine only (the comm list is the engine's).
+ */
+int zsm_net_drain_stray_len(const struct zsm_net_ep *ep, uint64_t tag)
+{
+	const int id_top = 64 - ZSM_DRAIN_CTRL_SHIFT; /* bits down to id */
+	uint32_t id = zsm_tag_id(tag);
+	int most = -1;
+
+	if (tag >> (ZSM_DRAIN_CTRL_SHIFT + 1))
+		return __builtin_clzll(tag) + 1;
+	for (const struct zsm_net_comm *c = ep->comms; c; c = c->ep_next) {
+		if (c->type != ZSM_COMM_RECV || c->closing)
+			continue;
+		int n = zsm_net_drain_common(c->local_id, id);
+
+		if (n > most)
+			most = n;
+	}
+	/* A stray's id is no live comm's (zsm_net_drain_kept): most < 23. */
+	return id_top + most + 1;
+}
+
 /* Whether every message under prefix p is kept: nothing to look for. */
 static int zsm_net_drain_all_kept(struct zsm_net_ep *ep,
 				  struct zsm_net_drain_prefix p)
@@ -147,10 +190,79 @@ static void zsm_net_drain_next(struct zsm_net_ep *ep)
 	d->next_ns = ep->pass_ns + (d->soon ? 0 : ZSM_DRAIN_PERIOD_NS);
 }
 
+/*
+ * A round of discards in the set being swept, each of whatever message
+ * is oldest there: any is a stray, so order does not matter.  The rounds
+ * double while every discard found one, so an empty set costs few looks.
+ */
+static void zsm_net_drain_sweep_post(struct zsm_net_ep *ep)
+{
+	struct zsm_net_drain *d = &ep->drain;
+	struct zsm_net_drain_prefix q = d->sweep;
+
+	d->state = ZSM_DRAIN_SWEEP;
+	while (d->sweep_out < d->sweep_batch && d->budget > 0) {
+		int ret = zsm_net_drain_post(ep, q.tag,
+					     zsm_net_drain_ignore(q.len),
+					     FI_DISCARD);
+
+		if (ret == -ENOTSUP)
+			return;
+		if (ret)
+			break;
+		d->budget--;
+		d->sweep_out++;
+	}
+	if (d->sweep_out)
+		return;
+	zsm_net_drain_push(d, q.tag, q.len); /* refused or spent: later */
+	zsm_net_drain_next(ep);
+}
+
+static void zsm_net_drain_sweep_start(struct zsm_net_ep *ep, uint64_t tag)
+{
+	struct zsm_net_drain *d = &ep->drain;
+	struct zsm_net_drain_prefix p = d->cur;
+	int len = zsm_net_drain_stray_len(ep, tag);
+
+	if (len > p.len)
+		zsm_net_drain_push(d, p.tag, p.len); /* the rest after */
+	else
+		len = p.len;
+	d->sweep = (struct zsm_net_drain_prefix){
+		tag & ~zsm_net_drain_ignore(len), len};
+	d->sweep_batch = 1;
+	d->sweep_end = 0;
+	zsm_net_drain_sweep_post(ep);
+}
+
+static void zsm_net_drain_sweep_done(struct zsm_net_ep *ep, int err)
+{
+	struct zsm_net_drain *d = &ep->drain;
+
+	d->sweep_out--;
+	if (!err) {
+		zsm_net_ctrl_drop(ep, ZSM_DROP_DATA,
+				  "discarded from the provider");
+		d->found = 1;
+	} else {
+		d->sweep_end = 1; /* empty (FI_ENOMSG), or refused */
+	}
+	if (d->sweep_out)
+		return;
+	if (!d->sweep_end) {
+		if (d->sweep_batch < ZSM_DRAIN_SWEEP_MAX)
+			d->sweep_batch *= 2;
+		zsm_net_drain_sweep_post(ep);
+		return;
+	}
+	zsm_net_drain_next(ep);
+}
+
 int zsm_net_drain_looking(const struct zsm_net_ep *ep)
 {
 	return ep->drain.state == ZSM_DRAIN_PEEK ||
-	       ep->drain.state == ZSM_DRAIN_DISCARD;
+	       ep->drain.state == ZSM_DRAIN_SWEEP;
 }
 
 int zsm_net_drain_busy(const struct zsm_net_ep *ep)
@@ -177,23 +289,15 @@ void zsm_net_drain_complete(struct zsm_net_ep *ep, int err, uint64_t tag)
 	struct zsm_net_drain *d = &ep->drain;
 	struct zsm_net_drain_prefix p = d->cur;
 
+	if (d->state == ZSM_DRAIN_SWEEP) {
+		zsm_net_drain_sweep_done(ep, err);
+		return;
+	}
 	d->op.posted = 2;
-	if (d->state == ZSM_DRAIN_DISCARD) {
-		if (!err) {
-			zsm_net_ctrl_drop(ep, ZSM_DROP_DATA,
-					  "discarded from the provider");
-			d->found = 1;
-		}
-		zsm_net_drain_push(d, p.tag, p.len); /* the same set again */
-	} else if (d->state == ZSM_DRAIN_PEEK && !err &&
+	if (d->state == ZSM_DRAIN_PEEK && !err &&
 		   !zsm_net_drain_kept(ep, tag)) {
-		/* The oldest unexpected message with this exact tag is the
-		 * one just seen: nothing older matched the wider look. */
-		if (zsm_net_drain_post(ep, tag, 0, FI_DISCARD) == 0) {
-			d->state = ZSM_DRAIN_DISCARD;
-			return;
-		}
-		zsm_net_drain_push(d, p.tag, p.len);
+		zsm_net_drain_sweep_start(ep, tag);
+		return;
 	} else if (d->state == ZSM_DRAIN_PEEK && !err &&
 		   p.len < ZSM_DRAIN_LEAF) {
 		/* A message kept: each half of the set on its own. */
