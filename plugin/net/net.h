@@ -177,10 +177,16 @@ struct zsm_net_drain_prefix {
 /* Down to one comm id: the bits below it are the caller's tag. */
 #define ZSM_DRAIN_LEAF (64 - ZSM_TAG_BITS_USER)
 
+/* Discards a sweep of the stray scan has in flight at most. */
+#define ZSM_DRAIN_SWEEP_MAX 64
+
 /* The stray scan (net_drain.c): the prefixes still to look in, the one
  * being looked in, and what is left of this pass's looks. */
 struct zsm_net_drain {
 	struct zsm_net_op op;
+	/* One each: a provider may keep its own state in an operation's
+	 * context while it is in flight (FI_CONTEXT2). */
+	struct zsm_net_op sweep_ops[ZSM_DRAIN_SWEEP_MAX];
 	int state;
 	int budget;
 	int found; /* strays discarded since the scan began */
@@ -624,6 +630,10 @@ void zsm_net_peer_check(struct zsm_net_ep *ep, uint64_t now);
 /* The length of the shortest prefix of a stray's tag under which no
  * message is kept: the set one sweep discards from. */
 int zsm_net_drain_stray_len(const struct zsm_net_ep *ep, uint64_t tag);
+/* Whether no message under the set is kept, with the comms there are now:
+ * a sweep asks before each round. */
+int zsm_net_drain_strays_only(const struct zsm_net_ep *ep,
+			      struct zsm_net_drain_prefix q);
 void zsm_net_drain_tick(struct zsm_net_ep *ep, uint64_t now);
 void zsm_net_drain_complete(struct zsm_net_ep *ep, int err, uint64_t tag);
 /* A look or a discard is in flight, or the scan goes on next pass. */

@@ -44,30 +44,29 @@ _Static_assert(1ULL << ZSM_DRAIN_CTRL_SHIFT == ZSM_TAG_CTRL,
  * queue, which the engine reads again for it (net_ep.c): this bounds the
  * time a pass spends on strays. */
 #define ZSM_DRAIN_BUDGET 512
-/* Discards a sweep has in flight at most.  Each look, and each read of
- * the queue, first lets rxm take in what its connections brought: one
- * look and one read per stray (the scan before sweeps took two of each)
- * loses to a flood that a round of discards per read keeps up with. */
-#define ZSM_DRAIN_SWEEP_MAX 64
+/* ZSM_DRAIN_SWEEP_MAX (net.h): each look, and each read of the queue,
+ * first lets rxm take in what its connections brought: one look and one
+ * read per stray (the scan before sweeps took two of each) loses to a
+ * flood that a round of discards per read keeps up with. */
 /* How long the scan waits once a whole scan found no stray. */
 #define ZSM_DRAIN_PERIOD_NS 250000000ULL
 
 /* One look (or, with FI_DISCARD, one discard) at the oldest unexpected
  * message with tag under ignore. */
-static int zsm_net_drain_post(struct zsm_net_ep *ep, uint64_t tag,
-			      uint64_t ignore, uint64_t flags)
+static int zsm_net_drain_post(struct zsm_net_ep *ep, struct zsm_net_op *op,
+			      uint64_t tag, uint64_t ignore, uint64_t flags)
 {
 	struct zsm_net_drain *d = &ep->drain;
 	struct fi_msg_tagged m = {
 		.addr = FI_ADDR_UNSPEC,
 		.tag = tag,
 		.ignore = ignore,
-		.context = &d->op.fi_ctx,
+		.context = &op->fi_ctx,
 	};
 	ssize_t ret;
 
-	d->op.kind = ZSM_OP_DRAIN;
-	d->op.owner = ep;
+	op->kind = ZSM_OP_DRAIN;
+	op->owner = ep;
 	ret = fi_trecvmsg(ep->ep, &m, FI_PEEK | flags);
 	if (ret == -FI_EAGAIN)
 		return -EAGAIN;
@@ -79,7 +78,7 @@ static int zsm_net_drain_post(struct zsm_net_ep *ep, uint64_t tag,
 		d->state = ZSM_DRAIN_OFF;
 		return -ENOTSUP;
 	}
-	d->op.posted = 1;
+	op->posted = 1;
 	return 0;
 }
 
@@ -140,6 +139,23 @@ int zsm_net_drain_stray_len(const struct zsm_net_ep *ep, uint64_t tag)
 	return id_top + most + 1;
 }
 
+int zsm_net_drain_strays_only(const struct zsm_net_ep *ep,
+			      struct zsm_net_drain_prefix q)
+{
+	const int id_top = 64 - ZSM_DRAIN_CTRL_SHIFT;
+	uint64_t fixed = q.tag & ~zsm_net_drain_ignore(q.len);
+
+	if (fixed >> (ZSM_DRAIN_CTRL_SHIFT + 1))
+		return 1; /* every tag there has a bit no zsm message has */
+	if (q.len < id_top || fixed & ZSM_TAG_CTRL)
+		return 0; /* control messages are there */
+	for (const struct zsm_net_comm *c = ep->comms; c; c = c->ep_next)
+		if (c->type == ZSM_COMM_RECV && !c->closing &&
+		    !((zsm_tag_data(c->local_id, 0) ^ fixed) >> (64 - q.len)))
+			return 0;
+	return 1;
+}
+
 /* Whether every message under prefix p is kept: nothing to look for. */
 static int zsm_net_drain_all_kept(struct zsm_net_ep *ep,
 				  struct zsm_net_drain_prefix p)
@@ -153,7 +169,7 @@ static int zsm_net_drain_all_kept(struct zsm_net_ep *ep,
 static void zsm_net_drain_push(struct zsm_net_drain *d, uint64_t tag, int len)
 {
 	/* A walk holds one set per tag bit at most, and the one it looks
-	 * in: never full. */
+	 * in, and a sweep's set pushed back above them: never full. */
 	if (d->top < (int)(sizeof(d->stack) / sizeof(d->stack[0])))
 		d->stack[d->top++] = (struct zsm_net_drain_prefix){tag, len};
 }
@@ -169,7 +185,7 @@ static void zsm_net_drain_next(struct zsm_net_ep *ep)
 		if (zsm_net_drain_all_kept(ep, d->cur))
 			continue;
 		d->budget--;
-		if (zsm_net_drain_post(ep, d->cur.tag,
+		if (zsm_net_drain_post(ep, &d->op, d->cur.tag,
 				       zsm_net_drain_ignore(d->cur.len),
 				       0) == 0) {
 			d->state = ZSM_DRAIN_PEEK;
@@ -199,10 +215,16 @@ static void zsm_net_drain_sweep_post(struct zsm_net_ep *ep)
 {
 	struct zsm_net_drain *d = &ep->drain;
 	struct zsm_net_drain_prefix q = d->sweep;
+	/* A receive comm made since the set was chosen may lie in it, its
+	 * early data on the way: the set goes back to be looked in and
+	 * split as any other.  (A round is done before a handshake's answer
+	 * can bring that data: rxm looks as it is posted.) */
+	int open = zsm_net_drain_strays_only(ep, q);
 
 	d->state = ZSM_DRAIN_SWEEP;
-	while (d->sweep_out < d->sweep_batch && d->budget > 0) {
-		int ret = zsm_net_drain_post(ep, q.tag,
+	while (open && d->sweep_out < d->sweep_batch && d->budget > 0) {
+		struct zsm_net_op *op = &d->sweep_ops[d->sweep_out];
+		int ret = zsm_net_drain_post(ep, op, q.tag,
 					     zsm_net_drain_ignore(q.len),
 					     FI_DISCARD);
 
@@ -215,7 +237,8 @@ static void zsm_net_drain_sweep_post(struct zsm_net_ep *ep)
 	}
 	if (d->sweep_out)
 		return;
-	zsm_net_drain_push(d, q.tag, q.len); /* refused or spent: later */
+	/* Refused, spent, or no longer strays only: looked in later. */
+	zsm_net_drain_push(d, q.tag, q.len);
 	zsm_net_drain_next(ep);
 }
 

@@ -5,7 +5,8 @@
  * control message, no data for a live receive comm), since a sweep
  * discards whatever is oldest in it, in any order.  A set one bit too
  * wide would discard data a live comm is owed; one too narrow sweeps
- * less than it could.
+ * less than it could.  And the question each round asks again, since a
+ * receive comm may be made inside a set while it is swept.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -146,12 +147,50 @@ static void test_net_drain_sweep_set_ignores_dead_comms(void **state)
 	check_set(&f, stray);
 }
 
+/* The question a sweep asks before each round agrees with the oracle on
+ * sets of every length, and turns as a receive comm is made in the set
+ * being swept (its early data must not be discarded). */
+static void test_net_drain_sweep_stops_for_a_new_comm(void **state)
+{
+	struct fake *f = calloc(1, sizeof(*f));
+	struct zsm_net_drain_prefix q;
+	uint64_t stray = zsm_tag_data(0x123456, 3);
+
+	(void)state;
+	assert_non_null(f);
+	srandom(11);
+	q.len = zsm_net_drain_stray_len(&f->ep, stray);
+	q.tag = stray & ~(~0ULL >> q.len);
+	zsm_assert_int_eq(q.len, DATA_TOP);
+	assert_true(zsm_net_drain_strays_only(&f->ep, q));
+	fake_comm(f, ZSM_COMM_RECV, 0x7abcde)->closing = 1;
+	assert_true(zsm_net_drain_strays_only(&f->ep, q));
+	fake_comm(f, ZSM_COMM_RECV, 0x7abcde);
+	assert_false(zsm_net_drain_strays_only(&f->ep, q));
+	for (int i = 0; i < NLIVE - 2; i++)
+		fake_comm(f, ZSM_COMM_RECV, rnd32());
+	for (int i = 0; i < 20000; i++) {
+		uint64_t t = i % 5 ? zsm_tag_data(rnd32() & ZSM_TAG_ID_MAX, 0)
+				   : (uint64_t)rnd32() << 32 | rnd32();
+		struct zsm_net_drain_prefix p = {0, (int)(rnd32() % 41)};
+
+		p.tag = p.len ? t & ~(~0ULL >> p.len) : 0;
+		if (zsm_net_drain_strays_only(&f->ep, p) ==
+		    holds_kept(f, p.tag, p.len))
+			fail_msg("set %#llx/%d: strays only says %d",
+				 (unsigned long long)p.tag, p.len,
+				 zsm_net_drain_strays_only(&f->ep, p));
+	}
+	free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_net_drain_sweep_set_holds_strays_only),
 		cmocka_unit_test(test_net_drain_sweep_set_of_high_bits),
 		cmocka_unit_test(test_net_drain_sweep_set_ignores_dead_comms),
+		cmocka_unit_test(test_net_drain_sweep_stops_for_a_new_comm),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
