@@ -60,6 +60,7 @@ int h_attacker_open(struct h_attacker **out, const struct h_victim *v)
 	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
 	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED,
 				     .size = 1024};
+	const char *prov;
 	int ret;
 
 	*out = NULL;
@@ -68,7 +69,11 @@ int h_attacker_open(struct h_attacker **out, const struct h_victim *v)
 	hints->caps = FI_TAGGED | FI_SEND | FI_RECV;
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
 	hints->ep_attr->type = FI_EP_RDM;
-	hints->fabric_attr->prov_name = strdup("tcp;ofi_rxm");
+	/* The victim's provider where it is not tcp;ofi_rxm (libfabric 2.x's
+	 * own tcp RDM speaks another wire). */
+	prov = getenv("H_ATTACKER_PROV");
+	hints->fabric_attr->prov_name = strdup(prov && *prov ? prov
+							     : "tcp;ofi_rxm");
 	hints->domain_attr->name = strdup("lo");
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 				      FI_MR_ALLOCATED | FI_MR_PROV_KEY |
