@@ -177,7 +177,11 @@ struct zsm_net_drain_prefix {
 /* Down to one comm id: the bits below it are the caller's tag. */
 #define ZSM_DRAIN_LEAF (64 - ZSM_TAG_BITS_USER)
 
-/* Discards a sweep of the stray scan has in flight at most. */
+/* Discards a sweep of the stray scan has in flight at most.  Each look,
+ * and each read of the queue, first lets rxm take in what its
+ * connections brought: one look and one read per stray (the scan before
+ * sweeps took two of each) loses to a flood that a round of discards per
+ * read keeps up with. */
 #define ZSM_DRAIN_SWEEP_MAX 64
 
 /* The stray scan (net_drain.c): the prefixes still to look in, the one

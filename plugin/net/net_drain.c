@@ -44,10 +44,6 @@ _Static_assert(1ULL << ZSM_DRAIN_CTRL_SHIFT == ZSM_TAG_CTRL,
  * queue, which the engine reads again for it (net_ep.c): this bounds the
  * time a pass spends on strays. */
 #define ZSM_DRAIN_BUDGET 512
-/* ZSM_DRAIN_SWEEP_MAX (net.h): each look, and each read of the queue,
- * first lets rxm take in what its connections brought: one look and one
- * read per stray (the scan before sweeps took two of each) loses to a
- * flood that a round of discards per read keeps up with. */
 /* How long the scan waits once a whole scan found no stray. */
 #define ZSM_DRAIN_PERIOD_NS 250000000ULL
 
@@ -88,6 +84,12 @@ static uint64_t zsm_net_drain_ignore(int len)
 	return len ? ~0ULL >> len : ~0ULL;
 }
 
+/* A comm whose data messages zsm keeps: a receive comm not closing. */
+static int zsm_net_drain_live(const struct zsm_net_comm *c)
+{
+	return c->type == ZSM_COMM_RECV && !c->closing;
+}
+
 /* Whether zsm keeps a message with tag: a control message, or data for
  * a live receive comm.  Its key is judged when a receive takes it (a look
  * need not say whether the message has CQ data: rxm's does not flag
@@ -101,7 +103,7 @@ static int zsm_net_drain_kept(struct zsm_net_ep *ep, uint64_t tag)
 	if (tag >> ZSM_DRAIN_CTRL_SHIFT)
 		return 0; /* bits no zsm message has */
 	c = zsm_idmap_find(&ep->ids, zsm_tag_id(tag));
-	return c && c->type == ZSM_COMM_RECV && !c->closing;
+	return c && zsm_net_drain_live(c);
 }
 
 /* The bits two comm ids share from the top. */
@@ -128,11 +130,9 @@ int zsm_net_drain_stray_len(const struct zsm_net_ep *ep, uint64_t tag)
 	if (tag >> (ZSM_DRAIN_CTRL_SHIFT + 1))
 		return __builtin_clzll(tag) + 1;
 	for (const struct zsm_net_comm *c = ep->comms; c; c = c->ep_next) {
-		if (c->type != ZSM_COMM_RECV || c->closing)
-			continue;
 		int n = zsm_net_drain_common(c->local_id, id);
 
-		if (n > most)
+		if (zsm_net_drain_live(c) && n > most)
 			most = n;
 	}
 	/* A stray's id is no live comm's (zsm_net_drain_kept): most < 23. */
@@ -150,7 +150,7 @@ int zsm_net_drain_strays_only(const struct zsm_net_ep *ep,
 	if (q.len < id_top || fixed & ZSM_TAG_CTRL)
 		return 0; /* control messages are there */
 	for (const struct zsm_net_comm *c = ep->comms; c; c = c->ep_next)
-		if (c->type == ZSM_COMM_RECV && !c->closing &&
+		if (zsm_net_drain_live(c) &&
 		    !((zsm_tag_data(c->local_id, 0) ^ fixed) >> (64 - q.len)))
 			return 0;
 	return 1;
@@ -318,7 +318,7 @@ void zsm_net_drain_complete(struct zsm_net_ep *ep, int err, uint64_t tag)
 	}
 	d->op.posted = 2;
 	if (d->state == ZSM_DRAIN_PEEK && !err &&
-		   !zsm_net_drain_kept(ep, tag)) {
+	    !zsm_net_drain_kept(ep, tag)) {
 		zsm_net_drain_sweep_start(ep, tag);
 		return;
 	} else if (d->state == ZSM_DRAIN_PEEK && !err &&
