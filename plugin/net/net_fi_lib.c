@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "net/net_fi_lib.h"
+#include "zsm_config.h"
 
 struct zsm_fi_lib zsm_fi;
 
@@ -20,21 +21,27 @@ static pthread_mutex_t zsm_fi_lib_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *zsm_fi_lib_handle;
 
 /*
- * The versions `nm -D --undefined-only` showed for a plugin linked against
- * libfabric 1.17's headers: what those headers' prototypes mean.  A header
- * whose default versions differ makes test_fi_lib fail.
+ * The versions a program built with our libfabric headers binds: the
+ * build reads them from the library those headers came with (meson.build),
+ * since each names the struct layouts the headers declare.
  */
 static const struct {
 	const char *name;
 	const char *version;
 	size_t slot;
 } zsm_fi_lib_syms[] = {
-	{"fi_getinfo", "FABRIC_1.3", offsetof(struct zsm_fi_lib, getinfo)},
-	{"fi_freeinfo", "FABRIC_1.3", offsetof(struct zsm_fi_lib, freeinfo)},
-	{"fi_dupinfo", "FABRIC_1.3", offsetof(struct zsm_fi_lib, dupinfo)},
-	{"fi_fabric", "FABRIC_1.1", offsetof(struct zsm_fi_lib, fabric)},
-	{"fi_strerror", "FABRIC_1.0", offsetof(struct zsm_fi_lib, strerror)},
-	{"fi_version", "FABRIC_1.0", offsetof(struct zsm_fi_lib, version)},
+	{"fi_getinfo", ZSM_FI_SYMVER_FI_GETINFO,
+	 offsetof(struct zsm_fi_lib, getinfo)},
+	{"fi_freeinfo", ZSM_FI_SYMVER_FI_FREEINFO,
+	 offsetof(struct zsm_fi_lib, freeinfo)},
+	{"fi_dupinfo", ZSM_FI_SYMVER_FI_DUPINFO,
+	 offsetof(struct zsm_fi_lib, dupinfo)},
+	{"fi_fabric", ZSM_FI_SYMVER_FI_FABRIC,
+	 offsetof(struct zsm_fi_lib, fabric)},
+	{"fi_strerror", ZSM_FI_SYMVER_FI_STRERROR,
+	 offsetof(struct zsm_fi_lib, strerror)},
+	{"fi_version", ZSM_FI_SYMVER_FI_VERSION,
+	 offsetof(struct zsm_fi_lib, version)},
 };
 
 /* sigaction fills only the kernel's part of sa_mask: compare by member. */
