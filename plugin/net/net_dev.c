@@ -17,11 +17,19 @@
 #include "net/net.h"
 #include "net/net_fi_abi.h"
 
-/* Providers picked without being asked for, best first. */
+/*
+ * Providers picked without being asked for, best first.  libfabric 2.x's
+ * own tcp RDM endpoint comes before tcp;ofi_rxm: it keeps at most 64
+ * messages per peer that found no receive and then stops reading that
+ * peer, where rxm holds every one in a buffer of a pool that never
+ * shrinks (docs/security.md, "Floods").  1.17 has no such endpoint under
+ * that name (its forerunner, "net", is not picked).
+ */
 static const char *const zsm_net_prov_rank[] = {
 	"efa",
 	"cxi",
 	"verbs;ofi_rxm",
+	"tcp",
 	"tcp;ofi_rxm",
 };
 #define ZSM_NET_NPROV (sizeof(zsm_net_prov_rank) / sizeof(zsm_net_prov_rank[0]))
