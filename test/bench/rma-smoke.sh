@@ -22,7 +22,8 @@ for mode in zsm raw; do
 	head='^# zsm-bench: plugin .*, ncclRma v14, device 0 .*, memory host, reps 1$'
 	if [ $mode = raw ]; then
 		flag=--raw
-		head="^# zsm-bench: raw libfabric RMA, provider 'tcp;ofi_rxm', .*, signals by saw, memory host, reps 1$"
+		# tcp;ofi_rxm on libfabric 1.x, its own tcp RDM on 2.x.
+		head="^# zsm-bench: raw libfabric RMA, provider 'tcp\(;ofi_rxm\)\{0,1\}', .*, signals by saw, memory host, reps 1$"
 	fi
 	out=$work/$mode.out csv=$work/$mode.csv
 	"$bench" $flag --rma --sizes 8,4K,1M --iters 20 --warmup 2 --reps 1 \

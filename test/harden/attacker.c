@@ -53,6 +53,43 @@ void h_victim_from_handle(struct h_victim *v, const void *handle)
 	memcpy(v->addr, h + 32, v->addr_len);
 }
 
+/*
+ * The victim's provider on lo, by zsm's own rule (plugin/net/net_dev.c):
+ * ZSM_PROVIDER's full name where it gives one, else libfabric 2.x's own
+ * tcp RDM endpoint where libfabric offers it, ranked before tcp;ofi_rxm.
+ * The two speak different wires: an attacker on the other one reaches
+ * nothing, and a case would pass because its attack never landed.
+ * H_ATTACKER_PROV overrides it.  Runs where the victim's plugin is loaded,
+ * so that it sees the libfabric the plugin sees.
+ */
+const char *h_attacker_prov(void)
+{
+	const char *p = getenv("H_ATTACKER_PROV");
+	struct fi_info *hints, *got = NULL;
+	const char *pick = "tcp;ofi_rxm";
+
+	if (p && *p)
+		return p;
+	p = getenv("ZSM_PROVIDER");
+	if (p && strchr(p, ';'))
+		return p;
+	hints = fi_allocinfo();
+	if (!hints)
+		return pick;
+	hints->caps = FI_TAGGED | FI_SEND | FI_RECV;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->fabric_attr->prov_name = strdup("tcp");
+	hints->domain_attr->name = strdup("lo");
+	if (fi_getinfo(FI_VERSION(1, 14), NULL, NULL, 0, hints, &got) == 0) {
+		for (struct fi_info *fi = got; fi; fi = fi->next)
+			if (strcmp(fi->fabric_attr->prov_name, "tcp") == 0)
+				pick = "tcp";
+		fi_freeinfo(got);
+	}
+	fi_freeinfo(hints);
+	return pick;
+}
+
 int h_attacker_open(struct h_attacker **out, const struct h_victim *v)
 {
 	struct h_attacker *a = calloc(1, sizeof(*a));
@@ -60,7 +97,7 @@ int h_attacker_open(struct h_attacker **out, const struct h_victim *v)
 	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
 	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED,
 				     .size = 1024};
-	const char *prov;
+	const char *prov = h_attacker_prov();
 	int ret;
 
 	*out = NULL;
@@ -69,11 +106,7 @@ int h_attacker_open(struct h_attacker **out, const struct h_victim *v)
 	hints->caps = FI_TAGGED | FI_SEND | FI_RECV;
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
 	hints->ep_attr->type = FI_EP_RDM;
-	/* The victim's provider where it is not tcp;ofi_rxm (libfabric 2.x's
-	 * own tcp RDM speaks another wire). */
-	prov = getenv("H_ATTACKER_PROV");
-	hints->fabric_attr->prov_name = strdup(prov && *prov ? prov
-							     : "tcp;ofi_rxm");
+	hints->fabric_attr->prov_name = strdup(prov);
 	hints->domain_attr->name = strdup("lo");
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 				      FI_MR_ALLOCATED | FI_MR_PROV_KEY |
@@ -102,7 +135,7 @@ int h_attacker_open(struct h_attacker **out, const struct h_victim *v)
 	if (!ret && fi_av_insert(a->av, v->addr, 1, &a->victim, 0, NULL) != 1)
 		ret = -FI_EINVAL;
 	if (ret) {
-		fprintf(stderr, "attacker: no tcp;ofi_rxm endpoint on lo: %s\n",
+		fprintf(stderr, "attacker: no %s endpoint on lo: %s\n", prov,
 			fi_strerror(-ret));
 		h_attacker_close(a);
 		return -1;

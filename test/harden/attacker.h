@@ -30,6 +30,8 @@ struct h_victim {
 
 void h_victim_from_handle(struct h_victim *v, const void *handle);
 
+/* The provider the attacker speaks: the one zsm picks on lo. */
+const char *h_attacker_prov(void);
 /* 0, or -1 with the reason on stderr. */
 int h_attacker_open(struct h_attacker **out, const struct h_victim *v);
 void h_attacker_close(struct h_attacker *a);

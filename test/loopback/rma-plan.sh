@@ -3,8 +3,9 @@
 #
 # rma-plan.sh INFO: the signal mechanism each network device takes for
 # one-sided operations (net_rma_plan.h) is what libfabric grants, asked
-# at init and said by zsm-info.  tcp;ofi_rxm grants messages ordered after
-# writes (saw) and no ordered atomics; a forced mechanism it can build is
+# at init and said by zsm-info.  tcp (tcp;ofi_rxm on libfabric 1.x, its own
+# tcp RDM endpoint on 2.x: the name is taken from zsm-info) grants messages
+# ordered after writes (saw) and no ordered atomics; a forced mechanism it can build is
 # taken, writedata after its loopback probe of fi_writedata passed, and
 # one it cannot is refused with a WARN naming the variable.  sockets
 # grants atomic (FI_ATOMIC ordered after writes, FI_FENCE, and FI_SUM on
@@ -12,6 +13,11 @@
 info=$1
 status=0
 prov=tcp
+# The provider ZSM_PROVIDER=tcp gives on this libfabric.
+name=$(env ZSM_PROVIDER=tcp ZSM_DOMAIN=lo "$info" 2>/dev/null |
+	sed -n 's/^ *\[0\] name=lo provider=//p')
+[ -n "$name" ] || { echo "FAIL: zsm-info names no provider for tcp"; exit 1; }
+echo "ZSM_PROVIDER=tcp is $name here"
 # expect SIGNAL WANT: zsm-info's one-sided line (and a WARN) on $prov
 # holds WANT.
 expect() {
@@ -27,17 +33,17 @@ expect() {
 		status=1
 	fi
 }
-expect auto "signals by saw: tcp;ofi_rxm grants it"
+expect auto "signals by saw: $name grants it"
 expect saw "signals by saw (ZSM_RMA_SIGNAL)"
 expect fence "signals by fence (ZSM_RMA_SIGNAL)"
 expect writedata "signals by writedata (ZSM_RMA_SIGNAL)"
 # writedata is taken only after a real write of the probe landed.
 if ! env ZSM_PROVIDER=tcp ZSM_DOMAIN=lo ZSM_RMA_SIGNAL=writedata ZSM_LOG=info \
-	"$info" 2>&1 | grep -q 'fi_writedata on tcp;ofi_rxm passed a loopback write'; then
+	"$info" 2>&1 | grep -q "fi_writedata on $name passed a loopback write"; then
 	echo "FAIL: ZSM_RMA_SIGNAL=writedata did not probe fi_writedata"
 	status=1
 fi
-expect atomic "refused: ZSM_RMA_SIGNAL=atomic, but tcp;ofi_rxm grants no atomics"
+expect atomic "refused: ZSM_RMA_SIGNAL=atomic, but $name grants no atomics"
 # The refusal is a WARN as well, said once.
 n=$(env ZSM_PROVIDER=tcp ZSM_DOMAIN=lo ZSM_RMA_SIGNAL=atomic "$info" 2>&1 |
 	grep -c 'WARN net: lo: one-sided operations refused')
