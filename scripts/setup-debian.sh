@@ -5,6 +5,12 @@
 set -eu
 pkgs="gcc pkg-config meson ninja-build libfabric-dev libfabric-bin
 libcmocka-dev valgrind python3"
+# libfabric 2.6's source in ../shared is a git archive: autogen needs these
+# (scripts/build-lf26.sh; scripts/test.sh builds it where it is there).
+here=$(cd "$(dirname "$0")/.." && pwd)
+if [ -f "$here/../shared/libfabric-2.6.0/libfabric-2.6.0.tar.xz" ]; then
+	pkgs="$pkgs autoconf automake libtool make"
+fi
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
