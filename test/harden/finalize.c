@@ -4,8 +4,10 @@
  * open and 400 sends queued but never tested.  NCCL may free a send's
  * buffer once it no longer cares for the send (an aborted communicator),
  * so finalize must cancel what is still queued instead of posting it.
- * The sender frees its buffer before finalize: a send posted from there
- * reads freed memory (ASan's report).  With ZSM_PROXY=inline nothing
+ * The sender frees the buffer of every send that no engine could post
+ * before finalize (all but the early allowance) before it calls
+ * finalize: a send posted from there reads freed memory (ASan's
+ * report).  With ZSM_PROXY=inline nothing
  * drives the engine before finalize, so no send may reach the receiver
  * at all, which the plain build checks too; with the thread, the sends it
  * posted before are the sender's to deliver, and ASan checks the rest.
@@ -21,22 +23,43 @@
 /* A comm takes 256 requests in flight: two comms. */
 #define F_COMMS 2
 
+/*
+ * The early allowance (ZSM_EARLY_MSGS, the receiver's): the sends of a
+ * comm that its engine may post before any receive is posted.  The
+ * thread may post those at any moment, so their bytes stay valid; every
+ * later one waits for a GRANT that no receive posted before the
+ * sender's finalize can give.
+ */
+static int h_finalize_early(void)
+{
+	const char *e = getenv("ZSM_EARLY_MSGS");
+
+	return e && *e ? atoi(e) : 4;
+}
+
 static int h_finalize_sender(struct h_ctx *x, void *const *comms)
 {
-	unsigned char *buf = malloc((size_t)F_SENDS * F_SIZE);
+	int keep = h_finalize_early() * F_COMMS;
+	unsigned char *early = malloc((size_t)keep * F_SIZE);
+	unsigned char *late = malloc((size_t)(F_SENDS - keep) * F_SIZE);
 	void *req;
 
-	H_EXPECT(buf, "out of memory");
-	memset(buf, 0x5a, (size_t)F_SENDS * F_SIZE);
-	for (int i = 0; i < F_SENDS; i++)
-		H_TRY(h_post_send(x, comms[i % F_COMMS],
-				  buf + (size_t)i * F_SIZE, F_SIZE, 1 + i,
+	H_EXPECT(early && late && keep < F_SENDS, "out of memory");
+	memset(early, 0x5a, (size_t)keep * F_SIZE);
+	memset(late, 0x5a, (size_t)(F_SENDS - keep) * F_SIZE);
+	for (int i = 0; i < F_SENDS; i++) {
+		unsigned char *at = i < keep ? early + (size_t)i * F_SIZE
+					     : late + (size_t)(i - keep) * F_SIZE;
+
+		H_TRY(h_post_send(x, comms[i % F_COMMS], at, F_SIZE, 1 + i,
 				  NULL, &req));
+	}
 	/* Gone, as the caller's frame or buffer is once it gave up. */
-	free(buf);
+	free(late);
 	H_CALL(zsm_client_finalize(x->c));
 	zsm_client_close(x->c);
 	x->c = NULL;
+	free(early);
 	return OOB_PASS;
 }
 
