@@ -1,9 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Builds libfabric 2.6 from TARBALL (../shared/libfabric-2.6.0's, a git
-# archive: autogen runs first) into DIR/prefix, with the two providers
-# zsm runs on without special hardware: tcp (2.x's own RDM endpoint) and
-# rxm over it.  A build from the same tarball already in DIR is kept.
+# archive: autogen runs first) into DIR/prefix, with the providers zsm's
+# tests run on without special hardware: tcp (2.x's own RDM endpoint),
+# rxm over it, and sockets (rma-plan's provider with ordered atomics).
+# A build from the same tarball already in DIR is kept.
 # Needs autoconf, automake and libtool (scripts/setup-debian.sh).
 #
 #     sh scripts/build-lf26.sh TARBALL DIR
@@ -24,8 +25,9 @@ tar -C "$dir/src" -xJf "$src"
 log=$dir/build.log
 start=$(date +%s)
 if ! (cd "$dir"/src/libfabric-* && ./autogen.sh &&
-	./configure --prefix="$dir/prefix" --disable-static --enable-only \
-		--enable-tcp --enable-rxm &&
+	./configure --prefix="$dir/prefix" --disable-static \
+		--disable-dependency-tracking --enable-only \
+		--enable-tcp --enable-rxm --enable-sockets &&
 	make -j"$(nproc)" install) >"$log" 2>&1; then
 	tail -n 30 "$log"
 	echo "lf26: building libfabric 2.6 failed (all of it in $log)"
