@@ -18,18 +18,19 @@
 #include "net/net_fi_abi.h"
 
 /*
- * Providers picked without being asked for, best first.  libfabric 2.x's
- * own tcp RDM endpoint comes before tcp;ofi_rxm: it keeps at most 64
- * messages per peer that found no receive and then stops reading that
- * peer, where rxm holds every one in a buffer of a pool that never
- * shrinks (docs/security.md, "Floods").  1.17 has no such endpoint under
- * that name (its forerunner, "net", is not picked).
+ * Providers picked without being asked for, best first.  libfabric's own
+ * tcp RDM endpoint ("tcp", from 1.18) is not among them yet, though it
+ * bounds what strays cost where rxm does not (docs/security.md,
+ * "Floods"): it keeps at most 64 unmatched messages per peer and then
+ * stops reading that peer, so more early messages than that from one
+ * peer's comms together would hold up every comm's data and control
+ * behind them; zsm's allowance is per comm.  ZSM_PROVIDER=tcp picks it
+ * where it is offered.
  */
 static const char *const zsm_net_prov_rank[] = {
 	"efa",
 	"cxi",
 	"verbs;ofi_rxm",
-	"tcp",
 	"tcp;ofi_rxm",
 };
 #define ZSM_NET_NPROV (sizeof(zsm_net_prov_rank) / sizeof(zsm_net_prov_rank[0]))
@@ -50,6 +51,21 @@ static int zsm_net_prov_rank_of(const char *prov)
 		if (strcmp(prov, zsm_net_prov_rank[i]) == 0)
 			return (int)i;
 	return -1;
+}
+
+/*
+ * Where prov stands among the offers taken: its rank when zsm picks, and
+ * under ZSM_PROVIDER the provider of exactly that name before the core
+ * provider's ofi_rxm ('tcp': libfabric's own tcp RDM endpoint where it
+ * offers one, whichever offer libfabric lists first).  -1: not taken.
+ */
+static int zsm_net_prov_order(const char *prov)
+{
+	const char *want = zsm_param_str(ZSM_P_PROVIDER);
+
+	if (strcasecmp(want, "auto") == 0)
+		return zsm_net_prov_rank_of(prov);
+	return strcasecmp(want, prov) == 0 ? 0 : 1;
 }
 
 /* ZSM_PROVIDER accepts the full name or the core provider's name. */
@@ -534,7 +550,7 @@ int zsm_net_topo_discover(struct zsm_net_topo *topo)
 
 		if (zsm_net_reject(fi, why, sizeof(why)))
 			continue;
-		r = zsm_net_prov_rank_of(fi->fabric_attr->prov_name);
+		r = zsm_net_prov_order(fi->fabric_attr->prov_name);
 		for (i = 0; i < nbest; i++)
 			if (strcmp(best[i]->domain_attr->name,
 				   fi->domain_attr->name) == 0)
@@ -544,7 +560,7 @@ int zsm_net_topo_discover(struct zsm_net_topo *topo)
 				continue;
 			best[nbest++] = fi;
 		} else if (r >= 0 &&
-			   r < zsm_net_prov_rank_of(
+			   r < zsm_net_prov_order(
 				       best[i]->fabric_attr->prov_name)) {
 			best[i] = fi;
 		}
