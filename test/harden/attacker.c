@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <rdma/fabric.h>
@@ -55,12 +56,12 @@ void h_victim_from_handle(struct h_victim *v, const void *handle)
 
 /*
  * The victim's provider on lo, by zsm's own rule (plugin/net/net_dev.c):
- * ZSM_PROVIDER's full name where it gives one, else libfabric 2.x's own
- * tcp RDM endpoint where libfabric offers it, ranked before tcp;ofi_rxm.
- * The two speak different wires: an attacker on the other one reaches
- * nothing, and a case would pass because its attack never landed.
- * H_ATTACKER_PROV overrides it.  Runs where the victim's plugin is loaded,
- * so that it sees the libfabric the plugin sees.
+ * tcp;ofi_rxm when zsm picks; under ZSM_PROVIDER=tcp, libfabric's own
+ * tcp RDM endpoint where libfabric offers it; any other name as given.
+ * The two tcp providers speak different wires: an attacker on the other
+ * one reaches nothing, and a case would pass because its attack never
+ * landed.  H_ATTACKER_PROV overrides it.  Runs where the victim's plugin
+ * is loaded, so that it sees the libfabric the plugin sees.
  */
 const char *h_attacker_prov(void)
 {
@@ -71,7 +72,9 @@ const char *h_attacker_prov(void)
 	if (p && *p)
 		return p;
 	p = getenv("ZSM_PROVIDER");
-	if (p && strchr(p, ';'))
+	if (!p || !*p || strcasecmp(p, "auto") == 0)
+		return pick;
+	if (strcasecmp(p, "tcp") != 0)
 		return p;
 	hints = fi_allocinfo();
 	if (!hints)

@@ -284,6 +284,10 @@ int main(int argc, char **argv)
 	const char *preload = getenv("LD_PRELOAD");
 	int passed = 0, failed = 0, skipped = 0;
 
+	/* A rank that fails returns without its teardown, and ASan's abort
+	 * at exit (a leak, abort_on_error=1) drops a full stdout buffer:
+	 * the FAIL line must be out before that. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--plugin") && i + 1 < argc) {
 			h_opts.plugin = argv[++i];

@@ -626,9 +626,10 @@ static void nf_linkdown_poll(struct nf *nf, struct nf_comm *m,
 		} else if (m->is_send) {
 			/* The peer's own receives let it go, and a provider
 			 * may complete a send the peer has not matched:
-			 * libfabric 2.x's tcp RDM keeps it there (rxm holds
-			 * one this large until it is matched).  The stream's
-			 * sends still need the peer. */
+			 * libfabric's own tcp RDM keeps it there (over rxm
+			 * one this large goes by rendezvous and stays
+			 * incomplete).  The stream's sends still need the
+			 * peer. */
 			m->nok += cut_ns != 0;
 		} else {
 			nf_fail(nf, "%s comm %d: the request of tag %d, which "
