@@ -4,7 +4,7 @@
 # archive: autogen runs first) into DIR/prefix, with the providers zsm's
 # tests run on without special hardware: tcp (2.x's own RDM endpoint),
 # rxm over it, and sockets (rma-plan's provider with ordered atomics).
-# A build from the same tarball already in DIR is kept.
+# A build from the same tarball and script already in DIR is kept.
 # Needs autoconf, automake and libtool (scripts/setup-debian.sh).
 #
 #     sh scripts/build-lf26.sh TARBALL DIR
@@ -13,7 +13,8 @@ set -eu
 src=$1
 mkdir -p "$2"
 dir=$(cd "$2" && pwd)
-sum=$(sha256sum "$src" | cut -d ' ' -f 1)
+# The tarball and this script (its configure line) name a build.
+sum=$(cat "$src" "$0" | sha256sum | cut -d ' ' -f 1)
 if [ -e "$dir/prefix/lib/libfabric.so" ] &&
 	[ "$(cat "$dir/prefix/.tarball" 2>/dev/null)" = "$sum" ]; then
 	echo "lf26: libfabric 2.6 already built in $dir/prefix"
