@@ -5,8 +5,9 @@
 # run; Debian 12 has 1.17), over 2.6's own tcp RDM endpoint and over
 # tcp;ofi_rxm: the stray cases (what a burst of 20,000 messages for no
 # live comm costs, issue 32 item 6), a few other hardening cases, and the
-# conformance kit's loopback checks.  The GPU is not used: the machine is
-# the 16-core host that builds libfabric in seconds.
+# conformance kit's loopback checks; then NCCL through zsm over 2.6's
+# own tcp RDM endpoint (ZSM_PROVIDER=tcp), two ranks on GPU 0.
+# The 16-core host builds libfabric in seconds.
 #
 # Runs ON the GPU machine from the repo root with .lf26/ and .debs/
 # carried (the packages give cmocka; test/gpu/fetch-debs.sh).  On the
@@ -93,5 +94,27 @@ for prov in tcp "tcp;ofi_rxm"; do
 	run_case "conformance-many-$tag" "$build/tools/zsm-conformance" \
 		--only data_sizes,many_comms,init_cycles "$plugin"
 done
+# NCCL through zsm on 2.6's own tcp RDM endpoint: two ranks on GPU 0 as
+# two hosts, every result checked exactly (nccl_check.py).  Where there
+# is no GPU, said and left.
+unset H_ATTACKER_PROV H_STRAYS_FIRST_MIB
+if command -v nvidia-smi >/dev/null 2>&1; then
+	env ZSM_PROVIDER=tcp ZSM_DOMAIN=lo ZSM_CE=0 CUDA_MODULE_LOADING=EAGER \
+		NCCL_NET_PLUGIN="$plugin" NCCL_NET=zsm \
+		NCCL_NET_PLUGIN_REF_COUNT=1 NCCL_DEBUG=INFO \
+		NCCL_DEBUG_SUBSYS=INIT,NET ZSM_LOG=info \
+		timeout 240 python3 "$repo/test/gpu/nccl_check.py" \
+		--label lf26 --out "$out" --timeout 200 --one-gpu \
+		>"$out/lf26-nccl.log" 2>&1
+	rc=$?
+	via=$(grep -c 'via NET/zsm' "$out/lf26-nccl.log")
+	prov=$(grep -o 'device 0 is [^ ]* over [^ ]*' "$out/lf26-nccl.log" |
+		head -n 1)
+	echo "nccl: rc $rc, $via 'via NET/zsm' lines, ${prov:-no device line};" \
+		"$(grep -E '^\[lf26\] (PASS|FAIL)' "$out/lf26-nccl.log" | tail -n 1)"
+	[ $rc = 0 ] && [ "$via" -gt 0 ] || fails=$((fails + 1))
+else
+	echo "nccl: not run (no GPU here)"
+fi
 grep -h "^# strays" "$out"/lf26-strays*.log
 exit $((fails > 0))
