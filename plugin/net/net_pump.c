@@ -87,8 +87,15 @@ void zsm_net_dev_plan_duplex(struct zsm_net_dev *dev)
 		snprintf(why, len, "%s (ZSM_NET_DUPLEX=%d)",
 			 dev->duplex ? "on" : "off", dev->duplex);
 	} else if (strcmp(prov, "tcp;ofi_rxm") != 0) {
+		/* libfabric's own tcp and sockets move bytes on the host's
+		 * CPUs too, but duplex was measured on tcp;ofi_rxm only. */
+		int host = strncmp(prov, "tcp", 3) == 0 ||
+			   strcmp(prov, "sockets") == 0;
+
 		snprintf(why, len,
-			 "off: %s moves bytes without the host's CPUs (auto)",
+			 host ? "off: %s, not measured with it (auto)"
+			      : "off: %s moves bytes without the host's CPUs "
+				"(auto)",
 			 prov);
 	} else if (cpus <= ZSM_NET_DUPLEX_MAX_CPUS_OFF) {
 		snprintf(why, len, "off: %d CPUs, %d or fewer (auto)", cpus,
