@@ -35,10 +35,10 @@ static void h_drive(struct h_ctx *x, void *listen, unsigned ms)
 
 /*
  * Drive the engine (accepting on listen, if any) until the victim's RSS
- * has stayed put for 1.5 s, 20 s at most: the
- * provider took the whole burst in (each stray costs it a buffer as it
- * lands, which can take seconds under ASan on a loaded machine), and the
- * scan had time to discard it (0.2 s for 20000).  Its RSS then, KiB.
+ * has stayed put for 1.5 s, 20 s at most: the provider took the whole
+ * burst in (each stray costs it a buffer as it lands, which can take
+ * seconds under ASan on a loaded machine), and the scan had time to
+ * discard it (0.2 s for 20000).  Its RSS then, KiB.
  */
 static long h_drive_settled(struct h_ctx *x, void *listen)
 {
