@@ -151,7 +151,10 @@ enum zsm_param_type {
 	  "wait for their receive. The receiver's provider holds each early " \
 	  "message in a buffer (about 17 KB on tcp;ofi_rxm, whatever its "    \
 	  "size), so this bounds that memory per receive comm. The "          \
-	  "receiver's value is the one that applies.")                        \
+	  "receiver's value is the one that applies. On libfabric's own tcp " \
+	  "RDM endpoint the comms of one peer get half of FI_TCP_MAX_SAVED "  \
+	  "(32) in all, first come: that endpoint stops reading a peer with " \
+	  "more unmatched messages than it keeps.")                           \
 	X(CHECKSUM, ZSM_PARAM_BOOL, "0", 0, 1, NULL,                          \
 	  "End-to-end CRC32C of every message sent from host memory over "    \
 	  "the network, carried in remote CQ data and checked by the "        \

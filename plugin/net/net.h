@@ -53,6 +53,17 @@ struct zsm_net_dev {
 	 * arrives fits (net_ep.c).
 	 */
 	size_t trunc_unsafe;
+	/* The largest message the provider keeps for a receive not yet
+	 * posted, where zsm knows it (0: its inject size): a send no
+	 * larger may go early (net_credit.h). */
+	size_t eager;
+	/*
+	 * Early messages the receive comms of one peer may be allowed in
+	 * all (UINT32_MAX: no limit): the provider stops reading a peer that has
+	 * more unmatched messages than it keeps (libfabric's own tcp RDM
+	 * endpoint), and every comm of that peer would wait behind them.
+	 */
+	uint32_t early_peer;
 	struct zsm_net_hmem_plan gdr; /* GPU buffers over this device */
 	/* One-sided operations: how signals are built, and the offer the
 	 * RMA endpoints open (NULL: none). */
@@ -626,6 +637,12 @@ int zsm_net_peer_get(struct zsm_net_ep *ep, fi_addr_t addr, int same_host,
 void zsm_net_peer_put(struct zsm_net_peer *p);
 /* The peer spoke (a message arrived) or took a send of ours. */
 void zsm_net_peer_heard(struct zsm_net_peer *p, uint64_t now);
+/* Of want early messages, those a new receive comm of the peer may be
+ * allowed within the peer's cap (zsm_net_dev's early_peer), and their
+ * return when it goes. */
+uint32_t zsm_net_peer_early_take(struct zsm_net_peer *p, uint32_t want,
+				 uint32_t cap);
+void zsm_net_peer_early_give(struct zsm_net_peer *p, uint32_t n);
 /* A PONG is owed to, or came from, the peer: net_ctrl.c tells. */
 void zsm_net_peer_check(struct zsm_net_ep *ep, uint64_t now);
 

@@ -159,6 +159,8 @@ void zsm_net_comm_free(struct zsm_net_comm *comm)
 		}
 	}
 	zsm_idmap_remove(&ep->ids, comm->local_id);
+	if (comm->type == ZSM_COMM_RECV)
+		zsm_net_peer_early_give(comm->peer_obj, comm->credit.early);
 	zsm_net_peer_put(comm->peer_obj);
 	/* The core's comm goes with its link. */
 	if (comm->owner)
@@ -341,13 +343,18 @@ void zsm_net_comm_on_req(struct zsm_net_comm *lc,
 	}
 	rc->peer_id = m->src_id;
 	rc->peer_key = m->reply_key;
-	zsm_net_credit_recv_init(&rc->credit,
-				 (uint32_t)zsm_param_int(ZSM_P_EARLY_MSGS));
 	zsm_net_comm_set_peer(rc, m->pid, m->host_hash);
 	if (zsm_net_comm_set_addr(rc, m->addr)) {
 		zsm_net_comm_post_close(rc);
 		return;
 	}
+	/* The allowance, within what the peer's comms may hold in all
+	 * (zsm_net_dev's early_peer); the CONN_ACK tells the sender. */
+	zsm_net_credit_recv_init(
+		&rc->credit,
+		zsm_net_peer_early_take(
+			rc->peer_obj, (uint32_t)zsm_param_int(ZSM_P_EARLY_MSGS),
+			ep->dev->early_peer));
 	/* The core's comm for it, and its answer to what else the
 	 * connector offered. */
 	zsm_net_comm_peer(rc, &peer);
@@ -390,8 +397,7 @@ void zsm_net_comm_on_ack(struct zsm_net_comm *sc, const struct zsm_ctrl_msg *m)
 				  why);
 		return;
 	}
-	if (m->pid != sc->handle_pid || m->data_key & ~ZSM_CQ_KEY_MASK ||
-	    m->credit == 0) {
+	if (m->pid != sc->handle_pid || m->data_key & ~ZSM_CQ_KEY_MASK) {
 		zsm_net_ctrl_drop(sc->ep, ZSM_DROP_MALFORMED,
 				  "an answer that is not the handle's pid's");
 		return;

@@ -211,22 +211,75 @@ static uint64_t zsm_net_fnv1a(const char *s)
 #define ZSM_NET_RXM_EAGER_DEFAULT 16384
 #define ZSM_NET_RXM_EAGER_MAX (1 << 20)
 
-static size_t zsm_net_trunc_unsafe(const char *prov)
+/*
+ * A size libfabric reads from its own variable: lo to hi, else dflt.
+ * Out of range it is the user's to fix there, and the default is the safe
+ * guess.
+ */
+static size_t zsm_net_fi_env(const char *name, size_t dflt, long lo, long hi)
 {
-	const char *env = getenv("FI_OFI_RXM_BUFFER_SIZE");
+	const char *env = getenv(name);
 	char *end;
 	long v;
 
+	if (!env || !*env)
+		return dflt;
+	v = strtol(env, &end, 10);
+	return *end || v < lo || v > hi ? dflt : (size_t)v;
+}
+
+static size_t zsm_net_trunc_unsafe(const char *prov)
+{
 	if (strcmp(prov, "tcp;ofi_rxm") != 0)
 		return 0;
-	if (!env || !*env)
-		return ZSM_NET_RXM_EAGER_DEFAULT;
-	v = strtol(env, &end, 10);
-	/* libfabric reads its own variable; out of range, it is the
-	 * user's to fix there, and the default is the safe guess. */
-	if (*end || v <= 0 || v > ZSM_NET_RXM_EAGER_MAX)
-		return ZSM_NET_RXM_EAGER_DEFAULT;
-	return (size_t)v;
+	return zsm_net_fi_env("FI_OFI_RXM_BUFFER_SIZE",
+			      ZSM_NET_RXM_EAGER_DEFAULT, 1,
+			      ZSM_NET_RXM_EAGER_MAX);
+}
+
+/*
+ * libfabric's own tcp RDM endpoint keeps up to FI_TCP_MAX_SAVED (64)
+ * unmatched messages of each peer, then reads nothing more from that
+ * peer until a receive matches the next one: data and control messages
+ * of every comm of that peer wait behind it.  So the early messages of a
+ * peer's comms together get half of that, the rest left for strays of
+ * its closed comms (until the scan drops them) and for control messages
+ * that find every control receive taken.  Other providers keep what
+ * comes (rxm in a pool that grows): no limit.
+ */
+#define ZSM_NET_TCP_SAVED_DEFAULT 64
+
+static uint32_t zsm_net_early_peer(const char *prov)
+{
+	if (strcmp(prov, "tcp") != 0)
+		return UINT32_MAX;
+	return (uint32_t)(zsm_net_fi_env("FI_TCP_MAX_SAVED",
+					 ZSM_NET_TCP_SAVED_DEFAULT, 0,
+					 INT_MAX) /
+			  2);
+}
+
+/*
+ * libfabric's own tcp RDM endpoint keeps an unmatched message of any size
+ * (FI_TCP_MAX_SAVED_SIZE is unbounded by default) in a buffer of
+ * FI_TCP_MAX_RX_SIZE (16 KiB) or one of its own size: what rxm takes
+ * eagerly, so small messages go early there too.  Its inject size (128
+ * bytes) would make every larger one wait for its GRANT.
+ */
+#define ZSM_NET_TCP_RX_DEFAULT 16384
+
+/* What the chosen provider's rules make of a device's limits. */
+static void zsm_net_dev_rules(struct zsm_net_dev *dev)
+{
+	const char *prov = dev->info->fabric_attr->prov_name;
+
+	dev->trunc_unsafe = zsm_net_trunc_unsafe(prov);
+	dev->eager = dev->trunc_unsafe;
+	if (strcmp(prov, "tcp") == 0)
+		dev->eager = zsm_net_fi_env("FI_TCP_MAX_RX_SIZE",
+					    ZSM_NET_TCP_RX_DEFAULT, 1,
+					    ZSM_NET_RXM_EAGER_MAX);
+	dev->early_peer = zsm_net_early_peer(prov);
 }
 
 /*
@@ -587,8 +640,7 @@ int zsm_net_topo_discover(struct zsm_net_topo *topo)
 		dev->hmem = (dev->info->caps & FI_HMEM) != 0;
 		dev->read = (dev->info->caps & ZSM_NET_READ_CAPS) ==
 			    ZSM_NET_READ_CAPS;
-		dev->trunc_unsafe =
-			zsm_net_trunc_unsafe(dev->info->fabric_attr->prov_name);
+		zsm_net_dev_rules(dev);
 		snprintf(dev->name, sizeof(dev->name), "%s",
 			 best[i]->domain_attr->name);
 		dev->pci_path = zsm_net_pci_path(best[i]);

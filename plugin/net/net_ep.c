@@ -146,10 +146,9 @@ static int zsm_net_ep_open(struct zsm_net_dev *dev, int rx_role,
 	/* Half of it shared; the rest is each comm's room for its next
 	 * receive (zsm_net_ep_rx_room). */
 	ep->rx_budget /= 2;
-	/* What the provider surely sends without the receiver: rxm's eager
+	/* What the provider surely sends without the receiver: its eager
 	 * size where zsm knows it, else what it injects. */
-	ep->eager_max = dev->trunc_unsafe ? dev->trunc_unsafe
-					  : fi->tx_attr->inject_size;
+	ep->eager_max = dev->eager ? dev->eager : fi->tx_attr->inject_size;
 	/* Each send the provider holds may take one of its buffers (rxm:
 	 * 16.5 KiB, from pools that grow and are never given back), and so
 	 * may each transfer in progress at the receiver: how many sends zsm

@@ -71,6 +71,7 @@ struct zsm_net_peer {
 	uint64_t heard_ns;
 	uint64_t probe_ns; /* a PING is out since, or 0 */
 	int failed;
+	uint32_t early; /* allowed to its receive comms, in all */
 	/* Where to knock (knock_len 0: a provider whose address is no
 	 * listening TCP socket), the knock in flight (-1: none), and when
 	 * the last one began. */
@@ -178,6 +179,26 @@ void zsm_net_peer_put(struct zsm_net_peer *p)
 	if (p->knock_fd >= 0)
 		close(p->knock_fd);
 	free(p);
+}
+
+uint32_t zsm_net_peer_early_take(struct zsm_net_peer *p, uint32_t want,
+				 uint32_t cap)
+{
+	uint32_t left;
+
+	if (!p)
+		return 0;
+	left = p->early >= cap ? 0 : cap - p->early;
+	if (want > left)
+		want = left;
+	p->early += want;
+	return want;
+}
+
+void zsm_net_peer_early_give(struct zsm_net_peer *p, uint32_t n)
+{
+	if (p)
+		p->early -= n < p->early ? n : p->early;
 }
 
 void zsm_net_peer_heard(struct zsm_net_peer *p, uint64_t now)

@@ -106,10 +106,13 @@ enum zsm_ctrl_type {
  * acknowledged (its flags), SIGNALED.  11: RMA_REFUSED; a SIGNAL the
  * receiver refuses is answered by a SIGNALED with its error whether or
  * not it asked.  12: CLOSE (a closed comm tells its peer; a send comm's
- * says how many messages it sent, a receive comm's how many arrived).  magic and version keep their
- * offsets in every version, so either side can name the other's.
+ * says how many messages it sent, a receive comm's how many arrived).
+ * 13: a CONN_ACK's credit may be 0 (a receive comm with no early
+ * messages allowed: its peer's comms hold the provider's share, net_dev.c).
+ * magic and version keep their offsets in every version, so either side
+ * can name the other's.
  */
-#define ZSM_HANDLE_VERSION 12
+#define ZSM_HANDLE_VERSION 13
 
 /* The 128-byte connection handle NCCL ships from listener to connector. */
 struct zsm_net_handle {

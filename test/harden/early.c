@@ -243,3 +243,125 @@ int h_case_close_held(int rank, void *arg)
 	H_OOB(oob_barrier());
 	return h_teardown(&x);
 }
+
+/*
+ * Many comms of one peer, each sending its allowance of early messages
+ * at once.  libfabric's own tcp RDM endpoint keeps 64 unmatched messages
+ * of a peer, then stops reading that peer until a receive matches the
+ * next one.  Here the receiver posts the last comm's receives first and
+ * waits for them: with 20 comms of 4 each, the first 16 comms' 64 were
+ * kept, the 17th's first waited on the socket with the last comm's
+ * behind it, and nothing moved again.  The early messages of one peer's
+ * comms together now stay within half of what the provider keeps, and
+ * every message arrives, on any provider.
+ */
+#define EP_COMMS 20
+#define EP_MSGS 4 /* ZSM_EARLY_MSGS's default */
+/* Small enough to go early on every provider (net_ep.c's eager_max). */
+#define EP_SIZE 64
+
+static unsigned char ep_byte(int comm, int msg, int i)
+{
+	return (unsigned char)(comm * 37 + msg * 11 + i * 3 + 1);
+}
+
+/* Rank 0: every comm's messages posted at once, then all driven until
+ * done, the receiver taking them comm by comm, last first. */
+static int h_early_peer_send(struct h_ctx *x, void **comms)
+{
+	static unsigned char buf[EP_COMMS][EP_MSGS][EP_SIZE];
+	void *req[EP_COMMS][EP_MSGS];
+	int done[EP_COMMS][EP_MSGS] = {{0}};
+	int left = EP_COMMS * EP_MSGS;
+	uint64_t t0;
+
+	for (int c = 0; c < EP_COMMS; c++)
+		for (int m = 0; m < EP_MSGS; m++) {
+			for (int i = 0; i < EP_SIZE; i++)
+				buf[c][m][i] = ep_byte(c, m, i);
+			H_TRY(h_post_send(x, comms[c], buf[c][m], EP_SIZE, m,
+					  NULL, &req[c][m]));
+		}
+	for (int phase = 0; phase < 2; phase++) {
+		t0 = zsm_client_now_ns();
+		while (left && zsm_client_now_ns() - t0 <
+				       H_NS(phase ? 30000 : 1000)) {
+			for (int c = 0; c < EP_COMMS; c++)
+				for (int m = 0; m < EP_MSGS; m++) {
+					int r;
+
+					if (done[c][m])
+						continue;
+					r = zsm_client_test(x->c, req[c][m],
+							    &done[c][m], NULL);
+					H_EXPECT(!r,
+						 "comm %d send %d: test "
+						 "returned %s",
+						 c, m,
+						 zsm_client_result_str(r));
+					left -= done[c][m];
+				}
+			usleep(200);
+		}
+		if (!phase)
+			H_OOB(oob_barrier()); /* the receiver posts now */
+	}
+	H_EXPECT(!left, "%d of %d sends over %d comms of one peer never "
+			"finished once every receive was posted",
+		 left, EP_COMMS * EP_MSGS, EP_COMMS);
+	return OOB_PASS;
+}
+
+static int h_early_peer_recv(struct h_ctx *x, void **comms)
+{
+	static unsigned char buf[EP_MSGS][EP_SIZE];
+
+	H_OOB(oob_barrier()); /* the early ones went */
+	for (int c = EP_COMMS - 1; c >= 0; c--) {
+		void *req[EP_MSGS];
+
+		memset(buf, 0, sizeof(buf));
+		for (int m = 0; m < EP_MSGS; m++)
+			H_TRY(h_post_recv(x, comms[c], buf[m], EP_SIZE, m,
+					  NULL, &req[m]));
+		for (int m = 0; m < EP_MSGS; m++) {
+			char what[64];
+			int got = -1;
+
+			snprintf(what, sizeof(what), "comm %d receive %d", c,
+				 m);
+			H_TRY(h_wait(x, req[m], &got, what));
+			H_EXPECT(got == EP_SIZE, "%s: %d bytes", what, got);
+			for (int i = 0; i < EP_SIZE; i++)
+				H_EXPECT(buf[m][i] == ep_byte(c, m, i),
+					 "%s: byte %d wrong", what, i);
+		}
+	}
+	return OOB_PASS;
+}
+
+int h_case_early_peer(int rank, void *arg)
+{
+	void *comms[EP_COMMS] = {0};
+	struct h_ctx x = {0};
+	int st;
+
+	(void)arg;
+	H_TRY(h_open(&x, rank));
+	for (int c = 0; c < EP_COMMS; c++) {
+		void *send = NULL, *recv = NULL;
+
+		H_TRY(h_connect(&x, 1, &send, &recv));
+		comms[c] = rank == 0 ? send : recv;
+	}
+	H_OOB(oob_barrier());
+	st = rank == 0 ? h_early_peer_send(&x, comms)
+		       : h_early_peer_recv(&x, comms);
+	if (st != OOB_PASS)
+		return st;
+	H_OOB(oob_barrier());
+	for (int c = 0; c < EP_COMMS; c++)
+		H_CALL(rank == 0 ? zsm_client_close_send(x.c, comms[c])
+				 : zsm_client_close_recv(x.c, comms[c]));
+	return h_teardown(&x);
+}

@@ -99,6 +99,7 @@ int h_case_replay(int rank, void *arg);
 int h_case_strays(int rank, void *arg);
 int h_case_strays_behind(int rank, void *arg);
 int h_case_early(int rank, void *arg);
+int h_case_early_peer(int rank, void *arg);
 int h_case_close_held(int rank, void *arg);
 int h_case_ctrl_junk(int rank, void *arg);
 int h_case_ctrl_flood(int rank, void *arg);

@@ -196,7 +196,7 @@ static void model_run(struct model *m, unsigned early, unsigned ahead,
 
 static void test_net_credit_no_schedule_sticks(void **state)
 {
-	static const unsigned earlies[] = {1, 2, 3, 16, 64};
+	static const unsigned earlies[] = {0, 1, 2, 3, 16, 64};
 	static const unsigned aheads[] = {1, 2, 7, 64, 1000};
 	struct model m;
 

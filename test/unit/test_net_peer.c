@@ -338,6 +338,39 @@ static void test_net_peer_held_send_is_watched(void **state)
 	free(held);
 }
 
+/*
+ * The early messages a peer's receive comms are allowed stay within the
+ * cap however many comms it opens (libfabric's tcp RDM endpoint stops
+ * reading a peer past its own limit), and a comm that goes gives its
+ * share back; with no cap each comm gets all it asks.
+ */
+static void test_net_peer_early_stays_within_cap(void **state)
+{
+	struct fake f;
+	uint32_t got = 0;
+
+	(void)state;
+	fake_open(&f, 4096);
+	for (int comm = 0; comm < 40; comm++)
+		got += zsm_net_peer_early_take(f.peer, 4, 32);
+	zsm_assert_int_eq(got, 32);
+	zsm_assert_int_eq(zsm_net_peer_early_take(f.peer, 4, 32), 0);
+	/* A cap that does not divide by the allowance: the last comm gets
+	 * what is left. */
+	zsm_net_peer_early_give(f.peer, 32);
+	zsm_assert_int_eq(zsm_net_peer_early_take(f.peer, 4, 6), 4);
+	zsm_assert_int_eq(zsm_net_peer_early_take(f.peer, 4, 6), 2);
+	zsm_assert_int_eq(zsm_net_peer_early_take(f.peer, 4, 6), 0);
+	/* One comm closes: the next one takes its share. */
+	zsm_net_peer_early_give(f.peer, 4);
+	zsm_assert_int_eq(zsm_net_peer_early_take(f.peer, 4, 6), 4);
+	/* No limit. */
+	zsm_assert_int_eq(zsm_net_peer_early_take(f.peer, 4, UINT32_MAX), 4);
+	/* A record that never came (the address failed): nothing given. */
+	zsm_assert_int_eq(zsm_net_peer_early_take(NULL, 4, UINT32_MAX), 0);
+	fake_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -363,6 +396,8 @@ int main(void)
 			with_defaults),
 		cmocka_unit_test_setup(test_net_peer_held_send_is_watched,
 				       with_2s),
+		cmocka_unit_test_setup(test_net_peer_early_stays_within_cap,
+				       with_defaults),
 	};
 
 	return cmocka_run_group_tests_name("net_peer", tests, NULL, NULL);
