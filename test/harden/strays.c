@@ -96,13 +96,6 @@ int h_case_strays(int rank, void *arg)
 	unsigned warns = 0;
 
 	(void)arg;
-	/* zsm's defaults must bound the burst (issue 32, item 6): they do
-	 * where zsm picks libfabric's own tcp RDM endpoint. */
-	if (getenv("H_STRAYS_DEFAULTS") &&
-	    strcmp(h_attacker_prov(), "tcp") != 0)
-		return oob_skip("zsm picks %s here: libfabric has no tcp RDM "
-				"endpoint of its own (1.17)",
-				h_attacker_prov());
 	H_TRY(h_open(&x, rank));
 	if (rank == 1) {
 		first = h_strays_first_kib();
