@@ -24,11 +24,10 @@ enum zsm_param_type {
 	  "filters NCCL's own).")                                             \
 	X(PROVIDER, ZSM_PARAM_STR, "auto", 0, 0, NULL,                        \
 	  "libfabric provider. 'auto' takes the best offered per NIC: efa, "  \
-	  "cxi, verbs;ofi_rxm, tcp (libfabric's own tcp RDM endpoint, from "  \
-	  "1.18), tcp;ofi_rxm. A name forces that provider, and init fails "  \
-	  "when it gives no device: 'tcp;ofi_rxm' that one, 'tcp' the tcp "   \
-	  "RDM endpoint where libfabric offers one, else tcp;ofi_rxm. "       \
-	  "FI_PROVIDER also filters what libfabric offers.")                  \
+	  "cxi, verbs;ofi_rxm, tcp;ofi_rxm. A name forces that provider, and " \
+	  "init fails when it gives no device: 'tcp;ofi_rxm' that one, 'tcp' " \
+	  "libfabric's own tcp RDM endpoint where it offers one (from 1.18), " \
+	  "else tcp;ofi_rxm. FI_PROVIDER also filters what libfabric offers.") \
 	X(DOMAIN, ZSM_PARAM_LIST, "", 0, 0, NULL,                             \
 	  "Comma-separated libfabric domains (NICs) to use, e.g. 'lo' or "    \
 	  "'eth0,eth1'; each must become a device, or init fails saying "     \

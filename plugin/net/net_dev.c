@@ -19,17 +19,16 @@
 
 /*
  * Providers picked without being asked for, best first.  libfabric's own
- * tcp RDM endpoint ("tcp", from 1.18) goes before tcp;ofi_rxm: it bounds
- * what unmatched messages cost, where rxm holds each in a 16 KiB buffer
- * of a pool that never shrinks (docs/security.md, "Floods").  It stops
- * reading a peer past 64 of them, which the early allowance of that
- * peer's comms together stays under (zsm_net_early_peer).
+ * tcp RDM endpoint ("tcp", from 1.18) is not among them, though it
+ * bounds what strays cost where rxm does not (docs/security.md,
+ * "Floods"): under many comms of small messages (load-tcp-ahead) it moved
+ * a fifth of rxm's bytes and its processes' memory kept growing.
+ * ZSM_PROVIDER=tcp picks it where it is offered.
  */
 static const char *const zsm_net_prov_rank[] = {
 	"efa",
 	"cxi",
 	"verbs;ofi_rxm",
-	"tcp",
 	"tcp;ofi_rxm",
 };
 #define ZSM_NET_NPROV (sizeof(zsm_net_prov_rank) / sizeof(zsm_net_prov_rank[0]))

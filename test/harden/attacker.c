@@ -56,9 +56,8 @@ void h_victim_from_handle(struct h_victim *v, const void *handle)
 
 /*
  * The victim's provider on lo, by zsm's own rule (plugin/net/net_dev.c):
- * when zsm picks, or under ZSM_PROVIDER=tcp, libfabric's own tcp RDM
- * endpoint where libfabric offers it (from 1.18), else tcp;ofi_rxm; any
- * other name as given.
+ * tcp;ofi_rxm when zsm picks; under ZSM_PROVIDER=tcp, libfabric's own
+ * tcp RDM endpoint where libfabric offers it; any other name as given.
  * The two tcp providers speak different wires: an attacker on the other
  * one reaches nothing, and a case would pass because its attack never
  * landed.  H_ATTACKER_PROV overrides it.  Runs where the victim's plugin
@@ -73,7 +72,9 @@ const char *h_attacker_prov(void)
 	if (p && *p)
 		return p;
 	p = getenv("ZSM_PROVIDER");
-	if (p && *p && strcasecmp(p, "auto") != 0 && strcasecmp(p, "tcp") != 0)
+	if (!p || !*p || strcasecmp(p, "auto") == 0)
+		return pick;
+	if (strcasecmp(p, "tcp") != 0)
 		return p;
 	hints = fi_allocinfo();
 	if (!hints)
