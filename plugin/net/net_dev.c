@@ -22,7 +22,7 @@
  * tcp RDM endpoint ("tcp", from 1.18) is not among them, though it
  * bounds what strays cost where rxm does not (docs/security.md,
  * "Floods"): under many comms of small messages (load-tcp-ahead) it moved
- * a fifth of rxm's bytes and its processes' memory kept growing.
+ * a third or less of rxm's bytes and its processes' memory kept growing.
  * ZSM_PROVIDER=tcp picks it where it is offered.
  */
 static const char *const zsm_net_prov_rank[] = {
