@@ -244,7 +244,7 @@ static const struct h_case h_cases[] = {
 	{"early", h_case_early, 120, "7",
 	 "a sender 20000 messages ahead of its receiver costs it no memory; "
 	 "every message arrives once receives are posted"},
-	{"early_peer", h_case_early_peer, 90, "32.1",
+	{"early_peer", h_case_early_peer, 90, "32.6",
 	 "20 comms of one peer sending their early messages at once stop "
 	 "none of them, whatever order the receives come in"},
 	{"close_held", h_case_close_held, 60, "2",
