@@ -242,28 +242,14 @@ static size_t zsm_net_trunc_unsafe(const char *prov)
  * of every comm of that peer wait behind it.  So the early messages of a
  * peer's comms together get half of that, the rest left for strays of
  * its closed comms (until the scan drops them) and for control messages
- * that find every control receive taken.  Other providers keep what
- * comes (rxm in a pool that grows): no limit.
+ * that find every control receive taken.  It keeps an unmatched message
+ * of any size (FI_TCP_MAX_SAVED_SIZE is unbounded by default) in a buffer
+ * of FI_TCP_MAX_RX_SIZE (16 KiB) or one of its own size: what rxm takes
+ * eagerly, so small messages go early there too (its inject size, 128
+ * bytes, would make every larger one wait for its GRANT).  Other
+ * providers keep what comes (rxm in a pool that grows): no limit.
  */
 #define ZSM_NET_TCP_SAVED_DEFAULT 64
-
-static uint32_t zsm_net_early_peer(const char *prov)
-{
-	if (strcmp(prov, "tcp") != 0)
-		return UINT32_MAX;
-	return (uint32_t)(zsm_net_fi_env("FI_TCP_MAX_SAVED",
-					 ZSM_NET_TCP_SAVED_DEFAULT, 0,
-					 INT_MAX) /
-			  2);
-}
-
-/*
- * libfabric's own tcp RDM endpoint keeps an unmatched message of any size
- * (FI_TCP_MAX_SAVED_SIZE is unbounded by default) in a buffer of
- * FI_TCP_MAX_RX_SIZE (16 KiB) or one of its own size: what rxm takes
- * eagerly, so small messages go early there too.  Its inject size (128
- * bytes) would make every larger one wait for its GRANT.
- */
 #define ZSM_NET_TCP_RX_DEFAULT 16384
 
 /* What the chosen provider's rules make of a device's limits. */
@@ -273,11 +259,17 @@ static void zsm_net_dev_rules(struct zsm_net_dev *dev)
 
 	dev->trunc_unsafe = zsm_net_trunc_unsafe(prov);
 	dev->eager = dev->trunc_unsafe;
-	if (strcmp(prov, "tcp") == 0)
+	dev->early_peer = UINT32_MAX;
+	if (strcmp(prov, "tcp") == 0) {
 		dev->eager = zsm_net_fi_env("FI_TCP_MAX_RX_SIZE",
 					    ZSM_NET_TCP_RX_DEFAULT, 1,
 					    ZSM_NET_RXM_EAGER_MAX);
-	dev->early_peer = zsm_net_early_peer(prov);
+		dev->early_peer =
+			(uint32_t)(zsm_net_fi_env("FI_TCP_MAX_SAVED",
+						  ZSM_NET_TCP_SAVED_DEFAULT, 0,
+						  INT_MAX) /
+				   2);
+	}
 }
 
 /*

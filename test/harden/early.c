@@ -265,15 +265,39 @@ static unsigned char ep_byte(int comm, int msg, int i)
 	return (unsigned char)(comm * 37 + msg * 11 + i * 3 + 1);
 }
 
-/* Rank 0: every comm's messages posted at once, then all driven until
- * done, the receiver taking them comm by comm, last first. */
+/* Test every send not done yet, for up to ms or until all are; *left
+ * counts those still out. */
+static int h_early_peer_drive(struct h_ctx *x, void *req[][EP_MSGS],
+			      int done[][EP_MSGS], int *left, unsigned ms)
+{
+	uint64_t t0 = zsm_client_now_ns();
+
+	while (*left && zsm_client_now_ns() - t0 < H_NS(ms)) {
+		for (int c = 0; c < EP_COMMS; c++)
+			for (int m = 0; m < EP_MSGS; m++) {
+				int r;
+
+				if (done[c][m])
+					continue;
+				r = zsm_client_test(x->c, req[c][m],
+						    &done[c][m], NULL);
+				H_EXPECT(!r, "comm %d send %d: test returned %s",
+					 c, m, zsm_client_result_str(r));
+				*left -= done[c][m];
+			}
+		usleep(200);
+	}
+	return OOB_PASS;
+}
+
+/* Rank 0: every comm's messages posted at once and driven a second, then
+ * until done, the receiver taking them comm by comm, last first. */
 static int h_early_peer_send(struct h_ctx *x, void **comms)
 {
 	static unsigned char buf[EP_COMMS][EP_MSGS][EP_SIZE];
 	void *req[EP_COMMS][EP_MSGS];
 	int done[EP_COMMS][EP_MSGS] = {{0}};
 	int left = EP_COMMS * EP_MSGS;
-	uint64_t t0;
 
 	for (int c = 0; c < EP_COMMS; c++)
 		for (int m = 0; m < EP_MSGS; m++) {
@@ -282,30 +306,9 @@ static int h_early_peer_send(struct h_ctx *x, void **comms)
 			H_TRY(h_post_send(x, comms[c], buf[c][m], EP_SIZE, m,
 					  NULL, &req[c][m]));
 		}
-	for (int phase = 0; phase < 2; phase++) {
-		t0 = zsm_client_now_ns();
-		while (left && zsm_client_now_ns() - t0 <
-				       H_NS(phase ? 30000 : 1000)) {
-			for (int c = 0; c < EP_COMMS; c++)
-				for (int m = 0; m < EP_MSGS; m++) {
-					int r;
-
-					if (done[c][m])
-						continue;
-					r = zsm_client_test(x->c, req[c][m],
-							    &done[c][m], NULL);
-					H_EXPECT(!r,
-						 "comm %d send %d: test "
-						 "returned %s",
-						 c, m,
-						 zsm_client_result_str(r));
-					left -= done[c][m];
-				}
-			usleep(200);
-		}
-		if (!phase)
-			H_OOB(oob_barrier()); /* the receiver posts now */
-	}
+	H_TRY(h_early_peer_drive(x, req, done, &left, 1000));
+	H_OOB(oob_barrier()); /* the receiver posts now */
+	H_TRY(h_early_peer_drive(x, req, done, &left, 30000));
 	H_EXPECT(!left, "%d of %d sends over %d comms of one peer never "
 			"finished once every receive was posted",
 		 left, EP_COMMS * EP_MSGS, EP_COMMS);
