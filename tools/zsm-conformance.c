@@ -31,6 +31,7 @@
 #include "conformance_rma.h"
 #include "oob.h"
 #include "pattern.h"
+#include "preload.h"
 #include "zsm_client.h"
 
 /* Time limits grow by lb_scale (slow runs: valgrind, sanitizers). */
@@ -3914,6 +3915,9 @@ int main(int argc, char **argv)
 			return LB_USAGE;
 		}
 	}
+	/* Before the first rank forks (docs/conformance.md). */
+	if (preload_from_env())
+		return OOB_FAIL;
 	if (rma_on)
 		return lb_rma_main(&rma, list, only, timeout_s, gpu_given,
 				   &launch);

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "pattern.h"
+#include "preload.h"
 #include "rma_client.h"
 
 #define MAXR 8
@@ -333,6 +334,9 @@ int main(int argc, char **argv)
 			argv[0], MAXR);
 		return 2;
 	}
+	/* Before the ranks fork (test/lib/preload.c). */
+	if (preload_from_env())
+		return 1;
 	if (rma_client_open(&t, so, v13 ? 13 : 14, why, sizeof(why))) {
 		printf("FAIL: %s\n", why);
 		return 1;
