@@ -55,6 +55,10 @@ struct zsm_proxy {
 	int efd;
 	atomic_int stop;
 	atomic_int sleeping;
+	/* Bumped under the lock by every caller that leaves the engine
+	 * (zsm_proxy_caller_leave): the thread sleeps only if no caller came
+	 * since its last pass. */
+	atomic_uint changes;
 	atomic_uint_fast64_t last_assist_ns;
 	/* A connect or accept caller found the engine taken. */
 	atomic_int caller_missed;
@@ -382,8 +386,9 @@ static void zsm_proxy_kick(void)
 /* Only a sleeping thread is kicked, and only a running one sleeps. */
 void zsm_proxy_wake(void)
 {
-	/* seq_cst fence: pairs with the fence in zsm_proxy_sleep (Dekker):
-	 * either the thread sees our pushed slot, or we see it sleeping. */
+	/* seq_cst fence: pairs with the fence in zsm_proxy_sleep_fds
+	 * (Dekker): either the thread sees our pushed slot or our count of
+	 * changes, or we see it sleeping. */
 	atomic_thread_fence(memory_order_seq_cst);
 	/* relaxed: ordered by the fence above. */
 	if (atomic_load_explicit(&zsm_proxy.sleeping, memory_order_relaxed))
@@ -392,15 +397,20 @@ void zsm_proxy_wake(void)
 
 void zsm_proxy_caller_leave(void)
 {
-	pthread_mutex_unlock(&zsm_proxy.lock);
 	/*
-	 * The caller changed engine state the thread's sleep check does not
-	 * look at (it checks the queue only): a thread that found nothing
-	 * busy just before could go to sleep for good.  An eventfd write is
-	 * never lost, whether it lands before or during the sleep.
+	 * The caller may have changed engine state that the thread's last
+	 * pass did not see, and a thread that found nothing busy could then
+	 * sleep for good.  So the thread checks this count before it sleeps,
+	 * and a sleeping one is kicked.  Only a sleeping one: a connect or
+	 * accept polled in a loop used to write the eventfd on every call
+	 * (3,600 writes and 2,000 wake-ups in one conformance check).
+	 * relaxed: the fence in zsm_proxy_wake orders it before our look at
+	 * sleeping, and pairs with the one in zsm_proxy_sleep_fds.
 	 */
+	atomic_fetch_add_explicit(&zsm_proxy.changes, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&zsm_proxy.lock);
 	if (zsm_proxy.have_thread)
-		zsm_proxy_kick();
+		zsm_proxy_wake();
 }
 
 int zsm_proxy_submit(struct zsm_desc *desc)
@@ -548,7 +558,8 @@ static int zsm_proxy_wait_fds(struct pollfd *fds, int *owner, int *forever)
 }
 
 /*
- * Sleep until a submission wakes us (wakeable), one of fds[1..n] turns
+ * Sleep until a submission or a caller wakes us (wakeable: seen is the
+ * count of callers' changes our last pass saw), one of fds[1..n] turns
  * readable, or for at most nap_ns (0: no limit).  A nap that is not
  * wakeable costs submitters nothing: test() callers are driving the
  * engine then, and the thread only checks back later.  Returns the
@@ -556,7 +567,8 @@ static int zsm_proxy_wait_fds(struct pollfd *fds, int *owner, int *forever)
  * are kicked under the engine lock, before the next pass.
  */
 static unsigned zsm_proxy_sleep_fds(struct pollfd *fds, const int *owner,
-				    int n, uint64_t nap_ns, int wakeable)
+				    int n, uint64_t nap_ns,
+				    const unsigned *seen)
 {
 	unsigned readable = 0;
 	struct timespec ts = {.tv_sec = (time_t)(nap_ns / 1000000000ULL),
@@ -566,14 +578,18 @@ static unsigned zsm_proxy_sleep_fds(struct pollfd *fds, const int *owner,
 	fds[0].fd = zsm_proxy.efd;
 	fds[0].events = POLLIN;
 	fds[0].revents = 0;
-	if (wakeable) {
+	if (seen) {
 		/* relaxed store, then the seq_cst fence pairing with the
-		 * one in zsm_proxy_wake: after it we re-check the queue, so
-		 * a push made before our flag was visible is not missed. */
+		 * one in zsm_proxy_wake: after it we re-check the queue and
+		 * the callers' count, so a push or a caller that came before
+		 * our flag was visible is not missed.  relaxed load: ordered
+		 * by the fence. */
 		atomic_store_explicit(&zsm_proxy.sleeping, 1,
 				      memory_order_relaxed);
 		atomic_thread_fence(memory_order_seq_cst);
-		if (!zsm_ring_empty(&zsm_proxy.queue))
+		if (!zsm_ring_empty(&zsm_proxy.queue) ||
+		    atomic_load_explicit(&zsm_proxy.changes,
+					 memory_order_relaxed) != *seen)
 			goto out;
 	}
 	(void)!ppoll(fds, (nfds_t)(n + 1), nap_ns ? &ts : NULL, NULL);
@@ -588,11 +604,11 @@ out:
 	return readable;
 }
 
-static void zsm_proxy_sleep(uint64_t nap_ns, int wakeable)
+static void zsm_proxy_sleep(uint64_t nap_ns, const unsigned *seen)
 {
 	struct pollfd fd;
 
-	(void)zsm_proxy_sleep_fds(&fd, NULL, 0, nap_ns, wakeable);
+	(void)zsm_proxy_sleep_fds(&fd, NULL, 0, nap_ns, seen);
 }
 
 static void *zsm_proxy_main(void *arg)
@@ -610,19 +626,23 @@ static void *zsm_proxy_main(void *arg)
 		 * has something (pass again), else the fds to block on. */
 		int owner[ZSM_PROXY_WAIT_FDS], nfds = -1, forever = 0;
 		uint64_t now, last;
+		unsigned seen;
 		int ev, busy;
 
 		/* A test() caller holds the engine: it is driving, and a
 		 * blocking lock would hand the lock back and forth (a futex
 		 * call each way) for every message. */
 		if (pthread_mutex_trylock(&zsm_proxy.lock)) {
-			zsm_proxy_sleep(ZSM_PROXY_ASSIST_WINDOW_NS, 0);
+			zsm_proxy_sleep(ZSM_PROXY_ASSIST_WINDOW_NS, NULL);
 			continue;
 		}
 		for (int i = 0; kicks && i < zsm_proxy.ntransports; i++)
 			if (kicks & (1u << i))
 				zsm_proxy.transports[i]->kick();
 		kicks = 0;
+		/* relaxed: callers bump it under the lock we hold. */
+		seen = atomic_load_explicit(&zsm_proxy.changes,
+					    memory_order_relaxed);
 		ev = zsm_proxy_pass_locked();
 		busy = zsm_proxy_busy_locked();
 		/* Blocking only once nothing happened for the longest nap: a
@@ -652,7 +672,7 @@ static void *zsm_proxy_main(void *arg)
 					    memory_order_relaxed);
 		if (now - last < ZSM_PROXY_ASSIST_WINDOW_NS) {
 			/* A test() caller is driving: keep off its core. */
-			zsm_proxy_sleep(ZSM_PROXY_ASSIST_WINDOW_NS, 0);
+			zsm_proxy_sleep(ZSM_PROXY_ASSIST_WINDOW_NS, NULL);
 			continue;
 		}
 		if (ev) {
@@ -672,10 +692,10 @@ static void *zsm_proxy_main(void *arg)
 				continue; /* something arrived: pass again */
 			kicks = zsm_proxy_sleep_fds(
 				fds, owner, nfds,
-				forever ? 0 : ZSM_PROXY_IDLE_NAP_NS, 1);
+				forever ? 0 : ZSM_PROXY_IDLE_NAP_NS, &seen);
 			continue;
 		}
-		zsm_proxy_sleep(nap, 1);
+		zsm_proxy_sleep(nap, &seen);
 		nap = nap * 2 < ZSM_PROXY_NAP_MAX_NS ? nap * 2
 						     : ZSM_PROXY_NAP_MAX_NS;
 	}
