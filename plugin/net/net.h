@@ -179,41 +179,51 @@ enum zsm_net_drop {
 struct zsm_net_ctrl_rx;
 
 /* A set of tags the stray scan looks in: those whose top len bits are
- * tag's. */
+ * tag's.  held: tag is that of a message zsm keeps, found there. */
 struct zsm_net_drain_prefix {
 	uint64_t tag;
 	int len;
+	int held;
 };
 
 /* Down to one comm id: the bits below it are the caller's tag. */
 #define ZSM_DRAIN_LEAF (64 - ZSM_TAG_BITS_USER)
 
-/* Discards a sweep of the stray scan has in flight at most.  Each look,
- * and each read of the queue, first lets rxm take in what its
- * connections brought: one look and one read per stray (the scan before
- * sweeps took two of each) loses to a flood that a round of discards per
- * read keeps up with. */
-#define ZSM_DRAIN_SWEEP_MAX 64
+/* Receives a sweep of the stray scan keeps posted at most.  A look
+ * (FI_PEEK) on rxm of libfabric 1.17 first lets its connections bring in
+ * all they hold, each message in a pool buffer of 16.5 KiB: a discard per
+ * look lost to a flood by a thousand to one.  A receive posted takes an
+ * unexpected stray without that, and one still posted takes the next
+ * stray as it lands, before it costs a buffer; a read of the queue brings
+ * in at most what the receives posted then take. */
+#define ZSM_DRAIN_SWEEP_MAX 1024
 
 /* The stray scan (net_drain.c): the prefixes still to look in, the one
  * being looked in, and what is left of this pass's looks. */
 struct zsm_net_drain {
 	struct zsm_net_op op;
 	/* One each: a provider may keep its own state in an operation's
-	 * context while it is in flight (FI_CONTEXT2). */
+	 * context while it is in flight (FI_CONTEXT2); the free ones. */
 	struct zsm_net_op sweep_ops[ZSM_DRAIN_SWEEP_MAX];
+	uint16_t sweep_free[ZSM_DRAIN_SWEEP_MAX];
+	int nfree;
 	int state;
 	int budget;
 	int found; /* strays discarded since the scan began */
 	int soon;  /* the next scan starts next pass */
 	uint64_t next_ns;
+	uint64_t ended_ns; /* when the last scan ended */
 	struct zsm_net_drain_prefix cur;
-	/* A set that holds strays only, being swept: looks in flight, how
-	 * many the next round posts, and whether one came back empty. */
+	/* A set that holds strays only, being swept: receives posted, how
+	 * many it keeps posted, when one last took a stray, how many are
+	 * being cancelled, and whether all are (the sweep ends with the
+	 * last back). */
 	struct zsm_net_drain_prefix sweep;
 	int sweep_out;
-	int sweep_batch;
-	int sweep_end;
+	int sweep_want;
+	uint64_t sweep_hit_ns;
+	int sweep_cancelling;
+	int sweep_stop;
 	int top;
 	struct zsm_net_drain_prefix stack[ZSM_DRAIN_LEAF + 2];
 };
@@ -656,7 +666,13 @@ int zsm_net_drain_stray_len(const struct zsm_net_ep *ep, uint64_t tag);
 int zsm_net_drain_strays_only(const struct zsm_net_ep *ep,
 			      struct zsm_net_drain_prefix q);
 void zsm_net_drain_tick(struct zsm_net_ep *ep, uint64_t now);
-void zsm_net_drain_complete(struct zsm_net_ep *ep, int err, uint64_t tag);
+void zsm_net_drain_complete(struct zsm_net_ep *ep, struct zsm_net_op *op,
+			    int err, uint64_t tag);
+/* The provider's fd woke the engine and no operation completed: what
+ * came may be strays, and the scan starts soon (ZSM_DRAIN_HINT_NS). */
+void zsm_net_drain_hint(struct zsm_net_ep *ep);
+/* A receive comm was made: a sweep whose set holds its tags stops. */
+void zsm_net_drain_comm_made(struct zsm_net_ep *ep);
 /* A look or a discard is in flight, or the scan goes on next pass. */
 int zsm_net_drain_busy(const struct zsm_net_ep *ep);
 /* A look of the scan is with the provider. */

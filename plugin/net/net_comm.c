@@ -341,6 +341,8 @@ void zsm_net_comm_on_req(struct zsm_net_comm *lc,
 			 ep->dev->name);
 		return;
 	}
+	/* A sweep for strays that holds its tags stops now. */
+	zsm_net_drain_comm_made(ep);
 	rc->peer_id = m->src_id;
 	rc->peer_key = m->reply_key;
 	zsm_net_comm_set_peer(rc, m->pid, m->host_hash);

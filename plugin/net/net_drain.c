@@ -3,21 +3,22 @@
  * Owns the stray scan: data messages that no live comm will ever take
  * (for a comm that closed, for an id that never existed, with tag bits no
  * zsm message has) would sit in the provider for ever, each holding one
- * of its buffers (rxm: about 17 KB).  Now and then the endpoint peeks at
- * the oldest unexpected message in a set of tags: a stray is discarded
- * and the set looked at again; a message zsm keeps (a control message,
- * which a control receive takes, or data for a live receive comm, which
- * its receive takes, or whose wrong key that receive judges, net_req.c)
- * splits the set in two by the next tag bit, and each half is looked in
- * on its own, down to the tags of that one comm, which are kept whole.
- * So a message kept costs the scan up to two looks per tag bit above the
- * caller's tag, and nothing stays behind it (one used to end the scan).
- * A stray found is swept with the widest set of tags around it that
- * holds strays only: rounds of discards, each of whatever is oldest
- * there, until one finds nothing.  The sets still to look in carry over
- * to the next pass, so a burst of strays is discarded as fast as the
- * passes go.  Providers without FI_PEEK keep their strays; that is said
- * once.  Engine only.
+ * of its buffers (rxm: about 17 KB).  Now and then, and soon after the
+ * provider's fd woke the engine for nothing it completed, the endpoint
+ * peeks at the oldest unexpected message in a set of tags.  A message
+ * zsm keeps (a control message, which a control receive takes, or data
+ * for a live receive comm, which its receive takes, or whose wrong key
+ * that receive judges, net_req.c) splits the set in two by the next tag
+ * bit: the half without it is looked in, the half with it split again
+ * without a look, down to the tags of that one comm, which are kept
+ * whole.  So a message kept costs the scan one look per tag bit above
+ * the caller's tag, and nothing stays behind it (one used to end the
+ * scan).  A stray found is swept: receives are posted in the widest set
+ * of tags around it that holds strays only, into a buffer nobody reads,
+ * and kept posted while strays come, so that a flood lands in them, not
+ * in the provider's pool; they go back once none came for a while.  The
+ * sets still to look in carry over to the next pass.  Providers without
+ * FI_PEEK keep their strays; that is said once.  Engine only.
  */
 #include <errno.h>
 
@@ -44,13 +45,19 @@ _Static_assert(1ULL << ZSM_DRAIN_CTRL_SHIFT == ZSM_TAG_CTRL,
  * queue, which the engine reads again for it (net_ep.c): this bounds the
  * time a pass spends on strays. */
 #define ZSM_DRAIN_BUDGET 512
+/* How long a sweep's receives stay posted with no stray coming, and how
+ * many go back each pass after that. */
+#define ZSM_DRAIN_SWEEP_IDLE_NS 2000000ULL
+#define ZSM_DRAIN_SHRINK 16
 /* How long the scan waits once a whole scan found no stray. */
 #define ZSM_DRAIN_PERIOD_NS 250000000ULL
+/* How long after one ends a scan may start on the provider's word that
+ * something came that no operation took. */
+#define ZSM_DRAIN_HINT_NS 5000000ULL
 
-/* One look (or, with FI_DISCARD, one discard) at the oldest unexpected
- * message with tag under ignore. */
+/* One look at the oldest unexpected message with tag under ignore. */
 static int zsm_net_drain_post(struct zsm_net_ep *ep, struct zsm_net_op *op,
-			      uint64_t tag, uint64_t ignore, uint64_t flags)
+			      uint64_t tag, uint64_t ignore)
 {
 	struct zsm_net_drain *d = &ep->drain;
 	struct fi_msg_tagged m = {
@@ -63,7 +70,7 @@ static int zsm_net_drain_post(struct zsm_net_ep *ep, struct zsm_net_op *op,
 
 	op->kind = ZSM_OP_DRAIN;
 	op->owner = ep;
-	ret = fi_trecvmsg(ep->ep, &m, FI_PEEK | flags);
+	ret = fi_trecvmsg(ep->ep, &m, FI_PEEK);
 	if (ret == -FI_EAGAIN)
 		return -EAGAIN;
 	if (ret) {
@@ -166,12 +173,30 @@ static int zsm_net_drain_all_kept(struct zsm_net_ep *ep,
 	return p.len == ZSM_DRAIN_LEAF && zsm_net_drain_kept(ep, p.tag);
 }
 
-static void zsm_net_drain_push(struct zsm_net_drain *d, uint64_t tag, int len)
+static void zsm_net_drain_push(struct zsm_net_drain *d, uint64_t tag, int len,
+			       int held)
 {
 	/* A walk holds one set per tag bit at most, and the one it looks
 	 * in, and a sweep's set pushed back above them: never full. */
 	if (d->top < (int)(sizeof(d->stack) / sizeof(d->stack[0])))
-		d->stack[d->top++] = (struct zsm_net_drain_prefix){tag, len};
+		d->stack[d->top++] =
+			(struct zsm_net_drain_prefix){tag, len, held};
+}
+
+/*
+ * A set that holds a message zsm keeps: the half without it to be looked
+ * in, the half with it split again without a look (it would find the
+ * same message), down to that one comm's tags.  One look a tag bit, and
+ * the stack holds one set per length, each deeper than the one below.
+ */
+static void zsm_net_drain_split(struct zsm_net_drain *d,
+				struct zsm_net_drain_prefix p)
+{
+	uint64_t bit = 1ULL << (63 - p.len);
+	uint64_t half = p.tag & ~zsm_net_drain_ignore(p.len + 1);
+
+	zsm_net_drain_push(d, half ^ bit, p.len + 1, 0);
+	zsm_net_drain_push(d, p.tag, p.len + 1, 1);
 }
 
 /* Look in the next set that may hold strays, or rest: none is left,
@@ -184,10 +209,13 @@ static void zsm_net_drain_next(struct zsm_net_ep *ep)
 		d->cur = d->stack[--d->top];
 		if (zsm_net_drain_all_kept(ep, d->cur))
 			continue;
+		if (d->cur.held && d->cur.len < ZSM_DRAIN_LEAF) {
+			zsm_net_drain_split(d, d->cur);
+			continue;
+		}
 		d->budget--;
 		if (zsm_net_drain_post(ep, &d->op, d->cur.tag,
-				       zsm_net_drain_ignore(d->cur.len),
-				       0) == 0) {
+				       zsm_net_drain_ignore(d->cur.len)) == 0) {
 			d->state = ZSM_DRAIN_PEEK;
 			return;
 		}
@@ -204,41 +232,115 @@ static void zsm_net_drain_next(struct zsm_net_ep *ep)
 	if (!d->top)
 		d->found = 0;
 	d->next_ns = ep->pass_ns + (d->soon ? 0 : ZSM_DRAIN_PERIOD_NS);
+	d->ended_ns = ep->pass_ns;
 }
 
 /*
- * A round of discards in the set being swept, each of whatever message
- * is oldest there: any is a stray, so order does not matter.  The rounds
- * double while every discard found one, so an empty set costs few looks.
+ * A receive in the set being swept, into the spill buffer where the
+ * provider cannot truncate an eager message safely (it takes the whole
+ * of one), else of nothing: a stray is its truncation.  Either way the
+ * data goes nowhere anyone reads.
  */
-static void zsm_net_drain_sweep_post(struct zsm_net_ep *ep)
+static int zsm_net_drain_take(struct zsm_net_ep *ep, struct zsm_net_op *op)
+{
+	struct zsm_net_drain_prefix q = ep->drain.sweep;
+	size_t len = ep->spill ? ep->dev->trunc_unsafe : 0;
+	ssize_t ret;
+
+	op->kind = ZSM_OP_DRAIN;
+	op->owner = ep;
+	ret = fi_trecv(ep->ep, len ? ep->spill : NULL, len,
+		       len ? ep->spill_desc : NULL, FI_ADDR_UNSPEC, q.tag,
+		       zsm_net_drain_ignore(q.len), &op->fi_ctx);
+	if (ret == -FI_EAGAIN)
+		return -EAGAIN;
+	if (ret) {
+		ZSM_INFO("net: %s: a receive for strays failed (%s): they "
+			 "stay with the provider",
+			 ep->dev->name, zsm_fi_strerror((int)-ret));
+		ep->drain.state = ZSM_DRAIN_OFF;
+		return -EIO;
+	}
+	op->posted = 1;
+	return 0;
+}
+
+/*
+ * Up to n of the sweep's receives asked back from the provider: each
+ * ends as cancelled, or with the stray it took first.  A few at a time
+ * while strays may come again: each cancellation is a completion to
+ * read, and each read lets the provider take in what came, which the
+ * receives still posted take, not its pool.  One the provider will not
+ * cancel is left to it (it ends when a stray comes).
+ */
+static void zsm_net_drain_sweep_cancel(struct zsm_net_ep *ep, int n)
 {
 	struct zsm_net_drain *d = &ep->drain;
-	struct zsm_net_drain_prefix q = d->sweep;
-	/* A receive comm made since the set was chosen may lie in it, its
-	 * early data on the way: the set goes back to be looked in and
-	 * split as any other.  (A round is done before a handshake's answer
-	 * can bring that data: rxm looks as it is posted.) */
-	int open = zsm_net_drain_strays_only(ep, q);
 
-	d->state = ZSM_DRAIN_SWEEP;
-	while (open && d->sweep_out < d->sweep_batch && d->budget > 0) {
-		struct zsm_net_op *op = &d->sweep_ops[d->sweep_out];
-		int ret = zsm_net_drain_post(ep, op, q.tag,
-					     zsm_net_drain_ignore(q.len),
-					     FI_DISCARD);
+	for (int i = 0; i < ZSM_DRAIN_SWEEP_MAX && n > 0; i++) {
+		struct zsm_net_op *op = &d->sweep_ops[i];
+		ssize_t ret;
 
-		if (ret == -ENOTSUP)
-			return;
-		if (ret)
+		if (op->posted != 1)
+			continue;
+		n--;
+		ret = fi_cancel(&ep->ep->fid, &op->fi_ctx);
+		if (ret && ret != -FI_ENOENT) {
+			ZSM_INFO("net: %s: cancelling a receive for strays "
+				 "failed (%s): it stays posted",
+				 ep->dev->name, zsm_fi_strerror((int)-ret));
+			op->posted = 3; /* its completion frees it */
+			d->sweep_out--;
+			continue;
+		}
+		op->posted = 4;
+		d->sweep_cancelling++;
+	}
+}
+
+/* The sweep's set no longer holds strays only (a receive comm was made
+ * there), or the provider failed a receive: every receive goes back. */
+static void zsm_net_drain_sweep_stop(struct zsm_net_ep *ep)
+{
+	struct zsm_net_drain *d = &ep->drain;
+
+	d->sweep_stop = 1;
+	d->sweep_want = 0;
+	zsm_net_drain_sweep_cancel(ep, ZSM_DRAIN_SWEEP_MAX);
+}
+
+/* Keep sweep_want receives of the sweep posted. */
+static void zsm_net_drain_sweep_fill(struct zsm_net_ep *ep)
+{
+	struct zsm_net_drain *d = &ep->drain;
+
+	if (d->sweep_stop)
+		return;
+	if (!zsm_net_drain_strays_only(ep, d->sweep)) {
+		/* Looked in again later, split as any other set. */
+		zsm_net_drain_push(d, d->sweep.tag, d->sweep.len, 0);
+		zsm_net_drain_sweep_stop(ep);
+		return;
+	}
+	while (d->sweep_out - d->sweep_cancelling < d->sweep_want &&
+	       d->nfree > 0) {
+		struct zsm_net_op *op = &d->sweep_ops[d->sweep_free[--d->nfree]];
+		int ret = zsm_net_drain_take(ep, op);
+
+		if (ret) {
+			d->nfree++;
 			break;
-		d->budget--;
+		}
 		d->sweep_out++;
 	}
-	if (d->sweep_out)
+}
+
+static void zsm_net_drain_sweep_end(struct zsm_net_ep *ep)
+{
+	struct zsm_net_drain *d = &ep->drain;
+
+	if (d->state == ZSM_DRAIN_OFF)
 		return;
-	/* Refused, spent, or no longer strays only: looked in later. */
-	zsm_net_drain_push(d, q.tag, q.len);
 	zsm_net_drain_next(ep);
 }
 
@@ -249,37 +351,60 @@ static void zsm_net_drain_sweep_start(struct zsm_net_ep *ep, uint64_t tag)
 	int len = zsm_net_drain_stray_len(ep, tag);
 
 	if (len > p.len)
-		zsm_net_drain_push(d, p.tag, p.len); /* the rest after */
+		zsm_net_drain_push(d, p.tag, p.len, 0); /* the rest after */
 	else
 		len = p.len;
 	d->sweep = (struct zsm_net_drain_prefix){
-		tag & ~zsm_net_drain_ignore(len), len};
-	d->sweep_batch = 1;
-	d->sweep_end = 0;
-	zsm_net_drain_sweep_post(ep);
+		tag & ~zsm_net_drain_ignore(len), len, 0};
+	d->state = ZSM_DRAIN_SWEEP;
+	d->sweep_want = 1;
+	d->sweep_stop = 0;
+	d->sweep_cancelling = 0;
+	d->sweep_hit_ns = zsm_now_ns();
+	d->nfree = 0;
+	for (int i = ZSM_DRAIN_SWEEP_MAX - 1; i >= 0; i--)
+		if (!d->sweep_ops[i].posted)
+			d->sweep_free[d->nfree++] = (uint16_t)i;
+	zsm_net_drain_sweep_fill(ep);
+	if (!d->sweep_out)
+		zsm_net_drain_sweep_end(ep);
 }
 
-static void zsm_net_drain_sweep_done(struct zsm_net_ep *ep, int err)
+/*
+ * A receive of the sweep is back.  One that took a stray (whole, or
+ * truncated) is posted again, with one more while the sweep stays under
+ * its most: they double while strays keep coming, and what a flood
+ * brings lands in them.  Once none has taken a stray for
+ * ZSM_DRAIN_SWEEP_IDLE_NS they go back a few at a time
+ * (zsm_net_drain_tick): posted receives that no message takes lengthen
+ * every match the provider makes.
+ */
+static void zsm_net_drain_sweep_done(struct zsm_net_ep *ep,
+				     struct zsm_net_op *op, int err)
 {
 	struct zsm_net_drain *d = &ep->drain;
+	int was = op->posted;
 
+	op->posted = 0;
+	if (was == 3)
+		return;
+	if (was == 4)
+		d->sweep_cancelling--;
+	d->sweep_free[d->nfree++] = (uint16_t)(op - d->sweep_ops);
 	d->sweep_out--;
-	if (!err) {
+	if (!err || err == -EMSGSIZE) {
 		zsm_net_ctrl_drop(ep, ZSM_DROP_DATA,
 				  "discarded from the provider");
 		d->found = 1;
-	} else {
-		d->sweep_end = 1; /* empty (FI_ENOMSG), or refused */
+		d->sweep_hit_ns = zsm_now_ns();
+		if (d->sweep_want < ZSM_DRAIN_SWEEP_MAX)
+			d->sweep_want++;
+		zsm_net_drain_sweep_fill(ep);
+	} else if (err != -ECANCELED && !d->sweep_stop) {
+		zsm_net_drain_sweep_stop(ep);
 	}
-	if (d->sweep_out)
-		return;
-	if (!d->sweep_end) {
-		if (d->sweep_batch < ZSM_DRAIN_SWEEP_MAX)
-			d->sweep_batch *= 2;
-		zsm_net_drain_sweep_post(ep);
-		return;
-	}
-	zsm_net_drain_next(ep);
+	if (!d->sweep_out && !d->sweep_want)
+		zsm_net_drain_sweep_end(ep);
 }
 
 int zsm_net_drain_looking(const struct zsm_net_ep *ep)
@@ -299,21 +424,59 @@ void zsm_net_drain_tick(struct zsm_net_ep *ep, uint64_t now)
 {
 	struct zsm_net_drain *d = &ep->drain;
 
+	if (d->state == ZSM_DRAIN_SWEEP) {
+		int left = d->sweep_out - d->sweep_cancelling;
+
+		/* now is the pass's start: a stray may have come since. */
+		if (now > d->sweep_hit_ns &&
+		    now - d->sweep_hit_ns > ZSM_DRAIN_SWEEP_IDLE_NS) {
+			int n = left < ZSM_DRAIN_SHRINK ? left : ZSM_DRAIN_SHRINK;
+
+			d->sweep_want = left - n;
+			zsm_net_drain_sweep_cancel(ep, n);
+		} else {
+			zsm_net_drain_sweep_fill(ep);
+		}
+		if (!d->sweep_out && !d->sweep_want)
+			zsm_net_drain_sweep_end(ep);
+		return;
+	}
 	if (d->state != ZSM_DRAIN_IDLE || now < d->next_ns)
 		return;
 	d->budget = ZSM_DRAIN_BUDGET;
 	if (d->top == 0)
-		zsm_net_drain_push(d, 0, 0); /* every tag */
+		zsm_net_drain_push(d, 0, 0, 0); /* every tag */
 	zsm_net_drain_next(ep);
 }
 
-void zsm_net_drain_complete(struct zsm_net_ep *ep, int err, uint64_t tag)
+void zsm_net_drain_hint(struct zsm_net_ep *ep)
+{
+	struct zsm_net_drain *d = &ep->drain;
+	uint64_t at = d->ended_ns + ZSM_DRAIN_HINT_NS;
+
+	if (d->state == ZSM_DRAIN_IDLE && at < d->next_ns)
+		d->next_ns = at;
+}
+
+void zsm_net_drain_comm_made(struct zsm_net_ep *ep)
+{
+	struct zsm_net_drain *d = &ep->drain;
+
+	/* Before its CONN_ACK is posted, so before any of its data can
+	 * come: a receive of the sweep never takes what the comm is owed. */
+	if (d->state == ZSM_DRAIN_SWEEP && !d->sweep_stop &&
+	    !zsm_net_drain_strays_only(ep, d->sweep))
+		zsm_net_drain_sweep_fill(ep);
+}
+
+void zsm_net_drain_complete(struct zsm_net_ep *ep, struct zsm_net_op *op,
+			    int err, uint64_t tag)
 {
 	struct zsm_net_drain *d = &ep->drain;
 	struct zsm_net_drain_prefix p = d->cur;
 
-	if (d->state == ZSM_DRAIN_SWEEP) {
-		zsm_net_drain_sweep_done(ep, err);
+	if (op != &d->op) {
+		zsm_net_drain_sweep_done(ep, op, err);
 		return;
 	}
 	d->op.posted = 2;
@@ -323,9 +486,10 @@ void zsm_net_drain_complete(struct zsm_net_ep *ep, int err, uint64_t tag)
 		return;
 	} else if (d->state == ZSM_DRAIN_PEEK && !err &&
 		   p.len < ZSM_DRAIN_LEAF) {
-		/* A message kept: each half of the set on its own. */
-		zsm_net_drain_push(d, p.tag | 1ULL << (63 - p.len), p.len + 1);
-		zsm_net_drain_push(d, p.tag, p.len + 1);
+		/* A message kept: the set around it, looked in a half at a
+		 * time (zsm_net_drain_split). */
+		p.tag = tag;
+		zsm_net_drain_split(d, p);
 	}
 	if (d->state != ZSM_DRAIN_OFF)
 		zsm_net_drain_next(ep);

@@ -556,7 +556,7 @@ static void zsm_net_op_complete(struct zsm_net_ep *ep, struct zsm_net_op *op,
 		zsm_net_req_op_done(op, err, len, data);
 		break;
 	case ZSM_OP_DRAIN:
-		zsm_net_drain_complete(ep, err, tag);
+		zsm_net_drain_complete(ep, op, err, tag);
 		break;
 	default:
 		zsm_net_ctrl_complete(op, err, len, tag);
@@ -941,6 +941,8 @@ static int zsm_net_ep_pass(struct zsm_net_ep *ep, uint64_t now)
 	 * while it finds strays it goes on by itself, net_drain.c). */
 	if (ep->kicked)
 		ep->active_ns = now;
+	if (ep->kicked && !events)
+		zsm_net_drain_hint(ep);
 	ep->kicked = 0;
 	zsm_net_ctrl_progress(ep);
 	zsm_net_ep_tick(ep, now);

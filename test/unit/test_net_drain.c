@@ -172,7 +172,7 @@ static void test_net_drain_sweep_stops_for_a_new_comm(void **state)
 	for (int i = 0; i < 20000; i++) {
 		uint64_t t = i % 5 ? zsm_tag_data(rnd32() & ZSM_TAG_ID_MAX, 0)
 				   : (uint64_t)rnd32() << 32 | rnd32();
-		struct zsm_net_drain_prefix p = {0, (int)(rnd32() % 41)};
+		struct zsm_net_drain_prefix p = {0, (int)(rnd32() % 41), 0};
 
 		p.tag = p.len ? t & ~(~0ULL >> p.len) : 0;
 		if (zsm_net_drain_strays_only(&f->ep, p) ==
