@@ -74,18 +74,11 @@ run_case() {
 for prov in tcp "tcp;ofi_rxm"; do
 	tag=${prov/;/_}
 	export ZSM_PROVIDER=$prov H_ATTACKER_PROV=$prov ZSM_DOMAIN=lo ZSM_CE=0
-	# The bound issue 32 asks of the first burst, where the provider has
-	# one (tcp's FI_TCP_MAX_SAVED); rxm's pool has none (security.md).
-	if [ "$prov" = tcp ]; then
-		export H_STRAYS_FIRST_MIB=64
-	else
-		unset H_STRAYS_FIRST_MIB
-	fi
 	# Which offer zsm takes for the setting (2.6 has tcp RDM and rxm).
 	"$build/tools/zsm-info" >"$out/lf26-info-$tag.log" 2>&1
 	echo "ZSM_PROVIDER=$prov uses: $(grep ' USED' "$out/lf26-info-$tag.log" |
 		tr -s ' ' | tr '\n' ';')"
-	for c in strays strays_behind early ctrl_flood close_held; do
+	for c in strays strays_behind strays_connect early ctrl_flood close_held; do
 		run_case "$c-$tag" "$build/test/harden/zsm-harden" \
 			--plugin "$plugin" --case "$c"
 	done
@@ -97,7 +90,7 @@ done
 # NCCL through zsm on 2.6's own tcp RDM endpoint: two ranks on GPU 0 as
 # two hosts, every result checked exactly (nccl_check.py).  Where there
 # is no GPU, said and left.
-unset H_ATTACKER_PROV H_STRAYS_FIRST_MIB
+unset H_ATTACKER_PROV
 if command -v nvidia-smi >/dev/null 2>&1; then
 	env ZSM_PROVIDER=tcp ZSM_DOMAIN=lo ZSM_CE=0 CUDA_MODULE_LOADING=EAGER \
 		NCCL_NET_PLUGIN="$plugin" NCCL_NET=zsm \

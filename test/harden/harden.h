@@ -98,6 +98,7 @@ int h_case_fd_steal(int rank, void *arg);
 int h_case_replay(int rank, void *arg);
 int h_case_strays(int rank, void *arg);
 int h_case_strays_behind(int rank, void *arg);
+int h_case_strays_connect(int rank, void *arg);
 int h_case_early(int rank, void *arg);
 int h_case_early_peer(int rank, void *arg);
 int h_case_close_held(int rank, void *arg);

@@ -241,6 +241,8 @@ static const struct h_case h_cases[] = {
 	{"strays_behind", h_case_strays_behind, 90, "32.6",
 	 "strays behind a message a live comm keeps are dropped; the kept "
 	 "one arrives"},
+	{"strays_connect", h_case_strays_connect, 90, "32.6",
+	 "a comm made while strays keep coming gets its early messages"},
 	{"early", h_case_early, 120, "7",
 	 "a sender 20000 messages ahead of its receiver costs it no memory; "
 	 "every message arrives once receives are posted"},
