@@ -258,7 +258,6 @@ static int zsm_net_drain_take(struct zsm_net_ep *ep, struct zsm_net_op *op)
 		ZSM_INFO("net: %s: a receive for strays failed (%s): they "
 			 "stay with the provider",
 			 ep->dev->name, zsm_fi_strerror((int)-ret));
-		ep->drain.state = ZSM_DRAIN_OFF;
 		return -EIO;
 	}
 	op->posted = 1;
@@ -329,6 +328,12 @@ static void zsm_net_drain_sweep_fill(struct zsm_net_ep *ep)
 
 		if (ret) {
 			d->nfree++;
+			if (ret != -EAGAIN) {
+				/* None of its receives stays for a comm
+				 * made later to lose messages to. */
+				zsm_net_drain_sweep_stop(ep);
+				d->state = ZSM_DRAIN_OFF;
+			}
 			break;
 		}
 		d->sweep_out++;
