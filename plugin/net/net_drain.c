@@ -236,28 +236,46 @@ static void zsm_net_drain_next(struct zsm_net_ep *ep)
 }
 
 /*
- * A receive in the set being swept, into the spill buffer where the
- * provider cannot truncate an eager message safely (it takes the whole
- * of one), else of nothing: a stray is its truncation.  Either way the
- * data goes nowhere anyone reads.
+ * One operation of the sweep in its set.  Where the provider keeps
+ * strays in a pool it grows (rxm, which is where the endpoint has its
+ * spill buffer), a receive into the spill buffer: it fits whatever rxm
+ * sends eagerly and takes the next stray as it lands.  Elsewhere a
+ * discard of the oldest stray there (FI_PEEK | FI_DISCARD), done at once
+ * or FI_ENOMSG: libfabric's tcp RDM endpoint keeps few strays anyway,
+ * and drops the connection a receive too small for one came on.
  */
 static int zsm_net_drain_take(struct zsm_net_ep *ep, struct zsm_net_op *op)
 {
 	struct zsm_net_drain_prefix q = ep->drain.sweep;
-	size_t len = ep->spill ? ep->dev->trunc_unsafe : 0;
+	struct iovec iov = {ep->spill, ep->dev->trunc_unsafe};
+	struct fi_msg_tagged m = {
+		.msg_iov = &iov,
+		.desc = &ep->spill_desc,
+		.iov_count = 1,
+		.addr = FI_ADDR_UNSPEC,
+		.tag = q.tag,
+		.ignore = zsm_net_drain_ignore(q.len),
+		.context = &op->fi_ctx,
+	};
 	ssize_t ret;
 
 	op->kind = ZSM_OP_DRAIN;
 	op->owner = ep;
-	ret = fi_trecv(ep->ep, len ? ep->spill : NULL, len,
-		       len ? ep->spill_desc : NULL, FI_ADDR_UNSPEC, q.tag,
-		       zsm_net_drain_ignore(q.len), &op->fi_ctx);
+	if (ep->spill) {
+		ret = fi_trecvmsg(ep->ep, &m, FI_COMPLETION);
+	} else {
+		m.msg_iov = NULL;
+		m.desc = NULL;
+		m.iov_count = 0;
+		ret = fi_trecvmsg(ep->ep, &m, FI_PEEK | FI_DISCARD);
+	}
 	if (ret == -FI_EAGAIN)
 		return -EAGAIN;
 	if (ret) {
-		ZSM_INFO("net: %s: a receive for strays failed (%s): they "
-			 "stay with the provider",
-			 ep->dev->name, zsm_fi_strerror((int)-ret));
+		ZSM_INFO("net: %s: a %s for strays failed (%s): they stay "
+			 "with the provider",
+			 ep->dev->name, ep->spill ? "receive" : "discard",
+			 zsm_fi_strerror((int)-ret));
 		return -EIO;
 	}
 	op->posted = 1;
@@ -405,6 +423,8 @@ static void zsm_net_drain_sweep_done(struct zsm_net_ep *ep,
 		if (d->sweep_want < ZSM_DRAIN_SWEEP_MAX)
 			d->sweep_want++;
 		zsm_net_drain_sweep_fill(ep);
+	} else if (err == -ENOMSG) {
+		d->sweep_want = 0; /* a discard found the set empty */
 	} else if (err != -ECANCELED && !d->sweep_stop) {
 		zsm_net_drain_sweep_stop(ep);
 	}
