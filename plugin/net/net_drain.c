@@ -13,12 +13,14 @@
  * without a look, down to the tags of that one comm, which are kept
  * whole.  So a message kept costs the scan one look per tag bit above
  * the caller's tag, and nothing stays behind it (one used to end the
- * scan).  A stray found is swept: receives are posted in the widest set
- * of tags around it that holds strays only, into a buffer nobody reads,
- * and kept posted while strays come, so that a flood lands in them, not
- * in the provider's pool; they go back once none came for a while.  The
- * sets still to look in carry over to the next pass.  Providers without
- * FI_PEEK keep their strays; that is said once.  Engine only.
+ * scan).  A stray found is swept in the widest set of tags around it
+ * that holds strays only: where the provider grows a pool for strays
+ * (rxm), receives into a buffer nobody reads are kept posted while
+ * strays come, so that a flood lands in them, not in the pool, and go
+ * back once none came for a while; elsewhere discards of the oldest
+ * there go on until one finds the set empty.  The sets still to look in
+ * carry over to the next pass.  Providers without FI_PEEK keep their
+ * strays; that is said once.  Engine only.
  */
 #include <errno.h>
 
@@ -394,10 +396,10 @@ static void zsm_net_drain_sweep_start(struct zsm_net_ep *ep, uint64_t tag)
 }
 
 /*
- * A receive of the sweep is back.  One that took a stray (whole, or
- * truncated) is posted again, with one more while the sweep stays under
- * its most: they double while strays keep coming, and what a flood
- * brings lands in them.  Once none has taken a stray for
+ * An operation of the sweep is back.  One that took a stray (whole, or
+ * truncated), or discarded one, is posted again, with one more while the
+ * sweep stays under its most: they double while strays keep coming, and
+ * what a flood brings lands in them.  Once none has taken a stray for
  * ZSM_DRAIN_SWEEP_IDLE_NS they go back a few at a time
  * (zsm_net_drain_tick): posted receives that no message takes lengthen
  * every match the provider makes.
