@@ -189,7 +189,8 @@ struct zsm_net_drain_prefix {
 /* Down to one comm id: the bits below it are the caller's tag. */
 #define ZSM_DRAIN_LEAF (64 - ZSM_TAG_BITS_USER)
 
-/* Receives a sweep of the stray scan keeps posted at most.  A look
+/* Operations a sweep of the stray scan has out at most: receives kept
+ * posted on rxm, discards elsewhere (net_drain.c).  A look
  * (FI_PEEK) on rxm of libfabric 1.17 first lets its connections bring in
  * all they hold, each message in a pool buffer of 16.5 KiB: a discard per
  * look lost to a flood by a thousand to one.  A receive posted takes an
