@@ -17,7 +17,7 @@
 #include "common/host.h"
 #include "common/log.h"
 #include "common/param.h"
-#include "core/api.h"
+#include "entry/entry.h"
 #include "net/net.h"
 #include "zsm_config.h"
 

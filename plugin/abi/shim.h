@@ -8,7 +8,7 @@
 #define ZSM_ABI_SHIM_H
 
 #include "abi/nccl_net.h"
-#include "core/api.h"
+#include "entry/entry.h"
 
 /* What the core restates of NCCL's constants must be NCCL's. */
 _Static_assert(ZSM_MEM_HOST == NCCL_PTR_HOST && ZSM_MEM_CUDA == NCCL_PTR_CUDA &&

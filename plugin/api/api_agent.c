@@ -18,7 +18,7 @@
 #include "api/api_int.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "core/api.h"
+#include "entry/entry.h"
 #include "rma/rma.h"
 
 /* How often links are asked whether they failed, while work waits. */

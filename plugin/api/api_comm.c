@@ -15,7 +15,7 @@
 #include "common/handle.h"
 #include "common/log.h"
 #include "common/param.h"
-#include "core/api.h"
+#include "entry/entry.h"
 #include "rma/rma.h"
 
 int zsm_api_wait_timeout_ms(void)

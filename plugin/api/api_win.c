@@ -11,7 +11,7 @@
 #include "common/cuda.h"
 #include "common/handle.h"
 #include "common/log.h"
-#include "core/api.h"
+#include "entry/entry.h"
 #include "rma/rma.h"
 
 int zsm_api_win_register(struct zsm_api_comm *c, void *buf, size_t size,

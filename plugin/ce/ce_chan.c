@@ -428,6 +428,7 @@ const struct zsm_comm_ops zsm_ce_comm_ops = {
 	.drop_link = zsm_ce_drop,
 	.reg_window = zsm_ce_mr_reg_window,
 	.can_signal = zsm_ce_can_signal,
+	.connected_note = "data by cross-memory attach",
 };
 
 /*

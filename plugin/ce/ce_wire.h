@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "common/cuda_drv.h"
-#include "core/api.h"
+#include "core/limits.h"
 
 /*
  * Slots in a window: at least as many as requests a comm can have, so a
@@ -29,7 +29,7 @@
 /* deregMr notices a window holds (struct zsm_ce_window). */
 #define ZSM_CE_FORGET 64
 
-/* What the handshake carries for ce (core/registry.c frames it). */
+/* What the handshake carries for ce (entry/select.c frames it). */
 struct zsm_ce_offer_msg {
 	uint64_t probe_addr; /* a word of the connector's to read */
 };

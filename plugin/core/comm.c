@@ -15,7 +15,6 @@
 #include "common/log.h"
 #include "common/param.h"
 #include "core/comm.h"
-#include "core/registry.h"
 
 /* Every comm, for teardown: engine lock. */
 static struct zsm_comm *zsm_comm_all;
@@ -126,7 +125,7 @@ void zsm_comm_release(struct zsm_comm *c)
 	uint64_t h;
 
 	zsm_comm_quiet(c);
-	zsm_registry_comm_gone(c);
+	zsm_comm_handshake_gone(c);
 	zsm_req_pool_fini(c);
 	if (c->prev)
 		c->prev->next = c->next;

@@ -24,6 +24,33 @@ void zsm_comm_free_all(void);
 /* A request or close descriptor of req->comm, for the proxy's queue. */
 void zsm_comm_submit_init(struct zsm_req *req);
 
+/*
+ * The transport choice, above the transports, registers these at init
+ * (entry/select.c); the core calls them during each handshake, so no
+ * transport names another, nor anything above it.
+ */
+struct zsm_comm_hooks {
+	/* Connector c: fill *out (zeroed) with what else c could use. */
+	void (*offer)(struct zsm_comm *c, struct zsm_offer *out);
+	/* Listener's new receive comm rc and the connector's offer: fill
+	 * *answer (zeroed). */
+	void (*incoming)(struct zsm_comm *rc, const struct zsm_offer *offer,
+			 struct zsm_offer *answer);
+	/* Connector c and the listener's answer: c's transport is chosen,
+	 * and *done (zeroed) tells the listener which. */
+	void (*answered)(struct zsm_comm *c, const struct zsm_offer *answer,
+			 struct zsm_offer *done);
+	/* Listener's receive comm rc and the connector's word. */
+	void (*confirmed)(struct zsm_comm *rc, const struct zsm_offer *done);
+	/* c is being freed: what was offered to it and never taken goes. */
+	void (*gone)(struct zsm_comm *c);
+};
+/* At init, before the engine runs; NULL: every comm stays on the
+ * transport its handshake ran on. */
+void zsm_comm_hooks_set(const struct zsm_comm_hooks *hooks);
+/* c is being freed (comm.c). */
+void zsm_comm_handshake_gone(struct zsm_comm *c);
+
 /* Requests: each comm's pool, of its transport's request size. */
 #define ZSM_REQ_SLAB 32
 

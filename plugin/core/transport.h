@@ -3,11 +3,11 @@
  * What the core and the transports share: the comm base object, the
  * request and registration types the core owns, the ops table each
  * transport implements, and the few core services a transport may call.
- * A transport includes this and nothing else of the core.
+ * A transport includes this and core/limits.h, nothing else of the core.
  *
- *   core (entry points)  --ops-->  transport (net, ce)
- *        ^                             |
- *        +-- zsm_comm_fail, zsm_req_* -+   (declared here)
+ *   entry (entry points)  --ops-->  transport (net, ce)
+ *                                     |
+ *   core  <-- zsm_comm_fail, zsm_req_* +   (declared here)
  *
  * A transport's own request extends struct zsm_req (its first member),
  * and its own registration struct zsm_mr, so the core allocates and
@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/api.h"
+#include "core/limits.h"
 #include "proxy/proxy.h"
 
 #define zsm_container_of(ptr, type, member)                                   \
@@ -168,6 +168,8 @@ struct zsm_comm_ops {
 	/* Whether c's puts may carry signals, and c may get (a get sends
 	 * the owner a message too): 0, or -EOPNOTSUPP (said). */
 	int (*can_signal)(struct zsm_comm *c);
+	/* Said after the peer when a comm connects on it (NULL: nothing). */
+	const char *connected_note;
 };
 
 /* What the core knows of the process at the other end of a comm. */
@@ -197,7 +199,7 @@ struct zsm_comm {
 	void *tp;	    /* the transport's own object */
 	/* The link the handshake ran on (net's), while it is not tp; and
 	 * the object of a transport offered in the handshake, not yet
-	 * taken (the registry's, core/registry.c). */
+	 * taken (the transport choice's, entry/select.c). */
 	const struct zsm_comm_ops *setup_ops;
 	void *setup;
 	void *offer_tp;
@@ -267,8 +269,9 @@ const char *zsm_req_what(const struct zsm_req *req);
 
 /*
  * The handshake.  It always runs over net, whose messages carry one
- * opaque offer for the other transports (ZSM_OFFER_BYTES): the core's
- * registry fills and reads it, so net knows no other transport.
+ * opaque offer for the other transports (ZSM_OFFER_BYTES): the
+ * transport choice above fills and reads it through the core
+ * (core/handshake.c), so net knows no other transport.
  */
 #define ZSM_OFFER_BYTES 32
 struct zsm_offer {

@@ -7,7 +7,7 @@
 #ifndef ZSM_NET_API_H
 #define ZSM_NET_API_H
 
-#include "core/api.h"
+#include "core/limits.h"
 #include "core/transport.h"
 
 extern const struct zsm_comm_ops zsm_net_comm_ops;

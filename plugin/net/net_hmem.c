@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/api.h"
+#include "core/limits.h"
 #include "net/net_fi_abi.h"
 
 static const char *zsm_net_hmem_prov(const struct zsm_net_hmem_in *in)

@@ -60,7 +60,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/api.h"
+#include "core/limits.h"
 #include "core/transport.h"
 
 #define ZSM_NET_ADDR_MAX 64

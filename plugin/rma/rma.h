@@ -6,8 +6,8 @@
  * (a send comm to each peer, a receive comm from each), symmetric
  * registrations exchange every rank's window descriptor over them, and
  * puts, signals and gets go on the send comm to the target rank
- * (core/api.h, zsm_iput and zsm_iget).  Above the core, below the ABI
- * edge: it knows neither NCCL's types nor a transport.  Every function
+ * (entry/entry.h, zsm_iput and zsm_iget).  Above the entry points,
+ * below the ABI edge: it knows neither NCCL's types nor a transport.  Every function
  * returns 0 or -errno, and says what went wrong once, where it found it.
  */
 #ifndef ZSM_RMA_H

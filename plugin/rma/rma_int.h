@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "core/api.h"
+#include "entry/entry.h"
 #include "rma/rma.h"
 
 /* Transports a collective comm's links may use (see struct zsm_rma_sym). */

@@ -4,7 +4,7 @@
  * domain; every context of a collective comm shares its links, so each
  * is ordered at least as strictly as asked.  A put or get goes on the
  * send comm to its target rank; its signal is the core's strong signal
- * (core/api.h), so once the target sees it, this put and every earlier
+ * (entry/entry.h), so once the target sees it, this put and every earlier
  * put and signal on that link are visible.
  */
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Owns symmetric registrations: every rank registers its copy of a window
- * (core/api.h, zsm_reg_window) in the same order, and the descriptors are
+ * (entry/entry.h, zsm_reg_window) in the same order, and the descriptors are
  * exchanged over the collective comm, so a put to rank r names r's copy
  * by offset alone.
  */

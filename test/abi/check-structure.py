@@ -2,20 +2,26 @@
 # SPDX-License-Identifier: MIT
 """The layering rules of plugin/ (docs/design.md, "Layers"), checked.
 
+    rank     every folder of plugin/ has a rank (RANKS below); a file
+             includes and calls only its own folder or one of a lower
+             rank, so folders of equal rank never meet and no circle
+             can form.  A call is any use of a name another folder
+             defines (a function or an object), whatever the includes.
     nccl     only plugin/abi includes NCCL's declarations or names an
              NCCL type or constant (ncclFoo, NCCL_FOO)
-    net-ce   plugin/net and plugin/ce neither include nor call each other
-    ce-name  no code outside plugin/ce and the core's transport registry
-             names ce (an include of ce/, zsm_ce_*, ZSM_CE_*, a field or
-             variable called ce, ce_* or *_ce)
+    ce-name  no code outside plugin/ce and the transport choice
+             (entry/select.c) names ce (an include of ce/, zsm_ce_*,
+             ZSM_CE_*, a field or variable called ce, ce_* or *_ce), so
+             that file is the only one that names both transports
 
 Comments and string literals are not code: a message may say "ce".
 Each violation is printed as one (rule, file, name), and any fails the
 check.  With --selftest the check is run on copies of the tree with one
-deliberate violation of each rule, each of which must fail, and on an
-unchanged copy, which must pass.
+deliberate violation of each kind, each of which must fail, and on an
+unchanged copy, which must pass.  With --ranks the rank table is printed
+as docs/design.md draws it; with --doc FILE that drawing must be in FILE.
 
-usage: check-structure.py PLUGIN_DIR [--selftest]
+usage: check-structure.py PLUGIN_DIR [--selftest | --ranks | --doc FILE]
 """
 import os
 import re
@@ -27,14 +33,37 @@ import tempfile
 NCCL_INCLUDE = re.compile(r'#\s*include\s*[<"](?:[^">]*/)?(?:nccl[^">]*|net_v\d+\.h)[">]')
 NCCL_NAME = re.compile(r'\b(nccl[A-Z]\w*|NCCL_\w+)\b')
 CE_NAME = re.compile(r'\b((?:[A-Za-z0-9]+_)*[cC][eE](?:_[A-Za-z0-9]+)*)\b')
-NET_NAME = re.compile(r'\b((?:zsm|ZSM)_(?:net|NET)_\w+)\b')
 INCLUDE = re.compile(r'#\s*include\s*"([^"]+)"')
+IDENT = re.compile(r'\b(zsm_\w+)\b')
 
-# The core's transport registry: the one place outside plugin/ce that
-# knows the transports by name.
-REGISTRY = {'core/registry.c', 'core/registry.h'}
+# Highest first: (rank, folders, what they are).  A folder names only
+# folders on lower lines.
+RANKS = [
+    (9, ('abi', 'api'), "the edges: NCCL's tables; zsm's own API"),
+    (8, ('rma',), "NCCL 2.30's RMA semantics over the entry points"),
+    (7, ('entry',), 'entry points, lifetime, the transport choice'),
+    (6, ('net', 'ce'), 'the transports, behind struct zsm_comm_ops'),
+    (5, ('core',), 'comm, request and registration base objects'),
+    (4, ('boot',), "the API's own bootstrap over TCP"),
+    (3, ('proxy',), 'the engine: queue, fifos, progress thread'),
+    (2, ('common',), 'log, settings, handles, CUDA state, host identity'),
+]
+RANK = {f: r for r, folders, _ in RANKS for f in folders}
+
+# The transport choice: the one place outside plugin/ce that knows the
+# transports by name.
+SELECT = {'entry/select.c', 'entry/select.h'}
 # The one table of every ZSM_* setting (house style) lists ce's too.
 PARAM_TABLE = {'common/param.c', 'common/param.h'}
+
+
+def ranks_drawing():
+    """The rank table as docs/design.md draws it."""
+    lines = []
+    for r, folders, what in RANKS:
+        names = ', '.join('plugin/' + f for f in folders)
+        lines.append('    %d  %-30s %s' % (r, names, what))
+    return '\n'.join(lines) + '\n'
 
 
 def strip(text):
@@ -73,46 +102,96 @@ def part(rel):
     return rel.split('/', 1)[0] if '/' in rel else ''
 
 
-def violations(root):
-    found = set()
+def sources(root):
     for dirpath, _, files in os.walk(root):
         for f in sorted(files):
-            if not f.endswith(('.c', '.h')):
-                continue
-            path = os.path.join(dirpath, f)
-            rel = os.path.relpath(path, root)
-            with open(path, encoding='utf-8') as fh:
-                code = strip(fh.read())
-            top = part(rel)
-            includes = INCLUDE.findall(code)
-            if top != 'abi':
-                for m in NCCL_INCLUDE.finditer(code):
-                    found.add(('nccl', rel, m.group(0).split()[-1]))
-                for m in NCCL_NAME.finditer(code):
-                    found.add(('nccl', rel, m.group(1)))
-            if top == 'net':
-                for inc in includes:
-                    if inc.startswith('ce/'):
-                        found.add(('net-ce', rel, inc))
-            if top == 'ce':
-                for inc in includes:
-                    if inc.startswith('net/'):
-                        found.add(('net-ce', rel, inc))
-                for m in NET_NAME.finditer(code):
-                    found.add(('net-ce', rel, m.group(1)))
-            if top != 'ce' and rel not in REGISTRY:
-                for inc in includes:
-                    if inc.startswith('ce/'):
-                        found.add(('ce-name', rel, inc))
-                for m in CE_NAME.finditer(code):
-                    name = m.group(1)
-                    if rel in PARAM_TABLE and re.match(
-                            r'(ZSM_P_)?CE(_\w+)?$', name):
-                        continue
-                    found.add(('ce-name', rel, name))
-                    # net calling into ce is the net-ce rule too.
-                    if top == 'net' and name.lower().startswith('zsm_ce_'):
-                        found.add(('net-ce', rel, name))
+            if f.endswith(('.c', '.h')):
+                path = os.path.join(dirpath, f)
+                rel = os.path.relpath(path, root)
+                with open(path, encoding='utf-8') as fh:
+                    yield rel, strip(fh.read())
+
+
+def top_level(code):
+    """The text of code at brace depth 0, where definitions start: each
+    body or initialiser is blanked between its braces."""
+    out, depth = [], 0
+    for c in code:
+        if c == '{':
+            depth += 1
+            out.append('{' if depth == 1 else ' ')
+        elif c == '}':
+            depth -= 1
+            out.append('}' if depth == 0 else ' ')
+        else:
+            out.append(c if depth == 0 or c == '\n' else ' ')
+    return ''.join(out)
+
+
+DEF_FUNC = re.compile(r'\b(zsm_\w+)\s*\([^;{}]*\)\s*(?:__attribute__\s*\(\([^;{}]*\)\)\s*)*\{')
+DEF_OBJ = re.compile(r'^(?!\s*(?:extern|typedef|static)\b)[^;#(){}]*?\b(zsm_\w+)\s*(?:\[[^\]]*\]\s*)*(?:=|;)', re.M)
+
+
+def definitions(tree):
+    """Each zsm_* function or object a folder defines: name -> folder.
+    Static functions count (a header's inline ones are called from
+    other folders); a name defined in two folders is left out."""
+    owner = {}
+    for rel, code in tree:
+        top = top_level(code)
+        names = set(m.group(1) for m in DEF_FUNC.finditer(top))
+        if rel.endswith('.c'):
+            names |= set(m.group(1) for m in DEF_OBJ.finditer(top))
+        for name in names:
+            if owner.get(name, part(rel)) != part(rel):
+                owner[name] = None
+            else:
+                owner[name] = part(rel)
+    return {n: f for n, f in owner.items() if f}
+
+
+def rank_ok(user, used):
+    return user == used or (used in RANK and RANK[used] < RANK[user])
+
+
+def rank_violations(tree, found):
+    owner = definitions(tree)
+    for rel, code in tree:
+        top = part(rel)
+        if top not in RANK:
+            found.add(('rank', rel, 'folder %s is not in the rank table'
+                       % (top or '.')))
+            continue
+        for inc in INCLUDE.findall(code):
+            if '/' in inc and not rank_ok(top, part(inc)):
+                found.add(('rank', rel, inc))
+        for name in set(IDENT.findall(code)):
+            used = owner.get(name)
+            if used and not rank_ok(top, used):
+                found.add(('rank', rel, '%s (%s)' % (name, used)))
+
+
+def violations(root):
+    found = set()
+    tree = list(sources(root))
+    rank_violations(tree, found)
+    for rel, code in tree:
+        top = part(rel)
+        if top != 'abi':
+            for m in NCCL_INCLUDE.finditer(code):
+                found.add(('nccl', rel, m.group(0).split()[-1]))
+            for m in NCCL_NAME.finditer(code):
+                found.add(('nccl', rel, m.group(1)))
+        if top != 'ce' and rel not in SELECT:
+            for inc in INCLUDE.findall(code):
+                if inc.startswith('ce/'):
+                    found.add(('ce-name', rel, inc))
+            for m in CE_NAME.finditer(code):
+                name = m.group(1)
+                if rel in PARAM_TABLE and re.match(
+                        r'(ZSM_P_)?CE(_\w+)?$', name):
+                    continue
+                found.add(('ce-name', rel, name))
     return found
 
 
@@ -121,25 +200,39 @@ def check(root, quiet=False):
     for rule, rel, name in found:
         print(f'FAIL {rule}: plugin/{rel} names {name}')
     if not quiet:
-        print('structure: %d violation(s) of the rules nccl, net-ce, '
+        print('structure: %d violation(s) of the rules rank, nccl, '
               'ce-name' % len(found))
     return 1 if found else 0
 
 
-# One deliberate violation per rule: (rule, file to write, its text).
+# One deliberate violation of each kind: (rule, file to write, its text).
 PLANTS = [
+    # A lower rank includes a higher one; and calls one, with no include.
+    ('rank', 'core/zz_plant.c',
+     '#include "entry/entry.h"\nint zz(void) { return 0; }\n'),
+    ('rank', 'common/zz_plant.c',
+     'int zsm_comm_error(const void *c);\n'
+     'int zz(const void *c) { return zsm_comm_error(c); }\n'),
+    ('rank', 'net/zz_plant.c',
+     'int zsm_entry_life_enter(const char *call);\n'
+     'int zz(void) { return zsm_entry_life_enter("zz"); }\n'),
+    # Equal ranks meet: an include, and a call.
+    ('rank', 'net/zz_plant.c',
+     '#include "ce/ce.h"\nint zz(void) { return 0; }\n'),
+    ('rank', 'ce/zz_plant.c',
+     'void zsm_net_comm_fail(void *c, int e, const char *w);\n'
+     'void zz(void *c) { zsm_net_comm_fail(c, -5, 0); }\n'),
+    ('rank', 'api/zz_plant.c',
+     '#include "abi/shim.h"\nint zz(void) { return 0; }\n'),
+    # A folder the table does not know.
+    ('rank', 'zz/zz_plant.c', 'int zz(void) { return 0; }\n'),
     ('nccl', 'common/zz_plant.c',
      '#include "abi/nccl_net.h"\nint zz(void) { return 0; }\n'),
     ('nccl', 'proxy/zz_plant.c',
      'typedef int ncclResult_t;\nncclResult_t zz(void) { return 0; }\n'),
-    ('net-ce', 'net/zz_plant.c',
-     '#include "ce/ce.h"\nint zz(void) { return 0; }\n'),
-    ('net-ce', 'ce/zz_plant.c',
-     'void zsm_net_comm_fail(void *c, int e, const char *w);\n'
-     'void zz(void *c) { zsm_net_comm_fail(c, -5, 0); }\n'),
     ('ce-name', 'proxy/zz_plant.c',
      'struct zz { int ce; };\nint zz(struct zz *z) { return z->ce; }\n'),
-    ('ce-name', 'core/zz_plant.c',
+    ('ce-name', 'entry/zz_plant.c',
      'int zsm_ce_enabled(void);\nint zz(void) { return zsm_ce_enabled(); }\n'),
 ]
 
@@ -155,6 +248,7 @@ def selftest(root):
         print('selftest: the unchanged tree passes')
         for rule, rel, text in PLANTS:
             path = os.path.join(copy, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, 'w', encoding='utf-8') as fh:
                 fh.write(text)
             out = subprocess.run([sys.executable, __file__, copy],
@@ -181,8 +275,24 @@ def selftest(root):
     return status
 
 
+def doc_check(path):
+    with open(path, encoding='utf-8') as fh:
+        text = fh.read()
+    if ranks_drawing() in text:
+        print('structure: %s draws the rank table' % path)
+        return 0
+    print('FAIL doc: %s does not draw the rank table as it is; it should '
+          'hold:\n%s' % (path, ranks_drawing()))
+    return 1
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith('--')]
+    if '--ranks' in sys.argv:
+        sys.stdout.write(ranks_drawing())
+        return 0
+    if '--doc' in sys.argv and len(args) == 2:
+        return doc_check(args[1])
     if len(args) != 1:
         print(__doc__)
         return 2

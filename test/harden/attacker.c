@@ -268,7 +268,7 @@ static size_t h_ctrl_len(unsigned version)
 }
 
 /* Version 6: the core's offer asking for ce, {transport 1, 8 bytes: the
- * word to read}, as core/registry.c frames it. */
+ * word to read}, as entry/select.c frames it. */
 static void h_ctrl_ce_offer(struct zsm_ctrl_msg *m, uint64_t probe)
 {
 	m->offer[0] = 1;

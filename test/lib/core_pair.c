@@ -2,7 +2,7 @@
 /* Owns the retry loops of connect and accept over the core's API. */
 #include <time.h>
 
-#include "core/api.h"
+#include "entry/entry.h"
 #include "core_pair.h"
 #include "oob.h"
 

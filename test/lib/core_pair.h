@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The two ends of a comm over the core's API (core/api.h), for tests
+ * The two ends of a comm over the core's API (entry/entry.h), for tests
  * linked with the core: connect and accept return no comm until the
  * handshake is done, so each is called again until one comes.  Only a
  * test that links the core may call these.

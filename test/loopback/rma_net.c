@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One-sided operations over net (core/api.h), two processes on tcp;ofi_rxm
+ * One-sided operations over net (entry/entry.h), two processes on tcp;ofi_rxm
  * over 127.0.0.1 with ce off: rank 0 puts into and gets from windows rank
  * 1 registered, rank 1 only watches its memory.
  *   - puts of 1 byte to 16 MiB at odd offsets land byte-exact, each seen
@@ -56,7 +56,7 @@
 #include <time.h>
 
 #include "common/cuda.h"
-#include "core/api.h"
+#include "entry/entry.h"
 #include "core_pair.h"
 #include "oob.h"
 #include "pattern.h"

@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/api.h"
+#include "entry/entry.h"
 #include "core_pair.h"
 #include "oob.h"
 

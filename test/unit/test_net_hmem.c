@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "core/api.h"
+#include "entry/entry.h"
 #include "net/net_fi_abi.h"
 #include "net/net_hmem.h"
 #include "zsm_test.h"

@@ -1,64 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The version-neutral plugin API.  The ncclNetPlugin_vN tables in
- * plugin/abi are thin shims over these functions; everything here returns
- * 0 or -errno, and only the shims turn that into ncclResult_t.  Nothing
- * below the ABI edge knows NCCL's declarations: the constants NCCL fixes
- * are restated here, and plugin/abi asserts that they are NCCL's.
+ * The version-neutral entry points.  The ncclNetPlugin_vN tables in
+ * plugin/abi and NCCL's RMA tables in plugin/rma are thin shims over
+ * these functions; everything here returns 0 or -errno, and only the
+ * shims turn that into ncclResult_t.  Every object a caller holds is a
+ * handle (common/handle.h).
  */
-#ifndef ZSM_CORE_API_H
-#define ZSM_CORE_API_H
+#ifndef ZSM_ENTRY_ENTRY_H
+#define ZSM_ENTRY_ENTRY_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/log.h"
-
-#define ZSM_MAX_RECVS 8
-/* Requests NCCL keeps in flight per comm (its NCCL_NET_MAX_REQUESTS). */
-#define ZSM_NCCL_MAX_REQUESTS 32
-/* Requests a comm accepts in flight: NCCL's per-comm count x maxRecvs. */
-#define ZSM_MAX_REQUESTS (ZSM_NCCL_MAX_REQUESTS * ZSM_MAX_RECVS)
-/* The largest tag a send or receive may carry. */
-#define ZSM_TAG_MAX ((1U << 24) - 1)
-/* The connection handle NCCL ships between ranks, in bytes. */
-#define ZSM_HANDLE_BYTES 128
-/* A rail or plane id that says "not set". */
-#define ZSM_ID_UNDEF (-1)
-
-/* Kinds of memory, as bits (ptr_support) and as a registration's type. */
-enum zsm_mem_type {
-	ZSM_MEM_HOST = 1,
-	ZSM_MEM_CUDA = 2,
-	ZSM_MEM_DMABUF = 4,
-};
-/* Largest message: sizes come back to NCCL as int, so stay well inside. */
-#define ZSM_MAX_P2P_BYTES (1ULL << 30)
-/* Largest registration: NCCL's own bound on a buffer (1 TiB). */
-#define ZSM_MAX_REG_BYTES (1ULL << 40)
-
-/* The newest properties, from which every version's struct is filled. */
-struct zsm_props {
-	char *name;
-	char *pci_path;
-	uint64_t guid;
-	int ptr_support; /* ZSM_MEM_* bits */
-	/* What zsm_reg_window takes (GPU memory wherever the CUDA driver
-	 * is: staged through host memory where the device cannot). */
-	int window_ptr_support;
-	int reg_is_global;
-	int force_flush;
-	int speed_mbps;
-	int port;
-	float latency_us;
-	int max_comms;
-	int max_recvs;
-	size_t max_p2p_bytes;
-	size_t max_coll_bytes;
-	int max_multi_request_size;
-	int16_t rail_id;
-	int16_t plane_id;
-};
+#include "core/limits.h"
 
 /* sink: where log lines go from now on (NULL: stderr, by ZSM_LOG). */
 int zsm_init(void **ctx, uint64_t comm_id, int traffic_class,
@@ -87,27 +42,9 @@ int zsm_iflush(void *recv_comm, int n, void **data, const int *sizes,
 	       void **mhs, void **request);
 
 /*
- * One-sided operations.  A window is memory its owner registered for
- * peers to put into and get from (zsm_reg_window); the owner ships the
- * descriptor to its peers by means of its own.  Puts and gets go on a
- * connected send comm, to or from its peer's windows.
+ * One-sided operations.  Puts and gets go on a connected send comm, to
+ * or from its peer's windows.
  */
-struct zsm_rma_window {
-	uint64_t addr; /* the provider's address of the window's byte 0 */
-	uint64_t key;  /* its remote key */
-	uint64_t size;
-	uint64_t id;   /* its name at the owner, for signals (never 0) */
-	uint64_t flags; /* ZSM_WIN_* */
-};
-/* The window is GPU memory. */
-#define ZSM_WIN_GPU 1ULL
-/* Remote writes land in a host copy of it, which the owner copies up to
- * the GPU when told: every put into it is followed by a notice. */
-#define ZSM_WIN_STAGED 2ULL
-/* Its byte 0 is not 8-byte aligned in its owner's memory, so no word of
- * it is a signal word: net sends signals into it to the owner, whatever
- * its mechanism, and the owner refuses them. */
-#define ZSM_WIN_UNALIGNED 4ULL
 /* regMr of a window on comm's transport; *win describes it to peers. */
 int zsm_reg_window(void *comm, void *data, size_t size, int type, void **mh,
 		   struct zsm_rma_window *win);
@@ -146,13 +83,11 @@ int zsm_iget(void *send_comm, void *dst, size_t size, void *mh,
  * waiting for test() never keep another's from being taken.  0 or
  * -errno.
  */
-#define ZSM_MAX_REQUEST_SETS 16
 int zsm_comm_reserve(void *send_comm, int sets);
 /* A progress pass for a caller that polls now and then (NCCL's
  * rmaProgress): 0, or -errno where the plugin cannot be used. */
 int zsm_progress(void);
 /* sizes: NULL, or room for the request's n ints (sends write one). */
 int zsm_test(void *request, int *done, int *sizes);
-
 
 #endif

@@ -2,7 +2,7 @@
 /*
  * Owns the plugin's lifetime: init/finalize reference counting, teardown
  * at unload, and what a process forked after init may still do.  The
- * entry points for comms, registrations and requests are in entry.c.
+ * entry points for comms, registrations and requests are in entry_*.c.
  */
 #include <errno.h>
 #include <limits.h>
@@ -17,10 +17,10 @@
 #include "common/host.h"
 #include "common/log.h"
 #include "common/param.h"
-#include "core/api.h"
+#include "entry/entry.h"
 #include "core/comm.h"
-#include "core/plugin.h"
-#include "core/registry.h"
+#include "entry/lifetime.h"
+#include "entry/select.h"
 #include "net/net_api.h"
 #include "proxy/proxy.h"
 #include "zsm_config.h"
@@ -30,49 +30,49 @@ struct zsm_ctx {
 	int traffic_class;
 };
 
-static pthread_mutex_t zsm_plugin_lock = PTHREAD_MUTEX_INITIALIZER;
-static int zsm_plugin_refs;
+static pthread_mutex_t zsm_entry_life_lock = PTHREAD_MUTEX_INITIALIZER;
+static int zsm_entry_life_refs;
 /*
  * Set in a child forked after init.  Its endpoints, shared windows and
  * sockets are its parent's, its proxy thread did not survive the fork and
  * the locks may be held by threads that did not either: nothing the
  * parent initialised may be used or torn down there.
  */
-static volatile int zsm_plugin_forked;
+static volatile int zsm_entry_life_forked;
 
-static void zsm_plugin_atfork_prepare(void)
+static void zsm_entry_life_atfork_prepare(void)
 {
 	/* No init or finalize runs across the fork. */
-	pthread_mutex_lock(&zsm_plugin_lock);
+	pthread_mutex_lock(&zsm_entry_life_lock);
 }
 
-static void zsm_plugin_atfork_parent(void)
+static void zsm_entry_life_atfork_parent(void)
 {
-	pthread_mutex_unlock(&zsm_plugin_lock);
+	pthread_mutex_unlock(&zsm_entry_life_lock);
 }
 
-static void zsm_plugin_atfork_child(void)
+static void zsm_entry_life_atfork_child(void)
 {
-	if (zsm_plugin_refs > 0) {
-		zsm_plugin_forked = 1;
+	if (zsm_entry_life_refs > 0) {
+		zsm_entry_life_forked = 1;
 		/* NCCL's logger takes locks other threads may have held. */
 		zsm_log_set_sink(NULL);
 	}
-	pthread_mutex_unlock(&zsm_plugin_lock);
+	pthread_mutex_unlock(&zsm_entry_life_lock);
 }
 
-__attribute__((constructor)) static void zsm_plugin_load(void)
+__attribute__((constructor)) static void zsm_entry_life_load(void)
 {
 	/* glibc drops the handlers again when the plugin is unloaded. */
-	pthread_atfork(zsm_plugin_atfork_prepare, zsm_plugin_atfork_parent,
-		       zsm_plugin_atfork_child);
+	pthread_atfork(zsm_entry_life_atfork_prepare, zsm_entry_life_atfork_parent,
+		       zsm_entry_life_atfork_child);
 }
 
-int zsm_plugin_in_child(const char *call)
+int zsm_entry_life_in_child(const char *call)
 {
 	static int said;
 
-	if (!zsm_plugin_forked)
+	if (!zsm_entry_life_forked)
 		return 0;
 	if (!said++)
 		ZSM_INFO("%s in pid %d, forked after the plugin was "
@@ -81,11 +81,11 @@ int zsm_plugin_in_child(const char *call)
 	return 1;
 }
 
-int zsm_plugin_enter(const char *call)
+int zsm_entry_life_enter(const char *call)
 {
 	static int said;
 
-	if (!zsm_plugin_forked)
+	if (!zsm_entry_life_forked)
 		return 0;
 	if (!said++)
 		ZSM_WARN("%s in pid %d, which was forked after the plugin was "
@@ -97,7 +97,7 @@ int zsm_plugin_enter(const char *call)
 	return -ECHILD;
 }
 
-static void zsm_plugin_teardown_locked(void)
+static void zsm_entry_life_teardown_locked(void)
 {
 	zsm_proxy_stop();
 	zsm_proxy_lock();
@@ -109,21 +109,21 @@ static void zsm_plugin_teardown_locked(void)
 	/* The windows' streams, once no window is left. */
 	zsm_cuda_win_fini();
 	zsm_proxy_unlock();
-	zsm_registry_stop();
+	zsm_entry_select_stop();
 	zsm_net_fini();
-	zsm_plugin_refs = 0;
+	zsm_entry_life_refs = 0;
 }
 
 /* Take one reference, bringing the plugin up on the first. */
-static int zsm_plugin_get(zsm_log_sink_fn sink)
+static int zsm_entry_life_get(zsm_log_sink_fn sink)
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&zsm_plugin_lock);
+	pthread_mutex_lock(&zsm_entry_life_lock);
 	if (sink)
 		zsm_log_set_sink(sink);
-	if (zsm_plugin_refs > 0) {
-		zsm_plugin_refs++;
+	if (zsm_entry_life_refs > 0) {
+		zsm_entry_life_refs++;
 		goto out;
 	}
 	ret = zsm_param_load(NULL);
@@ -138,43 +138,43 @@ static int zsm_plugin_get(zsm_log_sink_fn sink)
 	ret = zsm_net_init();
 	if (ret)
 		goto out;
-	zsm_registry_start();
+	zsm_entry_select_start();
 	ret = zsm_proxy_start();
 	if (ret) {
 		zsm_proxy_lock();
 		zsm_net_close_endpoints();
 		zsm_proxy_unlock();
-		zsm_registry_stop();
+		zsm_entry_select_stop();
 		zsm_net_fini();
 		goto out;
 	}
-	zsm_plugin_refs = 1;
+	zsm_entry_life_refs = 1;
 	ZSM_INFO("zsm %s ready: %d device(s), proxy %s", ZSM_VERSION,
 		 zsm_net_ndevs(),
 		 zsm_param_int(ZSM_P_PROXY) ? "inline" : "thread");
 out:
-	pthread_mutex_unlock(&zsm_plugin_lock);
+	pthread_mutex_unlock(&zsm_entry_life_lock);
 	return ret;
 }
 
-static void zsm_plugin_put(void)
+static void zsm_entry_life_put(void)
 {
-	pthread_mutex_lock(&zsm_plugin_lock);
-	if (zsm_plugin_refs > 0 && --zsm_plugin_refs == 0)
-		zsm_plugin_teardown_locked();
-	pthread_mutex_unlock(&zsm_plugin_lock);
+	pthread_mutex_lock(&zsm_entry_life_lock);
+	if (zsm_entry_life_refs > 0 && --zsm_entry_life_refs == 0)
+		zsm_entry_life_teardown_locked();
+	pthread_mutex_unlock(&zsm_entry_life_lock);
 }
 
 /* NCCL dlcloses the plugin after the last comm; v8-v10 never finalize. */
-__attribute__((destructor)) static void zsm_plugin_unload(void)
+__attribute__((destructor)) static void zsm_entry_life_unload(void)
 {
 	/* A forked child's exit must not close what its parent uses. */
-	if (zsm_plugin_forked)
+	if (zsm_entry_life_forked)
 		return;
-	pthread_mutex_lock(&zsm_plugin_lock);
-	if (zsm_plugin_refs > 0)
-		zsm_plugin_teardown_locked();
-	pthread_mutex_unlock(&zsm_plugin_lock);
+	pthread_mutex_lock(&zsm_entry_life_lock);
+	if (zsm_entry_life_refs > 0)
+		zsm_entry_life_teardown_locked();
+	pthread_mutex_unlock(&zsm_entry_life_lock);
 	zsm_handle_fini();
 	zsm_log_set_sink(NULL);
 }
@@ -184,7 +184,7 @@ int zsm_init(void **ctx, uint64_t comm_id, int traffic_class,
 {
 	struct zsm_ctx *c;
 	uint64_t h;
-	int ret = zsm_plugin_enter("init");
+	int ret = zsm_entry_life_enter("init");
 
 	if (ret)
 		return ret;
@@ -194,7 +194,7 @@ int zsm_init(void **ctx, uint64_t comm_id, int traffic_class,
 
 		if (legacy_ref)
 			return 0;
-		ret = zsm_plugin_get(sink);
+		ret = zsm_entry_life_get(sink);
 		if (!ret)
 			legacy_ref = 1;
 		return ret;
@@ -210,7 +210,7 @@ int zsm_init(void **ctx, uint64_t comm_id, int traffic_class,
 		free(c);
 		return ret;
 	}
-	ret = zsm_plugin_get(sink);
+	ret = zsm_entry_life_get(sink);
 	if (ret) {
 		void *obj;
 
@@ -229,7 +229,7 @@ int zsm_finalize(void *ctx)
 
 	/* NCCL 2.28.9 calls finalize after a failed init, whose context
 	 * is NULL: nothing to do. */
-	if (!ctx || zsm_plugin_in_child("finalize"))
+	if (!ctx || zsm_entry_life_in_child("finalize"))
 		return 0;
 	ret = zsm_handle_close((uint64_t)(uintptr_t)ctx, ZSM_H_CTX, &c);
 	if (ret) {
@@ -239,13 +239,13 @@ int zsm_finalize(void *ctx)
 		return ret;
 	}
 	free(c);
-	zsm_plugin_put();
+	zsm_entry_life_put();
 	return 0;
 }
 
-int zsm_plugin_dev_check(int dev)
+int zsm_entry_life_dev_check(int dev)
 {
-	if (zsm_plugin_refs <= 0) {
+	if (zsm_entry_life_refs <= 0) {
 		ZSM_WARN("called before a successful init");
 		return -EINVAL;
 	}
@@ -266,23 +266,23 @@ int zsm_devices(int *ndev)
 		return -EINVAL;
 	}
 	*ndev = 0;
-	ret = zsm_plugin_enter("devices");
+	ret = zsm_entry_life_enter("devices");
 	if (ret)
 		return ret;
-	*ndev = zsm_plugin_refs > 0 ? zsm_net_ndevs() : 0;
+	*ndev = zsm_entry_life_refs > 0 ? zsm_net_ndevs() : 0;
 	return 0;
 }
 
 int zsm_get_properties(int dev, struct zsm_props *props)
 {
-	int ret = zsm_plugin_enter("getProperties");
+	int ret = zsm_entry_life_enter("getProperties");
 
 	if (!ret)
-		ret = zsm_plugin_dev_check(dev);
+		ret = zsm_entry_life_dev_check(dev);
 	if (ret)
 		return ret;
 	zsm_net_props(dev, props);
-	zsm_registry_props(dev, props);
+	zsm_entry_select_props(dev, props);
 	props->window_ptr_support =
 		ZSM_MEM_HOST | (zsm_cuda_ready() ? ZSM_MEM_CUDA : 0);
 	return 0;
