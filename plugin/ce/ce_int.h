@@ -323,4 +323,38 @@ void zsm_ce_xfer_abort(struct zsm_ce_chan *ch, int err);
 /* ce_xfer.c: every started channel. */
 extern struct zsm_ce_chan *zsm_ce_chans;
 
+/* What ce_xfer.c (the sender's side and the progress loop) and
+ * ce_recv.c (the receiver's side) share. */
+static inline struct zsm_ce_slot *zsm_ce_slot_of(struct zsm_ce_chan *ch,
+						 uint64_t n)
+{
+	return &ch->win->slots[n % ZSM_CE_SLOTS];
+}
+/*
+ * Copy claimed pieces of s between local and the peer's remote (reads on
+ * the receiving side, writes on the sending side), up to a chunk; the
+ * piece in hand is *off and *left.  1: the chunk is spent; 0: no piece
+ * is left to claim and ours are copied; -errno: a copy failed, and *off
+ * and *left name what is left of its piece.
+ */
+int zsm_ce_copy_pieces(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
+		       uint64_t size, char *local, uint64_t remote,
+		       uint64_t *off, uint64_t *left);
+
+/* The core says it, once, and comes back through zsm_ce_chan_fail. */
+void zsm_ce_fail(struct zsm_ce_chan *ch, int err, const char *why);
+
+/* A receiver reads from the sender, a sender writes into the receiver. */
+ssize_t zsm_ce_peer_copy(struct zsm_ce_chan *ch, void *local,
+			 uint64_t remote, size_t n);
+
+/* Publish the result; test() may free and reuse req from here on. */
+void zsm_ce_publish(struct zsm_ce_req *req);
+
+/* Take req off ch's list of requests in flight. */
+void zsm_ce_unlink(struct zsm_ce_chan *ch, struct zsm_ce_req *req);
+
+/* A pass of ch's receiving side: how much it did (0: nothing). */
+int zsm_ce_progress_receiver(struct zsm_ce_chan *ch);
+
 #endif

@@ -364,6 +364,8 @@ void zsm_net_ep_tick(struct zsm_net_ep *ep, uint64_t now);
  * as soon as all its comms are closing.
  */
 void zsm_net_ep_retire(struct zsm_net_ep *ep);
+/* Engine: close dev's retired endpoints all of whose comms are closing. */
+void zsm_net_ep_reap(struct zsm_net_dev *dev);
 /* The connecting comm of device dev with id, on its (sending) endpoint
  * or a retired one. */
 struct zsm_net_comm *zsm_net_dev_find_comm(struct zsm_net_dev *dev,

@@ -558,36 +558,16 @@ static int zsm_net_topo_check_asked(const struct zsm_net_topo *topo)
 	return -EDOM;
 }
 
-int zsm_net_topo_discover(struct zsm_net_topo *topo)
+/* The best offer of each domain in topo->all (the first wins ties, IPv4
+ * first): how many, in best; *have_real when one is not loopback. */
+static int zsm_net_topo_best(const struct zsm_net_topo *topo,
+			     const struct fi_info **best, int *have_real)
 {
-	struct fi_info *hints, *fi;
-	struct zsm_net_rich rich;
-	const struct fi_info *best[ZSM_NET_MAX_DEVS];
-	int nbest = 0, ret, have_real = 0;
+	const struct fi_info *fi;
 	char why[160];
+	int nbest = 0;
 
-	memset(topo, 0, sizeof(*topo));
-	ret = zsm_fi_lib_load();
-	if (ret)
-		return ret;
-	hints = zsm_net_hints();
-	if (!hints)
-		return -ENOMEM;
-	ret = zsm_fi_getinfo(FI_VERSION(1, 14), NULL, NULL, 0, hints,
-			     &topo->all);
-	zsm_fi_freeinfo(hints);
-	if (ret == -FI_ENODATA) {
-		ZSM_INFO("net: libfabric offers no RDM endpoint with tagged "
-			 "messages");
-		topo->all = NULL;
-		return zsm_net_topo_check_asked(topo);
-	}
-	if (ret) {
-		ZSM_WARN("net: fi_getinfo failed: %s", zsm_fi_strerror(-ret));
-		return -EIO;
-	}
-	zsm_net_rich_get(&rich);
-	/* The best offer per domain; the first offer wins ties (IPv4 first). */
+	*have_real = 0;
 	for (fi = topo->all; fi; fi = fi->next) {
 		int i, r;
 
@@ -608,47 +588,91 @@ int zsm_net_topo_discover(struct zsm_net_topo *topo)
 			best[i] = fi;
 		}
 		if (!zsm_net_is_loopback(fi))
-			have_real = 1;
+			*have_real = 1;
 	}
-	for (int i = 0; i < nbest; i++) {
-		struct zsm_net_dev *dev = &topo->devs[topo->ndevs];
-		const struct fi_info *hm = zsm_net_rich_pick(&rich, best[i]);
+	return nbest;
+}
 
+/* Device dev from offer fi (hm: the richer offer of the same provider
+ * and domain, or NULL): 0, or -ENOMEM. */
+static int zsm_net_topo_add(struct zsm_net_topo *topo,
+			    const struct fi_info *fi,
+			    const struct fi_info *hm)
+{
+	struct zsm_net_dev *dev = &topo->devs[topo->ndevs];
+
+	/* Endpoints need FI_HMEM to take GPU registrations, and reads to
+	 * flush: the richer offer where there is one. */
+	dev->info = zsm_net_offer_sized(hm ? hm : fi);
+	if (!dev->info)
+		return -ENOMEM;
+	dev->hmem = (dev->info->caps & FI_HMEM) != 0;
+	dev->read = (dev->info->caps & ZSM_NET_READ_CAPS) == ZSM_NET_READ_CAPS;
+	zsm_net_dev_rules(dev);
+	snprintf(dev->name, sizeof(dev->name), "%s", fi->domain_attr->name);
+	dev->pci_path = zsm_net_pci_path(fi);
+	dev->guid = zsm_net_fnv1a(dev->name);
+	dev->speed_mbps = zsm_net_speed_mbps(fi);
+	ZSM_INFO("net: device %d is %s over %s (%d Mb/s, pci %s%s%s, "
+		 "queues %zu/%zu)",
+		 topo->ndevs, dev->name, fi->fabric_attr->prov_name,
+		 dev->speed_mbps, dev->pci_path ? dev->pci_path : "none",
+		 dev->hmem ? ", FI_HMEM" : "", dev->read ? ", RMA reads" : "",
+		 dev->info->tx_attr->size, dev->info->rx_attr->size);
+	zsm_net_dev_plan_rma(dev);
+	topo->ndevs++;
+	return 0;
+}
+
+/* topo->all from libfabric: 0, -FI_ENODATA when it offers nothing. */
+static int zsm_net_topo_getinfo(struct zsm_net_topo *topo)
+{
+	struct fi_info *hints = zsm_net_hints();
+	int ret;
+
+	if (!hints)
+		return -ENOMEM;
+	ret = zsm_fi_getinfo(FI_VERSION(1, 14), NULL, NULL, 0, hints,
+			     &topo->all);
+	zsm_fi_freeinfo(hints);
+	if (ret == -FI_ENODATA) {
+		ZSM_INFO("net: libfabric offers no RDM endpoint with tagged "
+			 "messages");
+		topo->all = NULL;
+	} else if (ret) {
+		ZSM_WARN("net: fi_getinfo failed: %s", zsm_fi_strerror(-ret));
+		return -EIO;
+	}
+	return ret;
+}
+
+int zsm_net_topo_discover(struct zsm_net_topo *topo)
+{
+	struct zsm_net_rich rich;
+	const struct fi_info *best[ZSM_NET_MAX_DEVS];
+	int nbest, ret, have_real;
+
+	memset(topo, 0, sizeof(*topo));
+	ret = zsm_fi_lib_load();
+	if (!ret)
+		ret = zsm_net_topo_getinfo(topo);
+	if (ret == -FI_ENODATA)
+		return zsm_net_topo_check_asked(topo);
+	if (ret)
+		return ret;
+	zsm_net_rich_get(&rich);
+	nbest = zsm_net_topo_best(topo, best, &have_real);
+	for (int i = 0; i < nbest && !ret; i++) {
 		/* Loopback only when asked for, or when it is all there is. */
 		if (zsm_net_is_loopback(best[i]) && have_real &&
 		    !zsm_param_str(ZSM_P_DOMAIN)[0])
 			continue;
-		/* The richer offer of the same provider and domain, when
-		 * there is one: endpoints need FI_HMEM to take GPU
-		 * registrations, and reads to flush. */
-		dev->info = zsm_net_offer_sized(hm ? hm : best[i]);
-		if (!dev->info) {
-			zsm_net_rich_free(&rich);
-			zsm_net_topo_free(topo);
-			return -ENOMEM;
-		}
-		dev->hmem = (dev->info->caps & FI_HMEM) != 0;
-		dev->read = (dev->info->caps & ZSM_NET_READ_CAPS) ==
-			    ZSM_NET_READ_CAPS;
-		zsm_net_dev_rules(dev);
-		snprintf(dev->name, sizeof(dev->name), "%s",
-			 best[i]->domain_attr->name);
-		dev->pci_path = zsm_net_pci_path(best[i]);
-		dev->guid = zsm_net_fnv1a(dev->name);
-		dev->speed_mbps = zsm_net_speed_mbps(best[i]);
-		ZSM_INFO("net: device %d is %s over %s (%d Mb/s, pci %s%s%s, "
-			 "queues %zu/%zu)",
-			 topo->ndevs, dev->name,
-			 best[i]->fabric_attr->prov_name, dev->speed_mbps,
-			 dev->pci_path ? dev->pci_path : "none",
-			 dev->hmem ? ", FI_HMEM" : "",
-			 dev->read ? ", RMA reads" : "",
-			 dev->info->tx_attr->size, dev->info->rx_attr->size);
-		zsm_net_dev_plan_rma(dev);
-		topo->ndevs++;
+		ret = zsm_net_topo_add(topo, best[i],
+				       zsm_net_rich_pick(&rich, best[i]));
 	}
 	zsm_net_rich_free(&rich);
-	ret = zsm_net_topo_check_asked(topo);
+	if (!ret)
+		ret = zsm_net_topo_check_asked(topo);
 	if (ret)
 		zsm_net_topo_free(topo);
 	return ret;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Owns the per-device endpoint: its fabric, domain, address vector,
- * completion queue and RDM endpoint, the posting of requests and the
- * reading of completions.  Every call here runs under the engine lock.
+ * Owns the per-device endpoint's traffic: the posting of requests, the
+ * reading of completions and the passes over every device (opening and
+ * closing it are net_ep_open.c's).  Every call here runs under the
+ * engine lock.
  */
 #include <errno.h>
 #include <poll.h>
@@ -25,415 +26,6 @@
 /* Reads a pass makes for the stray scan's looks at most (each look is
  * one, and the scan's own budget bounds them too). */
 #define ZSM_NET_DRAIN_READS 512
-/* Send queue entries kept for control messages (net_ctrl.c); receives
- * keep the control receives (ZSM_NET_CTRL_RX). */
-#define ZSM_NET_CTRL_RESERVE 64
-/* How long a close waits for the provider to give back its operations. */
-#define ZSM_NET_CLOSE_DRAIN_NS (1000ULL * 1000000ULL)
-
-static const char *zsm_net_ep_name(const struct zsm_net_ep *ep)
-{
-	return ep->dev->name;
-}
-
-static int zsm_net_ep_open(struct zsm_net_dev *dev, int rx_role,
-			   struct zsm_net_ep **out)
-{
-	/* The offer with RMA and the ordering its signals need, where the
-	 * device has one (net_rma_dev.c): one endpoint serves both. */
-	struct fi_info *fi = dev->rma_info ? dev->rma_info : dev->info;
-	/* Duplex: the pump thread drives the provider beside the engine,
-	 * so the domain must take calls from two threads at once. */
-	struct fi_info *safe = NULL;
-	struct fi_cq_attr cq_attr = {
-		.format = FI_CQ_FORMAT_TAGGED,
-		.wait_obj = FI_WAIT_NONE,
-		.size = 4096,
-	};
-	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
-	struct zsm_net_ep *ep;
-	const char *step;
-	size_t inflight;
-	int ret;
-
-	if (dev->duplex) {
-		safe = zsm_fi_dupinfo(fi);
-		if (!safe)
-			return -ENOMEM;
-		safe->domain_attr->threading = FI_THREAD_SAFE;
-		fi = safe;
-	}
-	ep = calloc(1, sizeof(*ep));
-	if (!ep) {
-		if (safe)
-			zsm_fi_freeinfo(safe);
-		return -ENOMEM;
-	}
-	ep->dev = dev;
-	ep->rx_role = rx_role;
-	ep->dmabuf_fd = -1;
-	ep->self = FI_ADDR_NOTAVAIL;
-	ep->mr_mode = fi->domain_attr->mr_mode;
-	/* ZSM_MR_LOCAL: the path of providers that want every buffer
-	 * registered (verbs, efa-direct), taken on any provider, where
-	 * none of those NICs is. */
-	ep->needs_mr = (fi->domain_attr->mr_mode & FI_MR_LOCAL) != 0 ||
-		       zsm_param_int(ZSM_P_MR_LOCAL);
-	ep->rma = dev->rma_info ? dev->rma.mech : ZSM_RMA_MECH_NONE;
-
-	step = "fi_fabric";
-	ret = zsm_fi_fabric(fi->fabric_attr, &ep->fabric, NULL);
-	if (ret)
-		goto err;
-	step = "fi_domain";
-	ret = fi_domain(ep->fabric, fi, &ep->domain, NULL);
-	if (ret)
-		goto err;
-	step = "fi_av_open";
-	ret = fi_av_open(ep->domain, &av_attr, &ep->av, NULL);
-	if (ret)
-		goto err;
-	/* A file descriptor to block on while nothing is in flight (the
-	 * proxy's idle sleep, fi_trywait first); a provider without one
-	 * gets looked at now and then instead. */
-	step = "fi_cq_open";
-	ep->wait_fd = -1;
-	cq_attr.wait_obj = FI_WAIT_FD;
-	ret = fi_cq_open(ep->domain, &cq_attr, &ep->cq, NULL);
-	if (ret) {
-		cq_attr.wait_obj = FI_WAIT_NONE;
-		ret = fi_cq_open(ep->domain, &cq_attr, &ep->cq, NULL);
-	} else if (fi_control(&ep->cq->fid, FI_GETWAIT, &ep->wait_fd)) {
-		ep->wait_fd = -1;
-	}
-	if (ret)
-		goto err;
-	step = "fi_endpoint";
-	ret = fi_endpoint(ep->domain, fi, &ep->ep, NULL);
-	if (ret)
-		goto err;
-	step = "fi_ep_bind(av)";
-	ret = fi_ep_bind(ep->ep, &ep->av->fid, 0);
-	if (ret)
-		goto err;
-	step = "fi_ep_bind(cq)";
-	ret = fi_ep_bind(ep->ep, &ep->cq->fid, FI_TRANSMIT | FI_RECV);
-	if (ret)
-		goto err;
-	step = "fi_enable";
-	ret = fi_enable(ep->ep);
-	if (ret)
-		goto err;
-	step = "fi_getname";
-	ep->addr_len = sizeof(ep->addr);
-	ret = fi_getname(&ep->ep->fid, ep->addr, &ep->addr_len);
-	if (ret)
-		goto err;
-	ep->addr_format = fi->addr_format;
-	ep->directed = (fi->caps & FI_DIRECTED_RECV) != 0;
-	ep->cq_data = fi->domain_attr->cq_data_size >= 4;
-	/* A probe or a handshake message must never wait for room behind
-	 * data: with the provider's queue full of sends a peer cannot
-	 * take yet, a probe that cannot go out reads as a dead peer. */
-	ep->tx_budget = fi->tx_attr->size > 2 * ZSM_NET_CTRL_RESERVE
-				? fi->tx_attr->size - ZSM_NET_CTRL_RESERVE
-				: fi->tx_attr->size / 2;
-	/* Receives: the control receives are the reserve. */
-	ep->nctrl_rx = fi->rx_attr->size > 2 * ZSM_NET_CTRL_RX
-			       ? ZSM_NET_CTRL_RX
-			       : (int)(fi->rx_attr->size / 2);
-	ep->rx_budget = fi->rx_attr->size - (size_t)ep->nctrl_rx;
-	/* Half of it shared; the rest is each comm's room for its next
-	 * receive (zsm_net_ep_rx_room). */
-	ep->rx_budget /= 2;
-	/* What the provider surely sends without the receiver: its eager
-	 * size where zsm knows it, else what it injects. */
-	ep->eager_max = dev->eager ? dev->eager : fi->tx_attr->inject_size;
-	/* Each send the provider holds may take one of its buffers (rxm:
-	 * 16.5 KiB, from pools that grow and are never given back), and so
-	 * may each transfer in progress at the receiver: how many sends zsm
-	 * keeps there bounds both.  Receives are not held back: one waiting
-	 * in zsm's fifo gives its sender no room (net_credit.h), and if the
-	 * posted ones all waited for data that needs it, nothing would
-	 * move; a posted receive costs rxm over tcp no buffer. */
-	inflight = (size_t)zsm_param_int(ZSM_P_NET_INFLIGHT);
-	if (ep->tx_budget > inflight)
-		ep->tx_budget = inflight;
-	ep->crc = fi->domain_attr->cq_data_size >= 8;
-	zsm_idmap_init(&ep->ids, ZSM_TAG_ID_MAX);
-	ret = zsm_net_mr_init(ep);
-	if (ret) {
-		step = "registration cache";
-		goto err;
-	}
-	if (dev->read) {
-		/* Flushes read our own memory back through the NIC. */
-		step = "fi_av_insert(own address)";
-		ret = fi_av_insert(ep->av, ep->addr, 1, &ep->self, 0, NULL);
-		if (ret != 1) {
-			ret = ret < 0 ? ret : -FI_EINVAL;
-			goto err;
-		}
-		ret = zsm_net_mr_flush_init(ep);
-		if (ret) {
-			step = "registering the flush page";
-			goto err;
-		}
-	}
-	if (ep->needs_mr) {
-		size_t slot = sizeof(struct zsm_ctrl_msg);
-
-		if (slot < sizeof(struct zsm_sig_msg))
-			slot = sizeof(struct zsm_sig_msg);
-		step = "registering the send slots";
-		ret = zsm_net_txpool_init(ep, &ep->txpool, slot,
-					  ZSM_NET_TXPOOL_SLOTS);
-		if (ret)
-			goto err;
-	}
-	/* Control receives take it as their second part. */
-	if (dev->trunc_unsafe) {
-		step = "the spill buffer";
-		ep->spill = aligned_alloc(64, dev->trunc_unsafe);
-		ret = ep->spill ? 0 : -FI_ENOMEM;
-		if (!ret && ep->needs_mr)
-			ret = zsm_net_mr_reg_internal(ep, ep->spill,
-						      dev->trunc_unsafe,
-						      FI_SEND | FI_RECV,
-						      &ep->spill_mr,
-						      &ep->spill_desc);
-		if (ret)
-			goto err;
-	}
-	ret = zsm_net_ctrl_init(ep);
-	if (ret) {
-		step = "posting the control receives";
-		goto err;
-	}
-	ZSM_INFO("net: endpoint open on %s (%s), address %zu bytes, "
-		 "receives %s, %s%s",
-		 dev->name, fi->fabric_attr->prov_name, ep->addr_len,
-		 ep->directed ? "for one source" : "from any source",
-		 ep->cq_data ? "keys in remote CQ data"
-			     : "no remote CQ data: data messages carry no "
-			       "key",
-		 !ep->needs_mr ? ""
-		 : (fi->domain_attr->mr_mode & FI_MR_LOCAL)
-			 ? ", every buffer registered (FI_MR_LOCAL)"
-			 : ", every buffer registered (ZSM_MR_LOCAL)");
-	if (dev->duplex && zsm_net_pump_start(ep))
-		ZSM_WARN("net: %s: no pump thread for the %s endpoint: both "
-			 "directions share the engine's",
-			 dev->name, rx_role ? "receiving" : "sending");
-	if (safe)
-		zsm_fi_freeinfo(safe);
-	*out = ep;
-	return 0;
-err:
-	ZSM_WARN("net: opening the %sendpoint on %s failed at %s: %s",
-		 rx_role ? "receiving " : "", dev->name, step,
-		 zsm_fi_strerror(ret < 0 ? -ret : ret));
-	if (safe)
-		zsm_fi_freeinfo(safe);
-	zsm_net_ep_close(ep);
-	return -EIO;
-}
-
-/* The device's current endpoint of a role, opened on first use. */
-static int zsm_net_ep_current(struct zsm_net_dev *dev, int rx_role,
-			      struct zsm_net_ep **out)
-{
-	struct zsm_net_ep **slot = rx_role ? &dev->ep_rx : &dev->ep;
-	int ret = *slot ? 0 : zsm_net_ep_open(dev, rx_role, slot);
-
-	*out = *slot;
-	return ret;
-}
-
-int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
-{
-	return zsm_net_ep_current(dev, 0, out);
-}
-
-int zsm_net_ep_get_rx(struct zsm_net_dev *dev, struct zsm_net_ep **out)
-{
-	return zsm_net_ep_current(dev, dev->duplex, out);
-}
-
-int zsm_net_ep_twin(struct zsm_net_ep *ep, struct zsm_net_ep **out)
-{
-	*out = NULL;
-	return ep->dev->duplex ? zsm_net_ep_current(ep->dev, !ep->rx_role, out)
-			       : 0;
-}
-
-void zsm_net_ep_pump_hint(struct zsm_net_ep *ep)
-{
-	/* Sends only: posted receives wait on the fd (net_pump.c). */
-	int busy = ep->tx_inflight || ep->ctrl_tx || ep->ctrl_head;
-
-	if (!ep->pump)
-		return;
-	/* relaxed: a hint (spin or sleep) the pump reads again each turn;
-	 * nothing it guards is read through it, and only the engine writes
-	 * it, so a change is a plain load and store, no locked instruction
-	 * per post.  A sleeping pump is woken when sends come (the fence
-	 * there pairs with its sleep's). */
-	if (busy == atomic_load_explicit(&ep->pump_busy, memory_order_relaxed))
-		return;
-	atomic_store_explicit(&ep->pump_busy, busy, memory_order_relaxed);
-	if (busy)
-		zsm_net_pump_wake(ep);
-}
-
-/* Operations of ep's comms that the provider still holds. */
-static unsigned long zsm_net_ep_held(const struct zsm_net_ep *ep)
-{
-	unsigned long n = 0;
-
-	for (const struct zsm_net_comm *c = ep->comms; c; c = c->ep_next)
-		n += (unsigned long)c->ops_posted;
-	return n;
-}
-
-/*
- * tcp;ofi_rxm (libfabric 1.17) has been seen to crash inside fi_close of
- * an endpoint closed with transfers still in it (a peer killed with
- * rendezvous sends both ways): its close reads completions that refer to
- * connections it has already freed.  So a close first lets the provider
- * finish, or fail (a dead peer's), what it holds, for a bounded time.  It
- * closes after that all the same: an endpoint left open could still move
- * data into buffers NCCL frees next.  Teardown only: see zsm_net_ep_reap
- * for a retired endpoint.
- */
-static void zsm_net_ep_drain(struct zsm_net_ep *ep)
-{
-	uint64_t t0 = zsm_now_ns();
-
-	while (zsm_net_ep_held(ep) &&
-	       zsm_now_ns() - t0 < ZSM_NET_CLOSE_DRAIN_NS)
-		if (!zsm_net_ep_progress(ep))
-			poll(NULL, 0, 1);
-}
-
-static void zsm_net_ep_destroy(struct zsm_net_ep *ep)
-{
-	struct zsm_net_comm *c, *next;
-	unsigned long held = zsm_net_ep_held(ep);
-
-	zsm_net_pump_stop(ep);
-	/* Comms' work parked here goes back to the engine's own list. */
-	zsm_proxy_room_flush(&ep->tx_room);
-	zsm_proxy_room_flush(&ep->rx_room);
-
-	if (held)
-		ZSM_INFO("net: %s: closing the endpoint with %lu operations "
-			 "the provider did not give back in %llu ms",
-			 zsm_net_ep_name(ep), held,
-			 ZSM_NET_CLOSE_DRAIN_NS / 1000000ULL);
-	/* Closing the endpoint ends every operation; then nothing refers to
-	 * the comms and they can go, whether NCCL closed them or not. */
-	if (ep->ep)
-		fi_close(&ep->ep->fid);
-	ep->ep = NULL;
-	for (c = ep->comms; c; c = next) {
-		next = c->ep_next;
-		zsm_net_comm_free(c);
-	}
-	ep->comms = NULL;
-	zsm_net_ctrl_drop_summary(ep, zsm_now_ns(), 1);
-	zsm_net_ctrl_fini(ep);
-	zsm_net_txpool_fini(&ep->txpool);
-	if (ep->spill_mr)
-		zsm_net_mr_dereg_internal(ep->spill_mr);
-	free(ep->spill);
-	zsm_net_mr_close_all(ep);
-	zsm_net_mr_drop_twins(ep);
-	zsm_net_mr_fini(ep);
-	zsm_net_mr_flush_fini(ep);
-	zsm_idmap_fini(&ep->ids);
-	if (ep->cq)
-		fi_close(&ep->cq->fid);
-	if (ep->av)
-		fi_close(&ep->av->fid);
-	if (ep->domain)
-		fi_close(&ep->domain->fid);
-	if (ep->fabric)
-		fi_close(&ep->fabric->fid);
-	if (ep->dev && ep->dev->ep == ep)
-		ep->dev->ep = NULL;
-	if (ep->dev && ep->dev->ep_rx == ep)
-		ep->dev->ep_rx = NULL;
-	free(ep);
-}
-
-void zsm_net_ep_close(struct zsm_net_ep *ep)
-{
-	if (!ep)
-		return;
-	if (ep->ep)
-		zsm_net_ep_drain(ep);
-	zsm_net_ep_destroy(ep);
-}
-
-void zsm_net_ep_retire(struct zsm_net_ep *ep)
-{
-	struct zsm_net_dev *dev = ep->dev;
-
-	if (ep->retired)
-		return;
-	ep->retired = 1;
-	if (dev->ep == ep)
-		dev->ep = NULL;
-	if (dev->ep_rx == ep)
-		dev->ep_rx = NULL;
-	ep->retired_next = dev->retired;
-	dev->retired = ep;
-	ZSM_INFO("net: %s: new comms get a fresh endpoint; this one closes "
-		 "with its last comm",
-		 dev->name);
-}
-
-/* Retired endpoints that kept operations at the provider (zsm_net_ep_reap);
- * still reachable, so that leak checkers see where they went. */
-static struct zsm_net_ep *zsm_net_ep_abandoned;
-
-/* Close retired endpoints all of whose comms are closing. */
-static void zsm_net_ep_reap(struct zsm_net_dev *dev)
-{
-	struct zsm_net_ep **pp = &dev->retired;
-
-	while (*pp) {
-		struct zsm_net_ep *ep = *pp;
-		struct zsm_net_comm *c;
-
-		for (c = ep->comms; c && c->closing; c = c->ep_next)
-			;
-		if (c) {
-			pp = &ep->retired_next;
-			continue;
-		}
-		*pp = ep->retired_next;
-		/* Neither polled nor closed while the provider holds some of
-		 * its operations: a pass would move what a link that came
-		 * back delivers into buffers NCCL frees after the close, and
-		 * tcp;ofi_rxm's fi_close crashes with transfers in it (both
-		 * seen in netns-linkdown).  The process's exit reclaims it. */
-		if (zsm_net_ep_held(ep)) {
-			ZSM_INFO("net: %s: the retired endpoint still has %lu "
-				 "operations with the provider: left open, "
-				 "unpolled",
-				 dev->name, zsm_net_ep_held(ep));
-			/* Its pump would poll it too. */
-			zsm_net_pump_stop(ep);
-			ep->retired_next = zsm_net_ep_abandoned;
-			zsm_net_ep_abandoned = ep;
-			continue;
-		}
-		ZSM_INFO("net: %s: the retired endpoint closes", dev->name);
-		zsm_net_ep_destroy(ep);
-	}
-}
 
 struct zsm_net_comm *zsm_net_dev_find_comm(struct zsm_net_dev *dev,
 					   uint32_t id)
@@ -494,7 +86,7 @@ int zsm_net_ep_av_insert(struct zsm_net_ep *ep, const void *addr,
 	if (ret != 1) {
 		ZSM_WARN("net: %s: the peer's address was refused by the "
 			 "address vector: %s",
-			 zsm_net_ep_name(ep),
+			 ep->dev->name,
 			 zsm_fi_strerror(ret < 0 ? -ret : EINVAL));
 		return -EINVAL;
 	}
@@ -584,7 +176,7 @@ int zsm_net_ep_progress(struct zsm_net_ep *ep)
 			/* Said where the failure is handled, with what it
 			 * means there; the provider's own words at TRACE. */
 			ZSM_TRACE("net: %s: operation failed: %s",
-				  zsm_net_ep_name(ep), zsm_fi_strerror(e->err));
+				  ep->dev->name, zsm_fi_strerror(e->err));
 			if (e->op_context)
 				zsm_net_op_complete(ep, e->op_context,
 						    zsm_net_fi_err(e->err),
@@ -594,7 +186,7 @@ int zsm_net_ep_progress(struct zsm_net_ep *ep)
 		}
 		if (n < 0) {
 			ZSM_WARN("net: %s: reading completions failed: %s",
-				 zsm_net_ep_name(ep), zsm_fi_strerror((int)-n));
+				 ep->dev->name, zsm_fi_strerror((int)-n));
 			break;
 		}
 		for (ssize_t i = 0; i < n; i++) {
@@ -715,7 +307,7 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 		return -EAGAIN;
 	if (ret) {
 		ZSM_WARN("net: %s: posting a %s failed: %s",
-			 zsm_net_ep_name(ep), zsm_req_what(b),
+			 ep->dev->name, zsm_req_what(b),
 			 zsm_fi_strerror((int)-ret));
 		return -EIO;
 	}

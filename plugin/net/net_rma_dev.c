@@ -60,6 +60,96 @@ static void zsm_net_rma_offer_free(struct fi_info *fi)
 		zsm_fi_freeinfo(fi);
 }
 
+/* The objects of the loopback probe of fi_writedata. */
+struct zsm_net_rma_probe {
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	struct fid_mr *mr, *src_mr;
+	fi_addr_t self;
+	uint64_t src, dst;
+	struct fi_context2 ctx;
+};
+
+/* An endpoint of fi that can write to itself, and the 8 bytes it
+ * writes and receives: 0, or nonzero when the provider cannot. */
+static int zsm_net_rma_probe_open(struct zsm_net_rma_probe *p,
+				  const struct fi_info *fi)
+{
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA,
+				     .size = 16};
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+	uint8_t addr[ZSM_NET_ADDR_MAX];
+	size_t addr_len = sizeof(addr);
+	uint64_t mode = fi->domain_attr->mr_mode;
+
+	if (zsm_fi_fabric(fi->fabric_attr, &p->fabric, NULL) ||
+	    fi_domain(p->fabric, (struct fi_info *)fi, &p->domain, NULL) ||
+	    fi_av_open(p->domain, &av_attr, &p->av, NULL) ||
+	    fi_cq_open(p->domain, &cq_attr, &p->cq, NULL) ||
+	    fi_endpoint(p->domain, (struct fi_info *)fi, &p->ep, NULL) ||
+	    fi_ep_bind(p->ep, &p->av->fid, 0) ||
+	    fi_ep_bind(p->ep, &p->cq->fid, FI_TRANSMIT | FI_RECV) ||
+	    fi_enable(p->ep) || fi_getname(&p->ep->fid, addr, &addr_len) ||
+	    fi_av_insert(p->av, addr, 1, &p->self, 0, NULL) != 1 ||
+	    fi_mr_reg(p->domain, &p->dst, sizeof(p->dst), FI_REMOTE_WRITE, 0,
+		      0x2a, 0, &p->mr, NULL))
+		return -EIO;
+	if ((mode & FI_MR_ENDPOINT) &&
+	    (fi_mr_bind(p->mr, &p->ep->fid, 0) || fi_mr_enable(p->mr)))
+		return -EIO;
+	if ((mode & FI_MR_LOCAL) &&
+	    fi_mr_reg(p->domain, &p->src, sizeof(p->src), FI_WRITE, 0, 0x2b,
+		      0, &p->src_mr, NULL))
+		return -EIO;
+	return 0;
+}
+
+static void zsm_net_rma_probe_close(struct zsm_net_rma_probe *p)
+{
+	struct fid *fids[] = {
+		p->ep ? &p->ep->fid : NULL,
+		p->mr ? &p->mr->fid : NULL,
+		p->src_mr ? &p->src_mr->fid : NULL,
+		p->cq ? &p->cq->fid : NULL,
+		p->av ? &p->av->fid : NULL,
+		p->domain ? &p->domain->fid : NULL,
+		p->fabric ? &p->fabric->fid : NULL,
+	};
+
+	for (size_t i = 0; i < sizeof(fids) / sizeof(fids[0]); i++)
+		if (fids[i])
+			fi_close(fids[i]);
+}
+
+/* The write's own completion, and its bytes at the target, by the
+ * probe's deadline from t0: 1 when both came. */
+static int zsm_net_rma_probe_wait(struct zsm_net_rma_probe *p, uint64_t t0)
+{
+	int done = 0;
+
+	while (zsm_now_ns() - t0 < ZSM_NET_RMA_PROBE_NS) {
+		struct fi_cq_data_entry e;
+		ssize_t n = fi_cq_read(p->cq, &e, 1);
+
+		if (n == -FI_EAVAIL) {
+			struct fi_cq_err_entry err = {0};
+
+			fi_cq_readerr(p->cq, &err, 0);
+			if (err.op_context == &p->ctx)
+				break;
+			continue;
+		}
+		if (n == 1 && e.op_context == &p->ctx)
+			done = 1;
+		if (done && p->dst == p->src)
+			break;
+	}
+	return done && p->dst == p->src;
+}
+
 /*
  * A write of 8 bytes with remote CQ data from an endpoint of fi to
  * itself: 1 when it lands, 0 when the provider refuses or fails it (a
@@ -67,107 +157,47 @@ static void zsm_net_rma_offer_free(struct fi_info *fi)
  */
 static int zsm_net_rma_probe_writedata(const struct fi_info *fi)
 {
-	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA,
-				     .size = 16};
-	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
-	struct fid_fabric *fabric = NULL;
-	struct fid_domain *domain = NULL;
-	struct fid_av *av = NULL;
-	struct fid_cq *cq = NULL;
-	struct fid_ep *ep = NULL;
-	struct fid_mr *mr = NULL, *src_mr = NULL;
-	struct fi_context2 ctx;
-	uint64_t src = 0x5a5a5a5a5a5a5a5aULL, dst = 0;
-	uint8_t addr[ZSM_NET_ADDR_MAX];
-	size_t addr_len = sizeof(addr);
-	fi_addr_t self;
+	struct zsm_net_rma_probe p = {.src = 0x5a5a5a5a5a5a5a5aULL};
+	const char *prov = fi->fabric_attr->prov_name;
 	uint64_t t0, remote;
-	int ret = -EIO, done = 0;
+	int ret = zsm_net_rma_probe_open(&p, fi);
 
-	if (zsm_fi_fabric(fi->fabric_attr, &fabric, NULL) ||
-	    fi_domain(fabric, (struct fi_info *)fi, &domain, NULL) ||
-	    fi_av_open(domain, &av_attr, &av, NULL) ||
-	    fi_cq_open(domain, &cq_attr, &cq, NULL) ||
-	    fi_endpoint(domain, (struct fi_info *)fi, &ep, NULL) ||
-	    fi_ep_bind(ep, &av->fid, 0) ||
-	    fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV) ||
-	    fi_enable(ep) || fi_getname(&ep->fid, addr, &addr_len) ||
-	    fi_av_insert(av, addr, 1, &self, 0, NULL) != 1 ||
-	    fi_mr_reg(domain, &dst, sizeof(dst), FI_REMOTE_WRITE, 0, 0x2a, 0,
-		      &mr, NULL))
+	if (ret) {
+		ZSM_INFO("net: the fi_writedata probe on %s could not be set "
+			 "up",
+			 prov);
 		goto out;
-	if ((fi->domain_attr->mr_mode & FI_MR_ENDPOINT) &&
-	    (fi_mr_bind(mr, &ep->fid, 0) || fi_mr_enable(mr)))
-		goto out;
-	if ((fi->domain_attr->mr_mode & FI_MR_LOCAL) &&
-	    fi_mr_reg(domain, &src, sizeof(src), FI_WRITE, 0, 0x2b, 0,
-		      &src_mr, NULL))
-		goto out;
+	}
 	remote = (fi->domain_attr->mr_mode & FI_MR_VIRT_ADDR)
-			 ? (uint64_t)(uintptr_t)&dst
+			 ? (uint64_t)(uintptr_t)&p.dst
 			 : 0;
 	t0 = zsm_now_ns();
 	for (;;) {
-		ret = (int)fi_writedata(ep, &src, sizeof(src),
-					src_mr ? fi_mr_desc(src_mr) : NULL, 7,
-					self, remote, fi_mr_key(mr), &ctx);
+		ret = (int)fi_writedata(p.ep, &p.src, sizeof(p.src),
+					p.src_mr ? fi_mr_desc(p.src_mr) : NULL,
+					7, p.self, remote, fi_mr_key(p.mr),
+					&p.ctx);
 		if (ret != -FI_EAGAIN ||
 		    zsm_now_ns() - t0 >= ZSM_NET_RMA_PROBE_NS)
 			break;
-		(void)fi_cq_read(cq, NULL, 0); /* progress */
+		(void)fi_cq_read(p.cq, NULL, 0); /* progress */
 	}
 	if (ret) {
 		ZSM_INFO("net: fi_writedata on %s refused a loopback write: %s",
-			 fi->fabric_attr->prov_name, zsm_fi_strerror(-ret));
+			 prov, zsm_fi_strerror(-ret));
 		ret = 0;
 		goto out;
 	}
-	/* The write's own completion, and its bytes at the target. */
-	while (zsm_now_ns() - t0 < ZSM_NET_RMA_PROBE_NS) {
-		struct fi_cq_data_entry e;
-		ssize_t n = fi_cq_read(cq, &e, 1);
-
-		if (n == -FI_EAVAIL) {
-			struct fi_cq_err_entry err = {0};
-
-			fi_cq_readerr(cq, &err, 0);
-			if (err.op_context == &ctx)
-				break;
-			continue;
-		}
-		if (n == 1 && e.op_context == &ctx)
-			done = 1;
-		if (done && dst == src)
-			break;
-	}
-	ret = done && dst == src;
+	ret = zsm_net_rma_probe_wait(&p, t0);
 	if (ret)
 		ZSM_INFO("net: fi_writedata on %s passed a loopback write",
-			 fi->fabric_attr->prov_name);
+			 prov);
 	else
 		ZSM_INFO("net: fi_writedata on %s did not land a loopback "
 			 "write within %llu ms",
-			 fi->fabric_attr->prov_name,
-			 ZSM_NET_RMA_PROBE_NS / 1000000ULL);
+			 prov, ZSM_NET_RMA_PROBE_NS / 1000000ULL);
 out:
-	if (ret < 0)
-		ZSM_INFO("net: the fi_writedata probe on %s could not be set "
-			 "up",
-			 fi->fabric_attr->prov_name);
-	if (ep)
-		fi_close(&ep->fid);
-	if (mr)
-		fi_close(&mr->fid);
-	if (src_mr)
-		fi_close(&src_mr->fid);
-	if (cq)
-		fi_close(&cq->fid);
-	if (av)
-		fi_close(&av->fid);
-	if (domain)
-		fi_close(&domain->fid);
-	if (fabric)
-		fi_close(&fabric->fid);
+	zsm_net_rma_probe_close(&p);
 	return ret;
 }
 

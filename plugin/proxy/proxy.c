@@ -611,93 +611,122 @@ static void zsm_proxy_sleep(uint64_t nap_ns, const unsigned *seen)
 	(void)zsm_proxy_sleep_fds(&fd, NULL, 0, nap_ns, seen);
 }
 
+/* What the engine's thread carries from one turn of its loop to the
+ * next. */
+struct zsm_proxy_loop {
+	uint64_t idle_since;
+	uint64_t nap;
+	unsigned kicks; /* transports whose fds turned readable */
+	unsigned seen;	/* zsm_proxy.changes at the last pass */
+	int ev, busy;	/* what the last pass did, and whether work waits */
+	/* nfds: -1 not asked (nap as while busy), -2 a transport has
+	 * something (pass again), else the fds to block on. */
+	int nfds, forever;
+	struct pollfd fds[ZSM_PROXY_WAIT_FDS + 1];
+	int owner[ZSM_PROXY_WAIT_FDS];
+};
+
+/* One pass under the engine lock: 0 when a test() caller held it. */
+static int zsm_proxy_loop_pass(struct zsm_proxy_loop *l)
+{
+	/* A test() caller holds the engine: it is driving, and a blocking
+	 * lock would hand the lock back and forth (a futex call each way)
+	 * for every message. */
+	if (pthread_mutex_trylock(&zsm_proxy.lock)) {
+		zsm_proxy_sleep(ZSM_PROXY_ASSIST_WINDOW_NS, NULL);
+		return 0;
+	}
+	for (int i = 0; l->kicks && i < zsm_proxy.ntransports; i++)
+		if (l->kicks & (1u << i))
+			zsm_proxy.transports[i]->kick();
+	l->kicks = 0;
+	/* relaxed: callers bump it under the lock we hold. */
+	l->seen = atomic_load_explicit(&zsm_proxy.changes,
+				       memory_order_relaxed);
+	l->ev = zsm_proxy_pass_locked();
+	l->busy = zsm_proxy_busy_locked();
+	l->nfds = -1;
+	l->forever = 0;
+	/* Blocking only once nothing happened for the longest nap: a
+	 * message every few microseconds (a ping-pong between two sends)
+	 * would otherwise pay fi_trywait, the sleep and an eventfd wake-up
+	 * each. */
+	if (!l->busy && !l->ev &&
+	    zsm_now_ns() - l->idle_since >= ZSM_PROXY_NAP_MAX_NS)
+		l->nfds = zsm_proxy_wait_fds(l->fds + 1, l->owner, &l->forever);
+	zsm_proxy_unlock();
+	return 1;
+}
+
+/*
+ * A connect or accept caller never waits for the lock: let it in before
+ * the next pass.  A thread that passes back to back can otherwise keep
+ * it out for as long as events come (where threads run one at a time,
+ * as under valgrind, the caller only runs while a pass sits in a system
+ * call).  The plain load first keeps the loop free of a locked
+ * instruction when nobody missed.  relaxed: see zsm_proxy_caller_enter.
+ */
+static void zsm_proxy_let_callers_in(void)
+{
+	if (atomic_load_explicit(&zsm_proxy.caller_missed,
+				 memory_order_relaxed) &&
+	    atomic_exchange_explicit(&zsm_proxy.caller_missed, 0,
+				     memory_order_relaxed))
+		sched_yield();
+}
+
+/* After a pass: go again at once, yield, nap or block, by what it did. */
+static void zsm_proxy_loop_wait(struct zsm_proxy_loop *l)
+{
+	uint64_t now = zsm_now_ns();
+	/* relaxed: see zsm_proxy_assist. */
+	uint64_t last = atomic_load_explicit(&zsm_proxy.last_assist_ns,
+					     memory_order_relaxed);
+
+	if (now - last < ZSM_PROXY_ASSIST_WINDOW_NS) {
+		/* A test() caller is driving: keep off its core. */
+		zsm_proxy_sleep(ZSM_PROXY_ASSIST_WINDOW_NS, NULL);
+		return;
+	}
+	if (l->ev) {
+		l->idle_since = now;
+		l->nap = ZSM_PROXY_NAP_MIN_NS;
+		return;
+	}
+	if (now - l->idle_since < zsm_proxy.spin_ns) {
+		sched_yield();
+		return;
+	}
+	if (!l->busy && l->nfds != -1) {
+		/* Nothing in flight for a while: block until a submission,
+		 * an arrival on a transport's fd or, for a transport without
+		 * one, the idle nap. */
+		if (l->nfds < 0)
+			return; /* something arrived: pass again */
+		l->kicks = zsm_proxy_sleep_fds(
+			l->fds, l->owner, l->nfds,
+			l->forever ? 0 : ZSM_PROXY_IDLE_NAP_NS, &l->seen);
+		return;
+	}
+	zsm_proxy_sleep(l->nap, &l->seen);
+	l->nap = l->nap * 2 < ZSM_PROXY_NAP_MAX_NS ? l->nap * 2
+						   : ZSM_PROXY_NAP_MAX_NS;
+}
+
 static void *zsm_proxy_main(void *arg)
 {
-	uint64_t idle_since = zsm_now_ns();
-	uint64_t nap = ZSM_PROXY_NAP_MIN_NS;
-
-	unsigned kicks = 0; /* transports whose fds turned readable */
+	struct zsm_proxy_loop l = {
+		.idle_since = zsm_now_ns(),
+		.nap = ZSM_PROXY_NAP_MIN_NS,
+	};
 
 	(void)arg;
 	/* relaxed: stop is a request; the join is the synchronisation. */
 	while (!atomic_load_explicit(&zsm_proxy.stop, memory_order_relaxed)) {
-		struct pollfd fds[ZSM_PROXY_WAIT_FDS + 1];
-		/* nfds: -1 not asked (nap as while busy), -2 a transport
-		 * has something (pass again), else the fds to block on. */
-		int owner[ZSM_PROXY_WAIT_FDS], nfds = -1, forever = 0;
-		uint64_t now, last;
-		unsigned seen;
-		int ev, busy;
-
-		/* A test() caller holds the engine: it is driving, and a
-		 * blocking lock would hand the lock back and forth (a futex
-		 * call each way) for every message. */
-		if (pthread_mutex_trylock(&zsm_proxy.lock)) {
-			zsm_proxy_sleep(ZSM_PROXY_ASSIST_WINDOW_NS, NULL);
+		if (!zsm_proxy_loop_pass(&l))
 			continue;
-		}
-		for (int i = 0; kicks && i < zsm_proxy.ntransports; i++)
-			if (kicks & (1u << i))
-				zsm_proxy.transports[i]->kick();
-		kicks = 0;
-		/* relaxed: callers bump it under the lock we hold. */
-		seen = atomic_load_explicit(&zsm_proxy.changes,
-					    memory_order_relaxed);
-		ev = zsm_proxy_pass_locked();
-		busy = zsm_proxy_busy_locked();
-		/* Blocking only once nothing happened for the longest nap: a
-		 * message every few microseconds (a ping-pong between two
-		 * sends) would otherwise pay fi_trywait, the sleep and an
-		 * eventfd wake-up each. */
-		if (!busy && !ev &&
-		    zsm_now_ns() - idle_since >= ZSM_PROXY_NAP_MAX_NS)
-			nfds = zsm_proxy_wait_fds(fds + 1, owner, &forever);
-		zsm_proxy_unlock();
-		/* A connect or accept caller never waits for the lock: let
-		 * it in before the next pass.  A thread that passes back to
-		 * back can otherwise keep it out for as long as events come
-		 * (where threads run one at a time, as under valgrind, the
-		 * caller only runs while a pass sits in a system call).
-		 * The plain load first keeps the loop free of a locked
-		 * instruction when nobody missed.  relaxed: see
-		 * zsm_proxy_caller_enter. */
-		if (atomic_load_explicit(&zsm_proxy.caller_missed,
-					 memory_order_relaxed) &&
-		    atomic_exchange_explicit(&zsm_proxy.caller_missed, 0,
-					     memory_order_relaxed))
-			sched_yield();
-		now = zsm_now_ns();
-		/* relaxed: see zsm_proxy_assist. */
-		last = atomic_load_explicit(&zsm_proxy.last_assist_ns,
-					    memory_order_relaxed);
-		if (now - last < ZSM_PROXY_ASSIST_WINDOW_NS) {
-			/* A test() caller is driving: keep off its core. */
-			zsm_proxy_sleep(ZSM_PROXY_ASSIST_WINDOW_NS, NULL);
-			continue;
-		}
-		if (ev) {
-			idle_since = now;
-			nap = ZSM_PROXY_NAP_MIN_NS;
-			continue;
-		}
-		if (now - idle_since < zsm_proxy.spin_ns) {
-			sched_yield();
-			continue;
-		}
-		if (!busy && nfds != -1) {
-			/* Nothing in flight for a while: block until a
-			 * submission, an arrival on a transport's fd or, for
-			 * a transport without one, the idle nap. */
-			if (nfds < 0)
-				continue; /* something arrived: pass again */
-			kicks = zsm_proxy_sleep_fds(
-				fds, owner, nfds,
-				forever ? 0 : ZSM_PROXY_IDLE_NAP_NS, &seen);
-			continue;
-		}
-		zsm_proxy_sleep(nap, &seen);
-		nap = nap * 2 < ZSM_PROXY_NAP_MAX_NS ? nap * 2
-						     : ZSM_PROXY_NAP_MAX_NS;
+		zsm_proxy_let_callers_in();
+		zsm_proxy_loop_wait(&l);
 	}
 	return NULL;
 }

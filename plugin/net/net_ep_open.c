@@ -1,0 +1,469 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Owns the per-device endpoint's life: opening its fabric, domain,
+ * address vector, completion queue and RDM endpoint with zsm's own parts
+ * on them, retiring it after a peer went silent, and closing it once the
+ * provider holds none of its operations.  Every call here runs under
+ * the engine lock.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+
+#include "common/log.h"
+#include "common/param.h"
+#include "net/net.h"
+#include "net/net_api.h"
+#include "net/net_fi_abi.h"
+
+/* Send queue entries kept for control messages (net_ctrl.c); receives
+ * keep the control receives (ZSM_NET_CTRL_RX). */
+#define ZSM_NET_CTRL_RESERVE 64
+/* How long a close waits for the provider to give back its operations. */
+#define ZSM_NET_CLOSE_DRAIN_NS (1000ULL * 1000000ULL)
+
+/*
+ * The provider's objects of ep, from offer fi: fabric, domain, address
+ * vector, completion queue (with a file descriptor to block on while
+ * nothing is in flight, where the provider has one) and the enabled
+ * endpoint with its address.  On failure *step names the call.
+ */
+static int zsm_net_ep_open_fi(struct zsm_net_ep *ep, struct fi_info *fi,
+			      const char **step)
+{
+	struct fi_cq_attr cq_attr = {
+		.format = FI_CQ_FORMAT_TAGGED,
+		.wait_obj = FI_WAIT_FD,
+		.size = 4096,
+	};
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+	int ret;
+
+	*step = "fi_fabric";
+	ret = zsm_fi_fabric(fi->fabric_attr, &ep->fabric, NULL);
+	if (ret)
+		return ret;
+	*step = "fi_domain";
+	ret = fi_domain(ep->fabric, fi, &ep->domain, NULL);
+	if (ret)
+		return ret;
+	*step = "fi_av_open";
+	ret = fi_av_open(ep->domain, &av_attr, &ep->av, NULL);
+	if (ret)
+		return ret;
+	/* A provider without a wait fd gets looked at now and then. */
+	*step = "fi_cq_open";
+	ep->wait_fd = -1;
+	ret = fi_cq_open(ep->domain, &cq_attr, &ep->cq, NULL);
+	if (ret) {
+		cq_attr.wait_obj = FI_WAIT_NONE;
+		ret = fi_cq_open(ep->domain, &cq_attr, &ep->cq, NULL);
+	} else if (fi_control(&ep->cq->fid, FI_GETWAIT, &ep->wait_fd)) {
+		ep->wait_fd = -1;
+	}
+	if (ret)
+		return ret;
+	*step = "fi_endpoint";
+	ret = fi_endpoint(ep->domain, fi, &ep->ep, NULL);
+	if (ret)
+		return ret;
+	*step = "fi_ep_bind(av)";
+	ret = fi_ep_bind(ep->ep, &ep->av->fid, 0);
+	if (ret)
+		return ret;
+	*step = "fi_ep_bind(cq)";
+	ret = fi_ep_bind(ep->ep, &ep->cq->fid, FI_TRANSMIT | FI_RECV);
+	if (ret)
+		return ret;
+	*step = "fi_enable";
+	ret = fi_enable(ep->ep);
+	if (ret)
+		return ret;
+	*step = "fi_getname";
+	ep->addr_len = sizeof(ep->addr);
+	return fi_getname(&ep->ep->fid, ep->addr, &ep->addr_len);
+}
+
+/* What ep may keep in the provider's queues, from offer fi's sizes. */
+static void zsm_net_ep_budgets(struct zsm_net_ep *ep,
+			       const struct fi_info *fi)
+{
+	size_t inflight;
+
+	/* A probe or a handshake message must never wait for room behind
+	 * data: with the provider's queue full of sends a peer cannot
+	 * take yet, a probe that cannot go out reads as a dead peer. */
+	ep->tx_budget = fi->tx_attr->size > 2 * ZSM_NET_CTRL_RESERVE
+				? fi->tx_attr->size - ZSM_NET_CTRL_RESERVE
+				: fi->tx_attr->size / 2;
+	/* Receives: the control receives are the reserve. */
+	ep->nctrl_rx = fi->rx_attr->size > 2 * ZSM_NET_CTRL_RX
+			       ? ZSM_NET_CTRL_RX
+			       : (int)(fi->rx_attr->size / 2);
+	ep->rx_budget = fi->rx_attr->size - (size_t)ep->nctrl_rx;
+	/* Half of it shared; the rest is each comm's room for its next
+	 * receive (zsm_net_ep_rx_room). */
+	ep->rx_budget /= 2;
+	/* What the provider surely sends without the receiver: its eager
+	 * size where zsm knows it, else what it injects. */
+	ep->eager_max = ep->dev->eager ? ep->dev->eager
+				       : fi->tx_attr->inject_size;
+	/* Each send the provider holds may take one of its buffers (rxm:
+	 * 16.5 KiB, from pools that grow and are never given back), and so
+	 * may each transfer in progress at the receiver: how many sends zsm
+	 * keeps there bounds both.  Receives are not held back: one waiting
+	 * in zsm's fifo gives its sender no room (net_credit.h), and if the
+	 * posted ones all waited for data that needs it, nothing would
+	 * move; a posted receive costs rxm over tcp no buffer. */
+	inflight = (size_t)zsm_param_int(ZSM_P_NET_INFLIGHT);
+	if (ep->tx_budget > inflight)
+		ep->tx_budget = inflight;
+}
+
+/* The spill buffer control receives take as their second part. */
+static int zsm_net_ep_spill_init(struct zsm_net_ep *ep, size_t size)
+{
+	ep->spill = aligned_alloc(64, size);
+	if (!ep->spill)
+		return -FI_ENOMEM;
+	if (!ep->needs_mr)
+		return 0;
+	return zsm_net_mr_reg_internal(ep, ep->spill, size, FI_SEND | FI_RECV,
+				       &ep->spill_mr, &ep->spill_desc);
+}
+
+/* zsm's own parts of ep: registration cache, flush page, send slots,
+ * spill buffer, control receives.  On failure *step names the part. */
+static int zsm_net_ep_open_parts(struct zsm_net_ep *ep, const char **step)
+{
+	struct zsm_net_dev *dev = ep->dev;
+	size_t slot = sizeof(struct zsm_ctrl_msg);
+	int ret;
+
+	zsm_idmap_init(&ep->ids, ZSM_TAG_ID_MAX);
+	*step = "registration cache";
+	ret = zsm_net_mr_init(ep);
+	if (ret)
+		return ret;
+	if (dev->read) {
+		/* Flushes read our own memory back through the NIC. */
+		*step = "fi_av_insert(own address)";
+		ret = fi_av_insert(ep->av, ep->addr, 1, &ep->self, 0, NULL);
+		if (ret != 1)
+			return ret < 0 ? ret : -FI_EINVAL;
+		*step = "registering the flush page";
+		ret = zsm_net_mr_flush_init(ep);
+		if (ret)
+			return ret;
+	}
+	if (ep->needs_mr) {
+		if (slot < sizeof(struct zsm_sig_msg))
+			slot = sizeof(struct zsm_sig_msg);
+		*step = "registering the send slots";
+		ret = zsm_net_txpool_init(ep, &ep->txpool, slot,
+					  ZSM_NET_TXPOOL_SLOTS);
+		if (ret)
+			return ret;
+	}
+	if (dev->trunc_unsafe) {
+		*step = "the spill buffer";
+		ret = zsm_net_ep_spill_init(ep, dev->trunc_unsafe);
+		if (ret)
+			return ret;
+	}
+	*step = "posting the control receives";
+	return zsm_net_ctrl_init(ep);
+}
+
+static void zsm_net_ep_say_open(const struct zsm_net_ep *ep,
+				const struct fi_info *fi)
+{
+	ZSM_INFO("net: endpoint open on %s (%s), address %zu bytes, "
+		 "receives %s, %s%s",
+		 ep->dev->name, fi->fabric_attr->prov_name, ep->addr_len,
+		 ep->directed ? "for one source" : "from any source",
+		 ep->cq_data ? "keys in remote CQ data"
+			     : "no remote CQ data: data messages carry no "
+			       "key",
+		 !ep->needs_mr ? ""
+		 : (fi->domain_attr->mr_mode & FI_MR_LOCAL)
+			 ? ", every buffer registered (FI_MR_LOCAL)"
+			 : ", every buffer registered (ZSM_MR_LOCAL)");
+}
+
+static struct zsm_net_ep *zsm_net_ep_new(struct zsm_net_dev *dev,
+					 int rx_role,
+					 const struct fi_info *fi)
+{
+	struct zsm_net_ep *ep = calloc(1, sizeof(*ep));
+
+	if (!ep)
+		return NULL;
+	ep->dev = dev;
+	ep->rx_role = rx_role;
+	ep->dmabuf_fd = -1;
+	ep->self = FI_ADDR_NOTAVAIL;
+	ep->mr_mode = fi->domain_attr->mr_mode;
+	/* ZSM_MR_LOCAL: the path of providers that want every buffer
+	 * registered (verbs, efa-direct), taken on any provider, where
+	 * none of those NICs is. */
+	ep->needs_mr = (fi->domain_attr->mr_mode & FI_MR_LOCAL) != 0 ||
+		       zsm_param_int(ZSM_P_MR_LOCAL);
+	ep->rma = dev->rma_info ? dev->rma.mech : ZSM_RMA_MECH_NONE;
+	ep->addr_format = fi->addr_format;
+	ep->directed = (fi->caps & FI_DIRECTED_RECV) != 0;
+	ep->cq_data = fi->domain_attr->cq_data_size >= 4;
+	ep->crc = fi->domain_attr->cq_data_size >= 8;
+	return ep;
+}
+
+static int zsm_net_ep_open(struct zsm_net_dev *dev, int rx_role,
+			   struct zsm_net_ep **out)
+{
+	/* The offer with RMA and the ordering its signals need, where the
+	 * device has one (net_rma_dev.c): one endpoint serves both. */
+	struct fi_info *fi = dev->rma_info ? dev->rma_info : dev->info;
+	/* Duplex: the pump thread drives the provider beside the engine,
+	 * so the domain must take calls from two threads at once. */
+	struct fi_info *safe = NULL;
+	struct zsm_net_ep *ep;
+	const char *step = "";
+	int ret;
+
+	if (dev->duplex) {
+		safe = zsm_fi_dupinfo(fi);
+		if (!safe)
+			return -ENOMEM;
+		safe->domain_attr->threading = FI_THREAD_SAFE;
+		fi = safe;
+	}
+	ep = zsm_net_ep_new(dev, rx_role, fi);
+	if (!ep) {
+		if (safe)
+			zsm_fi_freeinfo(safe);
+		return -ENOMEM;
+	}
+	ret = zsm_net_ep_open_fi(ep, fi, &step);
+	if (!ret) {
+		zsm_net_ep_budgets(ep, fi);
+		ret = zsm_net_ep_open_parts(ep, &step);
+	}
+	if (ret) {
+		ZSM_WARN("net: opening the %sendpoint on %s failed at %s: %s",
+			 rx_role ? "receiving " : "", dev->name, step,
+			 zsm_fi_strerror(ret < 0 ? -ret : ret));
+		if (safe)
+			zsm_fi_freeinfo(safe);
+		zsm_net_ep_close(ep);
+		return -EIO;
+	}
+	zsm_net_ep_say_open(ep, fi);
+	if (dev->duplex && zsm_net_pump_start(ep))
+		ZSM_WARN("net: %s: no pump thread for the %s endpoint: both "
+			 "directions share the engine's",
+			 dev->name, rx_role ? "receiving" : "sending");
+	if (safe)
+		zsm_fi_freeinfo(safe);
+	*out = ep;
+	return 0;
+}
+
+/* The device's current endpoint of a role, opened on first use. */
+static int zsm_net_ep_current(struct zsm_net_dev *dev, int rx_role,
+			      struct zsm_net_ep **out)
+{
+	struct zsm_net_ep **slot = rx_role ? &dev->ep_rx : &dev->ep;
+	int ret = *slot ? 0 : zsm_net_ep_open(dev, rx_role, slot);
+
+	*out = *slot;
+	return ret;
+}
+
+int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
+{
+	return zsm_net_ep_current(dev, 0, out);
+}
+
+int zsm_net_ep_get_rx(struct zsm_net_dev *dev, struct zsm_net_ep **out)
+{
+	return zsm_net_ep_current(dev, dev->duplex, out);
+}
+
+int zsm_net_ep_twin(struct zsm_net_ep *ep, struct zsm_net_ep **out)
+{
+	*out = NULL;
+	return ep->dev->duplex ? zsm_net_ep_current(ep->dev, !ep->rx_role, out)
+			       : 0;
+}
+
+void zsm_net_ep_pump_hint(struct zsm_net_ep *ep)
+{
+	/* Sends only: posted receives wait on the fd (net_pump.c). */
+	int busy = ep->tx_inflight || ep->ctrl_tx || ep->ctrl_head;
+
+	if (!ep->pump)
+		return;
+	/* relaxed: a hint (spin or sleep) the pump reads again each turn;
+	 * nothing it guards is read through it, and only the engine writes
+	 * it, so a change is a plain load and store, no locked instruction
+	 * per post.  A sleeping pump is woken when sends come (the fence
+	 * there pairs with its sleep's). */
+	if (busy == atomic_load_explicit(&ep->pump_busy, memory_order_relaxed))
+		return;
+	atomic_store_explicit(&ep->pump_busy, busy, memory_order_relaxed);
+	if (busy)
+		zsm_net_pump_wake(ep);
+}
+
+/* Operations of ep's comms that the provider still holds. */
+static unsigned long zsm_net_ep_held(const struct zsm_net_ep *ep)
+{
+	unsigned long n = 0;
+
+	for (const struct zsm_net_comm *c = ep->comms; c; c = c->ep_next)
+		n += (unsigned long)c->ops_posted;
+	return n;
+}
+
+/*
+ * tcp;ofi_rxm (libfabric 1.17) has been seen to crash inside fi_close of
+ * an endpoint closed with transfers still in it (a peer killed with
+ * rendezvous sends both ways): its close reads completions that refer to
+ * connections it has already freed.  So a close first lets the provider
+ * finish, or fail (a dead peer's), what it holds, for a bounded time.  It
+ * closes after that all the same: an endpoint left open could still move
+ * data into buffers NCCL frees next.  Teardown only: see zsm_net_ep_reap
+ * for a retired endpoint.
+ */
+static void zsm_net_ep_drain(struct zsm_net_ep *ep)
+{
+	uint64_t t0 = zsm_now_ns();
+
+	while (zsm_net_ep_held(ep) &&
+	       zsm_now_ns() - t0 < ZSM_NET_CLOSE_DRAIN_NS)
+		if (!zsm_net_ep_progress(ep))
+			poll(NULL, 0, 1);
+}
+
+static void zsm_net_ep_destroy(struct zsm_net_ep *ep)
+{
+	struct zsm_net_comm *c, *next;
+	unsigned long held = zsm_net_ep_held(ep);
+
+	zsm_net_pump_stop(ep);
+	/* Comms' work parked here goes back to the engine's own list. */
+	zsm_proxy_room_flush(&ep->tx_room);
+	zsm_proxy_room_flush(&ep->rx_room);
+
+	if (held)
+		ZSM_INFO("net: %s: closing the endpoint with %lu operations "
+			 "the provider did not give back in %llu ms",
+			 ep->dev->name, held,
+			 ZSM_NET_CLOSE_DRAIN_NS / 1000000ULL);
+	/* Closing the endpoint ends every operation; then nothing refers to
+	 * the comms and they can go, whether NCCL closed them or not. */
+	if (ep->ep)
+		fi_close(&ep->ep->fid);
+	ep->ep = NULL;
+	for (c = ep->comms; c; c = next) {
+		next = c->ep_next;
+		zsm_net_comm_free(c);
+	}
+	ep->comms = NULL;
+	zsm_net_ctrl_drop_summary(ep, zsm_now_ns(), 1);
+	zsm_net_ctrl_fini(ep);
+	zsm_net_txpool_fini(&ep->txpool);
+	if (ep->spill_mr)
+		zsm_net_mr_dereg_internal(ep->spill_mr);
+	free(ep->spill);
+	zsm_net_mr_close_all(ep);
+	zsm_net_mr_drop_twins(ep);
+	zsm_net_mr_fini(ep);
+	zsm_net_mr_flush_fini(ep);
+	zsm_idmap_fini(&ep->ids);
+	if (ep->cq)
+		fi_close(&ep->cq->fid);
+	if (ep->av)
+		fi_close(&ep->av->fid);
+	if (ep->domain)
+		fi_close(&ep->domain->fid);
+	if (ep->fabric)
+		fi_close(&ep->fabric->fid);
+	if (ep->dev && ep->dev->ep == ep)
+		ep->dev->ep = NULL;
+	if (ep->dev && ep->dev->ep_rx == ep)
+		ep->dev->ep_rx = NULL;
+	free(ep);
+}
+
+void zsm_net_ep_close(struct zsm_net_ep *ep)
+{
+	if (!ep)
+		return;
+	if (ep->ep)
+		zsm_net_ep_drain(ep);
+	zsm_net_ep_destroy(ep);
+}
+
+void zsm_net_ep_retire(struct zsm_net_ep *ep)
+{
+	struct zsm_net_dev *dev = ep->dev;
+
+	if (ep->retired)
+		return;
+	ep->retired = 1;
+	if (dev->ep == ep)
+		dev->ep = NULL;
+	if (dev->ep_rx == ep)
+		dev->ep_rx = NULL;
+	ep->retired_next = dev->retired;
+	dev->retired = ep;
+	ZSM_INFO("net: %s: new comms get a fresh endpoint; this one closes "
+		 "with its last comm",
+		 dev->name);
+}
+
+/* Retired endpoints that kept operations at the provider (zsm_net_ep_reap);
+ * still reachable, so that leak checkers see where they went. */
+static struct zsm_net_ep *zsm_net_ep_abandoned;
+
+/* Close retired endpoints all of whose comms are closing. */
+void zsm_net_ep_reap(struct zsm_net_dev *dev)
+{
+	struct zsm_net_ep **pp = &dev->retired;
+
+	while (*pp) {
+		struct zsm_net_ep *ep = *pp;
+		struct zsm_net_comm *c;
+
+		for (c = ep->comms; c && c->closing; c = c->ep_next)
+			;
+		if (c) {
+			pp = &ep->retired_next;
+			continue;
+		}
+		*pp = ep->retired_next;
+		/* Neither polled nor closed while the provider holds some of
+		 * its operations: a pass would move what a link that came
+		 * back delivers into buffers NCCL frees after the close, and
+		 * tcp;ofi_rxm's fi_close crashes with transfers in it (both
+		 * seen in netns-linkdown).  The process's exit reclaims it. */
+		if (zsm_net_ep_held(ep)) {
+			ZSM_INFO("net: %s: the retired endpoint still has %lu "
+				 "operations with the provider: left open, "
+				 "unpolled",
+				 dev->name, zsm_net_ep_held(ep));
+			/* Its pump would poll it too. */
+			zsm_net_pump_stop(ep);
+			ep->retired_next = zsm_net_ep_abandoned;
+			zsm_net_ep_abandoned = ep;
+			continue;
+		}
+		ZSM_INFO("net: %s: the retired endpoint closes", dev->name);
+		zsm_net_ep_destroy(ep);
+	}
+}
