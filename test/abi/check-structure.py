@@ -13,6 +13,11 @@
              (entry/select.c) names ce (an include of ce/, zsm_ce_*,
              ZSM_CE_*, a field or variable called ce, ce_* or *_ce), so
              that file is the only one that names both transports
+    size     no struct in plugin/ over 25 members, no function over 80
+             lines (its braces' lines included), no file of plugin/ or
+             of the tools (--tools DIR) over 1000 lines.  The few that
+             are still over are listed in OVER; one listed that is no
+             longer over fails too, so the list only shrinks.
 
 Comments and string literals are not code: a message may say "ce".
 Each violation is printed as one (rule, file, name), and any fails the
@@ -21,7 +26,8 @@ deliberate violation of each kind, each of which must fail, and on an
 unchanged copy, which must pass.  With --ranks the rank table is printed
 as docs/design.md draws it; with --doc FILE that drawing must be in FILE.
 
-usage: check-structure.py PLUGIN_DIR [--selftest | --ranks | --doc FILE]
+usage: check-structure.py PLUGIN_DIR [--tools DIR] [--selftest | --ranks |
+                          --doc FILE]
 """
 import os
 import re
@@ -49,6 +55,22 @@ RANKS = [
     (2, ('common',), 'log, settings, handles, CUDA state, host identity'),
 ]
 RANK = {f: r for r, folders, _ in RANKS for f in folders}
+
+MAX_MEMBERS = 25
+MAX_FUNC_LINES = 80
+MAX_FILE_LINES = 1000
+# Still over a size limit (issue 33 takes them apart): (kind, file, name).
+OVER = {
+    ('struct', 'api/api_int.h', 'zsm_api_comm'),
+    ('struct', 'ce/ce_wire.h', 'zsm_ce_slot'),
+    ('struct', 'ce/ce_int.h', 'zsm_ce_chan'),
+    ('struct', 'net/net.h', 'zsm_net_comm'),
+    ('struct', 'net/net.h', 'zsm_net_ep'),
+    ('file', 'tools/zsm-conformance.c', ''),
+    ('file', 'tools/conformance_rma.c', ''),
+    ('file', 'tools/zsm-bench.c', ''),
+    ('file', 'tools/bench_coll.c', ''),
+}
 
 # The transport choice: the one place outside plugin/ce that knows the
 # transports by name.
@@ -171,8 +193,78 @@ def rank_violations(tree, found):
                 found.add(('rank', rel, '%s (%s)' % (name, used)))
 
 
-def violations(root):
+def struct_members(code):
+    """(name, members) of each struct defined in code: its semicolons at
+    its own depth, so a nested struct or union is one member."""
+    out = []
+    for m in re.finditer(r'\bstruct\s+(\w+)\s*\{', code):
+        depth, n, k = 1, 0, m.end()
+        while depth and k < len(code):
+            c = code[k]
+            depth += (c == '{') - (c == '}')
+            n += c == ';' and depth == 1
+            k += 1
+        out.append((m.group(1), n))
+    return out
+
+
+def function_lines(code):
+    """(name, lines) of each function defined in code, from the line of
+    its opening brace to that of its closing one."""
+    top = top_level(code)
+    out = []
+    for m in re.finditer(r'\b(\w+)\s*\([^;{}]*\)\s*\{', top):
+        end = top.index('}', m.end())
+        out.append((m.group(1),
+                    top.count('\n', m.end() - 1, end) + 1))
+    return out
+
+
+def size_over(rel, text, code, in_plugin):
+    """What of file rel is over a size limit: (kind, file, name, size)."""
+    over = []
+    lines = text.count('\n')
+    if lines > MAX_FILE_LINES:
+        over.append(('file', rel, '', lines))
+    if not in_plugin:
+        return over
+    for name, n in struct_members(code):
+        if n > MAX_MEMBERS:
+            over.append(('struct', rel, name, n))
+    for name, n in function_lines(code):
+        if n > MAX_FUNC_LINES:
+            over.append(('function', rel, name, n))
+    return over
+
+
+def size_violations(root, tools, found):
+    seen = set()
+    dirs = [(root, '', True)] + ([(tools, 'tools/', False)] if tools else [])
+    for base, prefix, in_plugin in dirs:
+        for dirpath, _, files in os.walk(base):
+            for f in sorted(files):
+                if not f.endswith(('.c', '.h')):
+                    continue
+                path = os.path.join(dirpath, f)
+                rel = prefix + os.path.relpath(path, base)
+                with open(path, encoding='utf-8') as fh:
+                    text = fh.read()
+                for kind, r, name, n in size_over(rel, text, strip(text),
+                                                  in_plugin):
+                    seen.add((kind, r, name))
+                    if (kind, r, name) not in OVER:
+                        found.add(('size', rel, '%s %s: %d' %
+                                   (kind, name or 'length', n)))
+    for kind, rel, name in OVER:
+        if (kind, rel, name) not in seen and (tools or not rel.startswith(
+                'tools/')):
+            found.add(('size', rel, '%s %s is no longer over its limit: '
+                       'take it out of OVER' % (kind, name or 'length')))
+
+
+def violations(root, tools=None):
     found = set()
+    size_violations(root, tools, found)
     tree = list(sources(root))
     rank_violations(tree, found)
     for rel, code in tree:
@@ -195,13 +287,14 @@ def violations(root):
     return found
 
 
-def check(root, quiet=False):
-    found = sorted(violations(root))
+def check(root, tools=None, quiet=False):
+    found = sorted(violations(root, tools))
     for rule, rel, name in found:
         print(f'FAIL {rule}: plugin/{rel} names {name}')
     if not quiet:
         print('structure: %d violation(s) of the rules rank, nccl, '
-              'ce-name' % len(found))
+              'ce-name, size (%d still over, listed)' %
+              (len(found), len(OVER)))
     return 1 if found else 0
 
 
@@ -234,6 +327,13 @@ PLANTS = [
      'struct zz { int ce; };\nint zz(struct zz *z) { return z->ce; }\n'),
     ('ce-name', 'entry/zz_plant.c',
      'int zsm_ce_enabled(void);\nint zz(void) { return zsm_ce_enabled(); }\n'),
+    # One over each size limit.
+    ('size', 'common/zz_plant.c',
+     'struct zz {\n' + ''.join('\tint m%d;\n' % i for i in range(26)) +
+     '};\n'),
+    ('size', 'proxy/zz_plant.c',
+     'int zz(int x)\n{\n' + '\tx++;\n' * 79 + '\treturn x;\n}\n'),
+    ('size', 'core/zz_plant.c', '/* long */\n' * 1001),
 ]
 
 
@@ -287,18 +387,29 @@ def doc_check(path):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith('--')]
-    if '--ranks' in sys.argv:
+    argv, args, opts = sys.argv[1:], [], {}
+    while argv:
+        a = argv.pop(0)
+        if a in ('--tools', '--doc'):
+            if not argv:
+                print(__doc__)
+                return 2
+            opts[a] = argv.pop(0)
+        elif a.startswith('--'):
+            opts[a] = True
+        else:
+            args.append(a)
+    if '--ranks' in opts:
         sys.stdout.write(ranks_drawing())
         return 0
-    if '--doc' in sys.argv and len(args) == 2:
-        return doc_check(args[1])
+    if '--doc' in opts:
+        return doc_check(opts['--doc'])
     if len(args) != 1:
         print(__doc__)
         return 2
-    if '--selftest' in sys.argv:
+    if '--selftest' in opts:
         return selftest(args[0])
-    return check(args[0])
+    return check(args[0], opts.get('--tools'))
 
 
 if __name__ == '__main__':
