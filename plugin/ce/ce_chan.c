@@ -292,9 +292,11 @@ void zsm_ce_chan_close(struct zsm_ce_chan *ch, int err)
 	if (ch->win) {
 		/* seq_cst: pairs with the peer's store of busy and load of
 		 * closed (see struct zsm_ce_window). */
-		atomic_store(&ch->win->closed[ch->side], 1);
+		atomic_store_explicit(&ch->win->closed[ch->side], 1,
+				      memory_order_seq_cst);
 		while (ch->pidfd >= 0 &&
-		       atomic_load(&ch->win->busy[!ch->side]) &&
+		       atomic_load_explicit(&ch->win->busy[!ch->side],
+					    memory_order_seq_cst) &&
 		       !zsm_ce_peer_gone(ch) &&
 		       zsm_now_ns() - t0 < ZSM_CE_CLOSE_WAIT_NS)
 			sched_yield();

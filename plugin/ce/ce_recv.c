@@ -634,7 +634,8 @@ int zsm_ce_progress_receiver(struct zsm_ce_chan *ch)
 	 * but we did not take may no longer be read. */
 	/* seq_cst: see struct zsm_ce_window. */
 	if (ch->head && !ch->cur_req && !ch->pipe_n &&
-	    atomic_load(&ch->win->closed[ZSM_CE_SENDER]))
+	    atomic_load_explicit(&ch->win->closed[ZSM_CE_SENDER],
+				 memory_order_seq_cst))
 		zsm_ce_xfer_abort(ch, -ECONNRESET);
 	return events;
 }

@@ -98,9 +98,12 @@ static ssize_t zsm_ce_peer_io(struct zsm_ce_chan *ch, void *local,
 	int err = 0;
 
 	/* seq_cst, both: the Dekker pair of struct zsm_ce_window. */
-	atomic_store(&ch->win->busy[ch->side], 1);
-	if (atomic_load(&ch->win->closed[!ch->side])) {
-		atomic_store(&ch->win->busy[ch->side], 0);
+	atomic_store_explicit(&ch->win->busy[ch->side], 1,
+			      memory_order_seq_cst);
+	if (atomic_load_explicit(&ch->win->closed[!ch->side],
+				 memory_order_seq_cst)) {
+		atomic_store_explicit(&ch->win->busy[ch->side], 0,
+				      memory_order_seq_cst);
 		return -ECONNRESET;
 	}
 	if (!write)
@@ -161,7 +164,8 @@ static int zsm_ce_post_slot(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
 	struct zsm_ce_slot *s;
 
 	/* seq_cst: see struct zsm_ce_window. */
-	if (atomic_load(&ch->win->closed[ZSM_CE_RECEIVER])) {
+	if (atomic_load_explicit(&ch->win->closed[ZSM_CE_RECEIVER],
+				 memory_order_seq_cst)) {
 		req->base.error = -ECONNRESET;
 		zsm_ce_publish(req);
 		return 0;
@@ -476,7 +480,9 @@ static int zsm_ce_progress_sender(struct zsm_ce_chan *ch)
 		events++;
 	}
 	/* seq_cst: see struct zsm_ce_window. */
-	if (ch->head && atomic_load(&ch->win->closed[ZSM_CE_RECEIVER]))
+	if (ch->head &&
+	    atomic_load_explicit(&ch->win->closed[ZSM_CE_RECEIVER],
+				 memory_order_seq_cst))
 		zsm_ce_xfer_abort(ch, -ECONNRESET);
 	return events;
 }

@@ -13,6 +13,9 @@
              (entry/select.c) names ce (an include of ce/, zsm_ce_*,
              ZSM_CE_*, a field or variable called ce, ce_* or *_ce), so
              that file is the only one that names both transports
+    atomic   every atomic call names its memory order: the _explicit
+             forms only (atomic_load(), atomic_store(), atomic_fetch_*()
+             and the like are seq_cst without saying so)
     size     no struct in plugin/ over 25 members, no function over 80
              lines (its braces' lines included), no file of plugin/ or
              of the tools (--tools DIR) over 1000 lines.  The few that
@@ -41,6 +44,9 @@ NCCL_NAME = re.compile(r'\b(nccl[A-Z]\w*|NCCL_\w+)\b')
 CE_NAME = re.compile(r'\b((?:[A-Za-z0-9]+_)*[cC][eE](?:_[A-Za-z0-9]+)*)\b')
 INCLUDE = re.compile(r'#\s*include\s*"([^"]+)"')
 IDENT = re.compile(r'\b(zsm_\w+)\b')
+IMPLICIT_ATOMIC = re.compile(
+    r'\b(atomic_(?:load|store|exchange|fetch_(?:add|sub|or|and|xor)|'
+    r'compare_exchange_(?:strong|weak)))\s*\(')
 
 # Highest first: (rank, folders, what they are).  A folder names only
 # folders on lower lines.
@@ -274,6 +280,8 @@ def violations(root, tools=None):
                 found.add(('nccl', rel, m.group(0).split()[-1]))
             for m in NCCL_NAME.finditer(code):
                 found.add(('nccl', rel, m.group(1)))
+        for m in IMPLICIT_ATOMIC.finditer(code):
+            found.add(('atomic', rel, m.group(1) + '()'))
         if top != 'ce' and rel not in SELECT:
             for inc in INCLUDE.findall(code):
                 if inc.startswith('ce/'):
@@ -293,7 +301,7 @@ def check(root, tools=None, quiet=False):
         print(f'FAIL {rule}: plugin/{rel} names {name}')
     if not quiet:
         print('structure: %d violation(s) of the rules rank, nccl, '
-              'ce-name, size (%d still over, listed)' %
+              'ce-name, atomic, size (%d still over, listed)' %
               (len(found), len(OVER)))
     return 1 if found else 0
 
@@ -327,6 +335,9 @@ PLANTS = [
      'struct zz { int ce; };\nint zz(struct zz *z) { return z->ce; }\n'),
     ('ce-name', 'entry/zz_plant.c',
      'int zsm_ce_enabled(void);\nint zz(void) { return zsm_ce_enabled(); }\n'),
+    ('atomic', 'common/zz_plant.c',
+     '#include <stdatomic.h>\nint zz(atomic_int *a) '
+     '{ return atomic_load(a); }\n'),
     # One over each size limit.
     ('size', 'common/zz_plant.c',
      'struct zz {\n' + ''.join('\tint m%d;\n' % i for i in range(26)) +
