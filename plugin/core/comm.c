@@ -39,8 +39,7 @@ struct zsm_comm *zsm_comm_new(int type)
 	/* relaxed, all: nobody else sees c before it is published. */
 	atomic_store_explicit(&c->state, ZSM_COMM_CONNECTING,
 			      memory_order_relaxed);
-	pthread_mutex_init(&c->pool_lock, NULL);
-	c->max_reqs = ZSM_MAX_REQUESTS;
+	zsm_req_pool_init(c);
 	c->close_req.desc.post = zsm_comm_post_desc;
 	c->close_req.desc.cancel = zsm_comm_cancel_desc;
 	c->close_req.desc.fifo = &c->fifo;
@@ -146,7 +145,6 @@ void zsm_comm_release(struct zsm_comm *c)
 							    : ZSM_H_LISTEN,
 				 &obj);
 	}
-	pthread_mutex_destroy(&c->pool_lock);
 	free(c);
 }
 
@@ -223,11 +221,11 @@ int zsm_comm_close(struct zsm_comm *c)
 	/* Its requests end with it, on every transport alike: a test() of
 	 * one from here on is refused as closed, even where the transport
 	 * still holds it for a while (their memory stays until then). */
-	pthread_mutex_lock(&c->pool_lock);
+	pthread_mutex_lock(&c->pool.grow_lock);
 	for (struct zsm_req *r = zsm_req_next(c, NULL); r;
 	     r = zsm_req_next(c, r))
 		zsm_handle_disarm(r->handle_index);
-	pthread_mutex_unlock(&c->pool_lock);
+	pthread_mutex_unlock(&c->pool.grow_lock);
 	/* release: pairs with the acquire in the transports' posts, which
 	 * may see it before the close itself is queued (held sends go
 	 * first). */

@@ -52,10 +52,7 @@ void zsm_comm_hooks_set(const struct zsm_comm_hooks *hooks);
 void zsm_comm_handshake_gone(struct zsm_comm *c);
 
 /* Requests: each comm's pool, of its transport's request size. */
-#define ZSM_REQ_SLAB 32
-
 struct zsm_req_slab {
-	struct zsm_req_slab *next;
 	size_t size; /* of each request */
 	/* ZSM_REQ_SLAB requests of that size follow. */
 	_Alignas(64) unsigned char reqs[];
@@ -68,6 +65,10 @@ struct zsm_req *zsm_req_alloc(struct zsm_comm *c);
 /* test() is done with req: back to the pool, its registrations dropped
  * (an orphan stays out until the comm goes). */
 void zsm_req_free(struct zsm_req *req);
+/* The pool of a new comm, and its end once the comm goes. */
+void zsm_req_pool_init(struct zsm_comm *c);
 void zsm_req_pool_fini(struct zsm_comm *c);
+/* Let the pool hold max requests (raised only). */
+void zsm_req_pool_reserve(struct zsm_comm *c, int max);
 
 #endif

@@ -104,7 +104,32 @@ struct zsm_req {
 	/* Each buffer's registration, held until the request is freed. */
 	struct zsm_mr *mh[ZSM_MAX_RECVS];
 	struct zsm_req_rma rma; /* PUT and GET */
-	struct zsm_req *next_free;
+	/* Its number in its comm's pool, and the free list's link: the
+	 * next free request's number + 1, 0 for none (core/req.c). */
+	uint32_t pool_number;
+	_Atomic uint32_t next_free;
+};
+
+/* Requests a comm's pool holds at most, in slabs of ZSM_REQ_SLAB. */
+#define ZSM_REQ_SLAB 32
+#define ZSM_REQ_SLABS                                                         \
+	(ZSM_MAX_REQUEST_SETS * ZSM_MAX_REQUESTS / ZSM_REQ_SLAB)
+struct zsm_req_slab;
+
+/*
+ * A comm's requests (core/req.c): slabs that live as long as the comm,
+ * and a free list NCCL's threads pop and push without a lock; only
+ * growing by a slab takes grow_lock.
+ */
+struct zsm_req_pool {
+	/* The free list's top: (tag << 32) | (number + 1), 0 when empty;
+	 * the tag changes on every pop and push, against ABA. */
+	_Atomic uint64_t top;
+	/* Slabs in use (slab[0 .. nslabs)), written under grow_lock. */
+	atomic_int nslabs;
+	atomic_int max_reqs; /* the bound (zsm_comm_reserve) */
+	pthread_mutex_t grow_lock;
+	struct zsm_req_slab *slab[ZSM_REQ_SLABS];
 };
 
 /* One transport's comm-level operations, chosen once per comm. */
@@ -215,12 +240,7 @@ struct zsm_comm {
 	int closing;
 	struct zsm_req close_req;
 	struct zsm_close_wait *close_wait;
-	/* Request pool: NCCL threads, under pool_lock. */
-	pthread_mutex_t pool_lock;
-	struct zsm_req *free_reqs;
-	struct zsm_req_slab *slabs;
-	int nreqs;
-	int max_reqs; /* the pool's bound (zsm_comm_reserve) */
+	struct zsm_req_pool pool; /* its requests */
 	struct zsm_comm *next, *prev; /* every comm, for teardown */
 };
 

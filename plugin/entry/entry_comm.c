@@ -235,10 +235,7 @@ int zsm_comm_reserve(void *send_comm, int sets)
 			 ZSM_MAX_REQUEST_SETS);
 		return -EINVAL;
 	}
-	pthread_mutex_lock(&c->pool_lock);
-	if (sets * ZSM_MAX_REQUESTS > c->max_reqs)
-		c->max_reqs = sets * ZSM_MAX_REQUESTS;
-	pthread_mutex_unlock(&c->pool_lock);
+	zsm_req_pool_reserve(c, sets * ZSM_MAX_REQUESTS);
 	return 0;
 }
 
