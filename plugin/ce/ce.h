@@ -34,6 +34,8 @@ struct zsm_ce_chan;
 /* ce's comm ops and its progress hooks (ce_xfer.c, ce_chan.c). */
 extern const struct zsm_comm_ops zsm_ce_comm_ops;
 extern const struct zsm_transport_ops zsm_ce_progress_ops;
+/* The instance zsm_ce_progress_ops drives: every channel of the process. */
+void *zsm_ce_progress_self(void);
 
 /* Whether comms to same-host peers may use ce (ZSM_CE). */
 int zsm_ce_enabled(void);

@@ -552,12 +552,14 @@ static int zsm_ce_serves_puts(const struct zsm_ce_chan *ch)
 	return ch->side == ZSM_CE_RECEIVER && zsm_ce_windows;
 }
 
-static int zsm_ce_progress(void)
+/* self: the list of channels (zsm_ce_progress_self). */
+static int zsm_ce_progress(void *self)
 {
+	struct zsm_ce_chan **chans = self;
 	uint64_t now = 0;
 	int events = 0;
 
-	for (struct zsm_ce_chan *ch = zsm_ce_chans; ch; ch = ch->next_chan) {
+	for (struct zsm_ce_chan *ch = *chans; ch; ch = ch->next_chan) {
 		uint64_t print;
 		int got;
 
@@ -608,9 +610,11 @@ static int zsm_ce_progress(void)
 	return events;
 }
 
-static int zsm_ce_busy(void)
+static int zsm_ce_busy(void *self)
 {
-	for (struct zsm_ce_chan *ch = zsm_ce_chans; ch; ch = ch->next_chan)
+	struct zsm_ce_chan **chans = self;
+
+	for (struct zsm_ce_chan *ch = *chans; ch; ch = ch->next_chan)
 		if (ch->head || (!ch->failed && zsm_ce_serves_puts(ch)))
 			return 1;
 	return 0;
@@ -621,3 +625,8 @@ const struct zsm_transport_ops zsm_ce_progress_ops = {
 	.progress = zsm_ce_progress,
 	.busy = zsm_ce_busy,
 };
+
+void *zsm_ce_progress_self(void)
+{
+	return &zsm_ce_chans;
+}

@@ -162,9 +162,10 @@ static const struct zsm_comm_hooks zsm_entry_select_hooks = {
 int zsm_entry_select_start(void)
 {
 	zsm_comm_hooks_set(&zsm_entry_select_hooks);
-	zsm_proxy_add_transport(&zsm_net_progress_ops);
+	zsm_proxy_add_transport(&zsm_net_progress_ops, zsm_net_progress_self());
 	if (zsm_ce_enabled())
-		zsm_proxy_add_transport(&zsm_ce_progress_ops);
+		zsm_proxy_add_transport(&zsm_ce_progress_ops,
+					zsm_ce_progress_self());
 	zsm_ce_init_checks(zsm_entry_select_ce_gpu() || zsm_net_gdr_any());
 	return 0;
 }

@@ -12,6 +12,8 @@
 
 extern const struct zsm_comm_ops zsm_net_comm_ops;
 extern const struct zsm_transport_ops zsm_net_progress_ops;
+/* The instance zsm_net_progress_ops drives: every device of the process. */
+void *zsm_net_progress_self(void);
 
 /*
  * Discover the devices, check the settings that depend on them and open

@@ -554,13 +554,14 @@ static int zsm_net_ep_pass(struct zsm_net_ep *ep, uint64_t now)
 	return events;
 }
 
-static int zsm_net_progress_all(void)
+static int zsm_net_progress_all(void *self)
 {
+	struct zsm_net_topo *topo = self;
 	int events = 0;
 	uint64_t now = zsm_now_ns();
 
-	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
-		struct zsm_net_dev *dev = &zsm_net_topo.devs[i];
+	for (int i = 0; i < topo->ndevs; i++) {
+		struct zsm_net_dev *dev = &topo->devs[i];
 
 		if (dev->ep)
 			events += zsm_net_ep_pass(dev->ep, now);
@@ -575,10 +576,12 @@ static int zsm_net_progress_all(void)
 	return events;
 }
 
-static int zsm_net_busy(void)
+static int zsm_net_busy(void *self)
 {
-	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
-		const struct zsm_net_dev *dev = &zsm_net_topo.devs[i];
+	const struct zsm_net_topo *topo = self;
+
+	for (int i = 0; i < topo->ndevs; i++) {
+		const struct zsm_net_dev *dev = &topo->devs[i];
 
 		if (dev->retired || (dev->ep && zsm_net_ep_busy(dev->ep)) ||
 		    (dev->ep_rx && zsm_net_ep_busy(dev->ep_rx)))
@@ -588,13 +591,14 @@ static int zsm_net_busy(void)
 }
 
 /* Each endpoint's wait fd, once fi_trywait says nothing is pending. */
-static int zsm_net_wait_fds(struct pollfd *fds, int max)
+static int zsm_net_wait_fds(void *self, struct pollfd *fds, int max)
 {
+	const struct zsm_net_topo *topo = self;
 	struct fid *fid;
 	int n = 0;
 
-	for (int i = 0; i < 2 * zsm_net_topo.ndevs; i++) {
-		const struct zsm_net_dev *dev = &zsm_net_topo.devs[i / 2];
+	for (int i = 0; i < 2 * topo->ndevs; i++) {
+		const struct zsm_net_dev *dev = &topo->devs[i / 2];
 		struct zsm_net_ep *ep = i % 2 ? dev->ep_rx : dev->ep;
 
 		if (!ep)
@@ -618,13 +622,15 @@ static int zsm_net_wait_fds(struct pollfd *fds, int max)
 }
 
 /* An fd said something arrived: every endpoint is looked at next. */
-static void zsm_net_kick(void)
+static void zsm_net_kick(void *self)
 {
-	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
-		if (zsm_net_topo.devs[i].ep)
-			zsm_net_topo.devs[i].ep->kicked = 1;
-		if (zsm_net_topo.devs[i].ep_rx)
-			zsm_net_topo.devs[i].ep_rx->kicked = 1;
+	struct zsm_net_topo *topo = self;
+
+	for (int i = 0; i < topo->ndevs; i++) {
+		if (topo->devs[i].ep)
+			topo->devs[i].ep->kicked = 1;
+		if (topo->devs[i].ep_rx)
+			topo->devs[i].ep_rx->kicked = 1;
 	}
 }
 
@@ -635,3 +641,8 @@ const struct zsm_transport_ops zsm_net_progress_ops = {
 	.wait_fds = zsm_net_wait_fds,
 	.kick = zsm_net_kick,
 };
+
+void *zsm_net_progress_self(void)
+{
+	return &zsm_net_topo;
+}

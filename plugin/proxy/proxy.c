@@ -45,7 +45,9 @@ struct zsm_proxy {
 	struct zsm_proxy_fifos held;
 	/* Rooms with parked fifos: engine only. */
 	struct zsm_proxy_room *rooms;
+	/* The transports' hooks, and the instance each drives. */
 	const struct zsm_transport_ops *transports[ZSM_PROXY_MAX_TRANSPORTS];
+	void *selves[ZSM_PROXY_MAX_TRANSPORTS];
 	int ntransports;
 	int inline_mode;
 	int assist; /* enum zsm_proxy_assist_mode */
@@ -69,13 +71,15 @@ static struct zsm_proxy zsm_proxy = {
 	.efd = -1,
 };
 
-void zsm_proxy_add_transport(const struct zsm_transport_ops *ops)
+void zsm_proxy_add_transport(const struct zsm_transport_ops *ops, void *self)
 {
 	for (int i = 0; i < zsm_proxy.ntransports; i++)
 		if (zsm_proxy.transports[i] == ops)
 			return;
-	if (zsm_proxy.ntransports < ZSM_PROXY_MAX_TRANSPORTS)
+	if (zsm_proxy.ntransports < ZSM_PROXY_MAX_TRANSPORTS) {
+		zsm_proxy.selves[zsm_proxy.ntransports] = self;
 		zsm_proxy.transports[zsm_proxy.ntransports++] = ops;
+	}
 }
 
 void zsm_proxy_lock(void)
@@ -349,7 +353,8 @@ int zsm_proxy_pass_locked(void)
 		}
 	}
 	for (int i = 0; i < zsm_proxy.ntransports; i++)
-		events += zsm_proxy.transports[i]->progress();
+		events += zsm_proxy.transports[i]->progress(
+			zsm_proxy.selves[i]);
 	return events;
 }
 
@@ -368,7 +373,7 @@ static int zsm_proxy_busy_locked(void)
 	if (zsm_proxy.held.head || zsm_proxy.rooms)
 		return 1;
 	for (int i = 0; i < zsm_proxy.ntransports; i++)
-		if (zsm_proxy.transports[i]->busy())
+		if (zsm_proxy.transports[i]->busy(zsm_proxy.selves[i]))
 			return 1;
 	return 0;
 }
@@ -545,7 +550,8 @@ static int zsm_proxy_wait_fds(struct pollfd *fds, int *owner, int *forever)
 
 		if (!t->wait_fds)
 			continue; /* nothing arrives for it unasked */
-		got = t->wait_fds(fds + n, ZSM_PROXY_WAIT_FDS - n);
+		got = t->wait_fds(zsm_proxy.selves[i], fds + n,
+				  ZSM_PROXY_WAIT_FDS - n);
 		if (got < 0)
 			return -2;
 		if (got == 0)
@@ -638,7 +644,7 @@ static int zsm_proxy_loop_pass(struct zsm_proxy_loop *l)
 	}
 	for (int i = 0; l->kicks && i < zsm_proxy.ntransports; i++)
 		if (l->kicks & (1u << i))
-			zsm_proxy.transports[i]->kick();
+			zsm_proxy.transports[i]->kick(zsm_proxy.selves[i]);
 	l->kicks = 0;
 	/* relaxed: callers bump it under the lock we hold. */
 	l->seen = atomic_load_explicit(&zsm_proxy.changes,

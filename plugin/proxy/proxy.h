@@ -20,22 +20,26 @@
 struct zsm_desc;
 struct zsm_proxy_room;
 
-/* One transport's progress hooks, behind which net and ce sit alike. */
+/*
+ * One transport's progress hooks, behind which net and ce sit alike;
+ * each takes the instance it drives, given with the hooks to
+ * zsm_proxy_add_transport.  Engine lock held, all.
+ */
 struct zsm_transport_ops {
 	const char *name;
 	/* Poll completions; returns how many events it handled. */
-	int (*progress)(void);
+	int (*progress)(void *self);
 	/* Operations in flight that need polling (0: nothing to wait for). */
-	int (*busy)(void);
+	int (*busy)(void *self);
 	/*
 	 * While not busy: fds that turn readable when something arrives,
 	 * up to max (their count), 0 when it has none (it must be looked
 	 * at now and then), -EAGAIN when something is already there (pass
-	 * first).  NULL: none.  Engine lock held.
+	 * first).  NULL: none.
 	 */
-	int (*wait_fds)(struct pollfd *fds, int max);
+	int (*wait_fds)(void *self, struct pollfd *fds, int max);
 	/* One of its fds turned readable: look at everything next pass. */
-	void (*kick)(void);
+	void (*kick)(void *self);
 };
 
 /*
@@ -154,7 +158,8 @@ void zsm_proxy_caller_leave(void);
 int zsm_proxy_caller_drives(void);
 /* One pass with the lock held. */
 int zsm_proxy_pass_locked(void);
-void zsm_proxy_add_transport(const struct zsm_transport_ops *ops);
+/* Drive instance self of a transport by ops on every pass. */
+void zsm_proxy_add_transport(const struct zsm_transport_ops *ops, void *self);
 /* From a post about to return -EAGAIN: desc waits for room in r, not for
  * something of its owner's own; exhausted: r has none left for anyone
  * (else only too little for desc, and smaller ones may fit). */

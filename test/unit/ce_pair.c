@@ -106,7 +106,7 @@ void post_recv(struct pair *p, struct zsm_ce_req *req, int n, void **bufs,
 void pump(int passes)
 {
 	while (passes--)
-		zsm_ce_progress_ops.progress();
+		zsm_ce_progress_ops.progress(zsm_ce_progress_self());
 }
 
 int state_of(struct zsm_ce_req *req)

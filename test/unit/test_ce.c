@@ -107,7 +107,7 @@ static void test_ce_chan_size_changed_after_take_is_ignored(void **state)
 	post_recv(p, &r, 1, bufs, (size_t[]){ size }, (int[]){ 4 }, NULL);
 	post_send(p, &s, src, size, 4, NULL);
 	/* One pass takes it; both sides copy up to a chunk each. */
-	zsm_ce_progress_ops.progress();
+	zsm_ce_progress_ops.progress(zsm_ce_progress_self());
 	slot = &p->r->win->slots[0];
 	slot->size = 64u << 20;
 	pump(200);
@@ -135,7 +135,7 @@ static void test_ce_chan_large_message_in_pieces(void **state)
 	post_recv(p, &r, 1, bufs, &len, (int[]){ 0 }, NULL);
 	post_send(p, &s, src, len, 0, NULL);
 	while (state_of(&r) == ZSM_REQ_PENDING && passes < 100) {
-		zsm_ce_progress_ops.progress();
+		zsm_ce_progress_ops.progress(zsm_ce_progress_self());
 		passes++;
 	}
 	zsm_assert_int_eq(state_of(&r), ZSM_REQ_DONE);

@@ -143,13 +143,18 @@ static void fake_cancel(struct zsm_desc *desc)
 	it->owner->cancelled[it->owner->ncancelled++] = it->seq;
 }
 
-static int fake_progress(void)
+/* The fake transport's instance: how many passes polled it. */
+static int fake_polls;
+
+static int fake_progress(void *self)
 {
+	(*(int *)self)++;
 	return 0;
 }
 
-static int fake_busy(void)
+static int fake_busy(void *self)
 {
+	(void)self;
 	return 0;
 }
 
@@ -173,7 +178,7 @@ static int proxy_setup(void **state)
 	posts = 0;
 	if (zsm_param_load(inline_env) || zsm_proxy_start())
 		return -1;
-	zsm_proxy_add_transport(&fake_ops);
+	zsm_proxy_add_transport(&fake_ops, &fake_polls);
 	return 0;
 }
 
@@ -394,6 +399,17 @@ static void test_proxy_room_kick_flush_and_new_work_retry(void **state)
 	zsm_assert_int_eq(posts, 1 + 2 * PER_OWNER + 1);
 }
 
+/* A pass polls each transport with the instance it was added with. */
+static void test_proxy_hooks_take_their_instance(void **state)
+{
+	int before = fake_polls;
+
+	(void)state;
+	zsm_proxy_pass();
+	zsm_proxy_pass();
+	zsm_assert_int_eq(fake_polls, before + 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -420,6 +436,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_proxy_room_kick_flush_and_new_work_retry,
 			proxy_setup, proxy_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_proxy_hooks_take_their_instance, proxy_setup,
+			proxy_teardown),
 	};
 
 	return cmocka_run_group_tests_name("proxy", tests, NULL, NULL);
