@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What zsm-bench.c shares with its --rma mode (bench_rma.c): the options,
- * the state of one rank, and the helpers both modes call.  The main loop
- * (sizes, repetitions, medians, rows) is zsm-bench.c's; a mode brings its
- * own connect, buffers, timed runs and checks.
+ * What zsm-bench.c shares with its pair modes over the ncclNet table
+ * (bench_p2p.c) and --rma (bench_rma.c): the options, the state of one
+ * rank, and the helpers the modes call.  The main loop (sizes,
+ * repetitions, medians, rows) is zsm-bench.c's; a mode brings its own
+ * connect, buffers, timed runs and checks.
  */
 #ifndef ZSM_BENCH_H
 #define ZSM_BENCH_H
@@ -133,6 +134,15 @@ void bench_die(const char *fmt, ...)
 				  #expr);                                      \
 	} while (0)
 
+/* A plugin call that must succeed, or bench_die naming it. */
+#define BENCH_CALL(expr)                                                       \
+	do {                                                                   \
+		int r_ = (expr);                                               \
+		if (r_ != ncclSuccess)                                         \
+			bench_die("%s failed: %s (%d)", #expr,                 \
+				  zsm_client_result_str(r_), r_);              \
+	} while (0)
+
 /* bench_opts.c: the command line into o, or exit 1 (0 for --help) with
  * what was wrong. */
 void bench_parse(struct bench_opts *o, int argc, char **argv);
@@ -156,6 +166,15 @@ const unsigned char *bench_host_view(struct bench *b, const unsigned char *p,
 /* --gpu: both ranks check props and CUDA; OOB_PASS to go on or OOB_SKIP,
  * with the reason printed once. */
 int bench_gpu_check(struct bench *b, const struct zsm_client_props *props);
+
+/* Stream and ping-pong over the ncclNet table, or --raw (bench_p2p.c):
+ * this rank's seconds of one timed run of count messages, a stream 0 -> 1
+ * with BENCH_WINDOW in flight, or round trips. */
+double bench_stream_run(struct bench *b, size_t size, long count);
+double bench_pingpong_run(struct bench *b, size_t size, long count);
+/* Untimed, before a size's runs: its messages arrive byte-exact and in
+ * order, or bench_die. */
+void bench_verify(struct bench *b, int test, size_t size);
 
 /* --rma (bench_rma.c), in the order main calls them.  Open: the plugin's
  * RMA table and its device's properties, or --raw's RMA endpoint. */

@@ -4,7 +4,9 @@
  * (ncclRmaPlugin_v14, or _v13) between N forked ranks on this host,
  * a shared page standing in for NCCL's bootstrap.  zsm-conformance.c
  * parses the command line and calls rc_main; conformance_rma.c holds the
- * checks.  docs/conformance.md ("RMA tables") lists them.
+ * catalog and runner, conformance_rma_*.c the checks and their helpers
+ * (conformance_rma_int.h).  docs/conformance.md ("RMA tables") lists
+ * them.
  */
 #ifndef ZSM_TOOLS_CONFORMANCE_RMA_H
 #define ZSM_TOOLS_CONFORMANCE_RMA_H

@@ -72,10 +72,6 @@ OVER = {
     ('struct', 'ce/ce_int.h', 'zsm_ce_chan'),
     ('struct', 'net/net.h', 'zsm_net_comm'),
     ('struct', 'net/net.h', 'zsm_net_ep'),
-    ('file', 'tools/zsm-conformance.c', ''),
-    ('file', 'tools/conformance_rma.c', ''),
-    ('file', 'tools/zsm-bench.c', ''),
-    ('file', 'tools/bench_coll.c', ''),
 }
 
 # The transport choice: the one place outside plugin/ce that knows the
