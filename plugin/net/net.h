@@ -229,10 +229,8 @@ struct zsm_net_drain {
 	struct zsm_net_drain_prefix stack[ZSM_DRAIN_LEAF + 2];
 };
 
-struct zsm_net_ep {
-	struct zsm_net_dev *dev;
-	int retired;
-	struct zsm_net_ep *retired_next;
+/* The provider's objects of an endpoint, and what its offer grants. */
+struct zsm_net_ep_fi {
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
 	struct fid_av *av;
@@ -240,9 +238,18 @@ struct zsm_net_ep {
 	struct fid_ep *ep;
 	uint8_t addr[ZSM_NET_ADDR_MAX];
 	size_t addr_len;
-	uint32_t addr_format;	     /* of ours, which peers' must match */
-	int directed;		     /* receives posted for one source */
-	int cq_data;		     /* 4+ bytes of remote CQ data: keys */
+	uint32_t addr_format; /* of ours, which peers' must match */
+	uint64_t mr_mode;
+	int needs_mr; /* FI_MR_LOCAL: every buffer needs a descriptor */
+	int directed; /* receives posted for one source */
+	int cq_data;  /* 4+ bytes of remote CQ data: keys */
+	int crc;      /* 8 bytes: room for ZSM_CHECKSUM */
+	/* The completion queue's fd (FI_WAIT_FD), or -1. */
+	int wait_fd;
+};
+
+/* What an endpoint keeps in the provider's queues (zsm_net_ep_budgets). */
+struct zsm_net_ep_queues {
 	/* Data operations zsm posts at most (the provider's queues less a
 	 * reserve for control messages; receives share half of theirs, see
 	 * zsm_net_ep_rx_room), and how many are posted. */
@@ -254,34 +261,68 @@ struct zsm_net_ep {
 	/* Sends up to this size are eager: they complete without the
 	 * receiver, so they may go before its receive (net_credit.h). */
 	size_t eager_max;
-	int crc;		     /* 8 bytes: room for ZSM_CHECKSUM */
-	uint64_t pass_ns;            /* when the current engine pass began */
-	uint64_t next_tick_ns;	     /* the next round of timed checks */
-	int needs_mr; /* FI_MR_LOCAL: every buffer needs a descriptor */
-	/* The completion queue's fd (FI_WAIT_FD), or -1; set when the
-	 * proxy's sleep saw it readable; control sends in flight. */
-	int wait_fd;
-	int kicked;
-	int ctrl_tx;
-	uint64_t active_ns; /* the last pass that found something */
-	uint64_t mr_mode;
-	/* Engine lock, all below. */
-	struct zsm_idmap ids;	    /* comm id -> comm */
-	struct zsm_net_comm *comms; /* every comm, for teardown */
-	struct zsm_net_mr *mrs;	    /* every registration, for teardown */
-	struct zsm_net_comm *ctrl_head, *ctrl_tail; /* control to send */
-	struct zsm_net_ctrl_rx *ctrl_rx; /* the control receives */
-	void *ctrl_mr;			 /* their registration, or NULL */
-	int nctrl_rx;
-	int ctrl_rx_unposted;	/* refused by the provider: post again */
-	size_t ctrl_len;	/* each control receive's buffer */
+};
+
+/* An endpoint's engine passes: their clocks, and the fd's word. */
+struct zsm_net_ep_passes {
+	uint64_t begin_ns;     /* when the current engine pass began */
+	uint64_t next_tick_ns; /* the next round of timed checks */
+	uint64_t active_ns;    /* the last pass that found something */
+	int kicked; /* the proxy's sleep saw the fd readable */
+};
+
+/* An endpoint's control plane (net_ctrl.c).  Engine lock. */
+struct zsm_net_ep_ctrl {
+	int tx; /* control sends in flight */
+	struct zsm_net_comm *head, *tail; /* comms with control to send */
+	struct zsm_net_ctrl_rx *rx;	  /* the control receives */
+	void *mr;			  /* their registration, or NULL */
+	int nrx;
+	int rx_unposted; /* refused by the provider: post again */
+	size_t len;	 /* each control receive's buffer */
 	struct zsm_net_nack nacks[ZSM_NET_NACKS];
 	/* Where zsm's own messages are sent from when the provider wants
 	 * descriptors (needs_mr); unused otherwise. */
 	struct zsm_net_txpool txpool;
-	uint64_t drops[ZSM_DROP_NKINDS];
-	uint64_t drops_said[ZSM_DROP_NKINDS];
-	uint64_t drops_said_ns;
+};
+
+/* Messages an endpoint dropped, by kind, and what was said of them. */
+struct zsm_net_ep_drops {
+	uint64_t n[ZSM_DROP_NKINDS];
+	uint64_t said[ZSM_DROP_NKINDS];
+	uint64_t said_ns;
+};
+
+/* Flushes (dev->read): reads of our own memory land in buf, sent to
+ * ourselves at self. */
+struct zsm_net_ep_flush {
+	fi_addr_t self;
+	void *buf;
+	struct fid_mr *mr;
+	void *desc;
+};
+
+/* regMrDmaBuf's fd and the address of its byte 0, for the cache's
+ * registration callback; -1 and NULL otherwise (engine lock). */
+struct zsm_net_ep_dmabuf {
+	int fd;
+	void *base;
+	int refused; /* the provider refused one: no more tries */
+};
+
+struct zsm_net_ep {
+	struct zsm_net_dev *dev;
+	int retired;
+	struct zsm_net_ep *retired_next;
+	struct zsm_net_ep_fi fi;
+	struct zsm_net_ep_queues queue;
+	struct zsm_net_ep_passes pass;
+	/* Engine lock, all below. */
+	struct zsm_net_ep_ctrl ctrl;
+	struct zsm_idmap ids;	    /* comm id -> comm */
+	struct zsm_net_comm *comms; /* every comm, for teardown */
+	struct zsm_net_mr *mrs;	    /* every registration, for teardown */
+	struct zsm_net_ep_drops dropped;
 	struct zsm_net_peer *peers; /* net_peer.c */
 	/* Where the part of a message that does not fit a small receive
 	 * goes (shared: what lands there is an error anyway); and its
@@ -290,17 +331,8 @@ struct zsm_net_ep {
 	void *spill_mr, *spill_desc;
 	struct zsm_net_drain drain; /* the stray scan (net_drain.c) */
 	struct zsm_mr_cache *mr_cache;
-	/* regMrDmaBuf's fd and the address of its byte 0, for the cache's
-	 * registration callback; -1 and NULL otherwise (engine lock). */
-	int dmabuf_fd;
-	void *dmabuf_base;
-	int dmabuf_refused; /* the provider refused one: no more tries */
-	/* Flushes (dev->read): reads of our own memory land in flush_buf,
-	 * sent to ourselves at self. */
-	fi_addr_t self;
-	void *flush_buf;
-	struct fid_mr *flush_mr;
-	void *flush_desc;
+	struct zsm_net_ep_dmabuf dmabuf;
+	struct zsm_net_ep_flush flush;
 	/* One-sided operations: how signals are ordered (NONE: the endpoint
 	 * has no RMA), and the windows registered on it (engine lock): a
 	 * provider that places peers' writes in software (tcp) does so only
@@ -398,7 +430,7 @@ struct zsm_net_req {
 	 * them), and until when that answer may take.  Set when the GET
 	 * goes.  A send: its number among the comm's data messages, set
 	 * when it is posted (net_credit.h).  A put: its SIGNAL's number
-	 * among those the comm asked to hear back about (rma_asked), 0
+	 * among those the comm asked to hear back about (rma.asked), 0
 	 * without one; set when the SIGNAL goes. */
 	uint64_t get_seq;
 	uint64_t get_deadline_ns;
@@ -423,6 +455,99 @@ static inline struct zsm_net_req *zsm_net_req_of(struct zsm_req *r)
  * (or never got one) has none, and only closes.  Engine only, but for
  * the owner's atomics.
  */
+/* The process at the other end of a link, and how it is reached. */
+struct zsm_net_comm_peer {
+	uint32_t id;  /* tags the peer receives on */
+	uint64_t key; /* what our control messages to it carry */
+	fi_addr_t addr;
+	struct zsm_net_peer *obj; /* liveness, net_peer.c */
+	/* Its host and process, from the handle, CONN_REQ or CONN_ACK. */
+	uint64_t host_hash;
+	uint32_t pid;
+	int same_host;
+	/* Send comms: the handle's listener pid (trusted: NCCL's bootstrap
+	 * brought the handle), for the answer and the liveness check. */
+	uint32_t handle_pid;
+	/* Declared dead (net_peer.c): what the provider still holds for it
+	 * is reported failed at once, and the closer need not wait for it
+	 * (a gone process sends nothing; a silent one's transfers end when
+	 * its retired endpoint closes). */
+	int gone;
+};
+
+/* What a link has posted to the provider. */
+struct zsm_net_comm_posted {
+	int ops;  /* every posted operation: freeing waits */
+	int data; /* posted sends and receives */
+	int recv; /* of which receives: the provider writes there */
+	/* The largest receive posted since the comm last had none: how
+	 * long the peer may stay silent while a message fills it
+	 * (net_peer.c). */
+	uint64_t recv_max;
+	int deferred; /* requests the provider refused, not posted */
+};
+
+/* A link's one-sided state (net_rma.c, net_rma_get.c). */
+struct zsm_net_comm_rma {
+	int writes; /* puts' writes posted, not yet completed */
+	/* writedata: writes this send comm posted, all told; writes that
+	 * landed at this receive comm (remote CQ data names it), and the
+	 * signals waiting for earlier writes to land, in arrival order. */
+	uint64_t posted;
+	uint64_t landed;
+	struct zsm_net_sig_wait *sig_head, *sig_tail;
+	/* SIGNALs this send comm sent, each asking to hear back, and how
+	 * many of them the peer said it applied (a put is done only then;
+	 * atomic's adds wait for all); those this receive comm handled,
+	 * and the error it failed on one with (a SIGNALED says both). */
+	uint64_t asked;
+	uint64_t acked;
+	uint64_t applied;
+	int status;
+	/* Send comms: the write or read of ours the peer's provider
+	 * refused, which RMA_REFUSED tells the peer. */
+	struct {
+		uint64_t addr, key;
+		int err;
+		uint64_t ns; /* when it was found */
+	} refused;
+	/* GETs this send comm sent and how many its peer answered; GETs
+	 * this receive comm answered, and the first failure among them,
+	 * which every later answer carries. */
+	uint64_t gets_sent, gets_ready;
+	uint64_t gets_served;
+	int get_err;
+	/* Bytes of puts' writes and gets' reads posted and not completed:
+	 * how long the peer may stay silent while one-sided bytes stream
+	 * between us (net_peer.c). */
+	uint64_t bytes;
+};
+
+/* A link's control messages (net_ctrl.c). */
+struct zsm_net_comm_ctrl {
+	/* To send (bits of 1 << type), the one in flight, and the comm's
+	 * place on its endpoint's list (ep->ctrl.head). */
+	unsigned want;
+	struct zsm_net_comm *next;
+	int queued;
+	struct zsm_net_op send_op;
+	struct zsm_ctrl_msg out;
+	void *slot; /* out's copy in the send pool, or NULL */
+	/* The offer (REQ), answer (ACK) or word (DONE) to send: the
+	 * core's (core/transport.h). */
+	struct zsm_offer offer;
+};
+
+/* Listen comms: the receive comms answered (CONNECTING) and ready
+ * (CONNECTED), in arrival order, and how many; receive comms: the
+ * listener while not accepted, and the next on its list. */
+struct zsm_net_comm_accept {
+	struct zsm_net_comm *head;
+	int n;
+	struct zsm_net_comm *listener;
+	struct zsm_net_comm *next;
+};
+
 struct zsm_net_comm {
 	uint8_t type; /* enum zsm_comm_type */
 	struct zsm_comm *owner;
@@ -433,66 +558,15 @@ struct zsm_net_comm {
 	struct zsm_net_ep *ep;
 	struct zsm_net_comm *ep_next; /* ep->comms, engine lock */
 	uint32_t local_id;            /* tags we receive on */
-	uint32_t peer_id;             /* tags the peer receives on */
-	/* What control messages to us must carry, what ours to the peer
-	 * carry, and (receive comms) what data messages to us carry. */
+	/* What control messages to us must carry, and (receive comms) what
+	 * data messages to us carry. */
 	uint64_t key;
-	uint64_t peer_key;
 	uint32_t data_key;
 	uint32_t nonce; /* listen comms: the handle's; send comms: theirs */
-	fi_addr_t peer;
-	struct zsm_net_peer *peer_obj; /* liveness, net_peer.c */
-	/* The peer's host and process, from the handle, CONN_REQ or
-	 * CONN_ACK. */
-	uint64_t peer_host_hash;
-	uint32_t peer_pid;
-	int same_host;
+	struct zsm_net_comm_peer remote;
 	uint64_t started_ns;
-	int ops_posted;      /* every posted operation: freeing waits */
-	int data_ops;        /* posted sends and receives */
-	int recv_ops;	     /* of which receives: the provider writes there */
-	int rma_writes;	     /* puts' writes posted, not yet completed */
-	/* writedata: writes this send comm posted, all told; writes that
-	 * landed at this receive comm (remote CQ data names it), and the
-	 * signals waiting for earlier writes to land, in arrival order. */
-	uint64_t rma_posted;
-	uint64_t rma_landed;
-	struct zsm_net_sig_wait *sig_head, *sig_tail;
-	/* SIGNALs this send comm sent, each asking to hear back, and how
-	 * many of them the peer said it applied (a put is done only then;
-	 * atomic's adds wait for all); those this receive comm handled,
-	 * and the error it failed on one with (a SIGNALED says both). */
-	uint64_t rma_asked;
-	uint64_t rma_acked;
-	uint64_t rma_applied;
-	int rma_status;
-	/* Send comms: the write or read of ours the peer's provider
-	 * refused, which RMA_REFUSED tells the peer (net_rma.c). */
-	struct {
-		uint64_t addr, key;
-		int err;
-		uint64_t ns; /* when it was found */
-	} refused;
-	/* Gets (net_rma_get.c): GETs this send comm sent and how many its
-	 * peer answered; GETs this receive comm answered, and the first
-	 * failure among them, which every later answer carries. */
-	uint64_t gets_sent, gets_ready;
-	uint64_t gets_served;
-	int get_err;
-	/* The largest of them posted since the comm last had none: how
-	 * long the peer may stay silent while a message fills it
-	 * (net_peer.c). */
-	uint64_t recv_max;
-	/* Bytes of puts' writes and gets' reads posted and not completed:
-	 * how long the peer may stay silent while one-sided bytes stream
-	 * between us (net_peer.c). */
-	uint64_t rma_bytes;
-	/* Its peer was declared dead (net_peer.c): what the provider still
-	 * holds for it is reported failed at once, and the closer need not
-	 * wait for it (a gone process sends nothing; a silent one's
-	 * transfers end when its retired endpoint closes). */
-	int peer_gone;
-	int deferred;        /* requests the provider refused, not posted */
+	struct zsm_net_comm_posted posted;
+	struct zsm_net_comm_rma rma;
 	/* How far the peer may send to a receive comm, or this send comm
 	 * to its peer (net_credit.h); net comms only. */
 	struct zsm_net_credit credit;
@@ -502,28 +576,8 @@ struct zsm_net_comm {
 	struct zsm_net_req *held;
 	int closing;
 	uint64_t closed_ns; /* when closing began: its CLOSE's clock */
-	/* Control messages to send (bits of 1 << type), the one in flight,
-	 * and the comm's place on ep->ctrl_head's list. */
-	unsigned ctrl_want;
-	struct zsm_net_comm *ctrl_next;
-	int ctrl_queued;
-	struct zsm_net_op ctrl_send_op;
-	struct zsm_ctrl_msg ctrl_out;
-	void *ctrl_slot; /* ctrl_out's copy in the send pool, or NULL */
-	/* The offer (REQ), answer (ACK) or word (DONE) to send: the
-	 * core's (core/transport.h). */
-	struct zsm_offer offer;
-	/* Listen comms: the receive comms answered (CONNECTING) and ready
-	 * (CONNECTED), in arrival order, and how many. */
-	struct zsm_net_comm *accept_head;
-	int naccept;
-	/* Receive comms: the listener while not accepted, and the next on
-	 * its list. */
-	struct zsm_net_comm *listener;
-	struct zsm_net_comm *accept_next;
-	/* Send comms: the handle's listener pid (trusted: NCCL's bootstrap
-	 * brought the handle), for the answer and the liveness check. */
-	uint32_t handle_pid;
+	struct zsm_net_comm_ctrl ctrl;
+	struct zsm_net_comm_accept accept;
 };
 
 extern struct zsm_net_topo zsm_net_topo;

@@ -86,7 +86,7 @@ static struct zsm_net_comm *zsm_net_comm_new(struct zsm_net_ep *ep, int type)
 	c->ep = ep;
 	c->key = zsm_random64();
 	c->data_key = (uint32_t)(zsm_random64() & ZSM_CQ_KEY_MASK);
-	c->peer = FI_ADDR_NOTAVAIL;
+	c->remote.addr = FI_ADDR_NOTAVAIL;
 	c->started_ns = zsm_now_ns();
 	c->ep_next = ep->comms;
 	ep->comms = c;
@@ -109,13 +109,13 @@ static void zsm_net_comm_unlink(struct zsm_net_comm **head,
 /* A receive comm leaves its listener's list (accepted, closed, expired). */
 static void zsm_net_comm_leave_listener(struct zsm_net_comm *rc)
 {
-	if (!rc->listener)
+	if (!rc->accept.listener)
 		return;
-	zsm_net_comm_unlink(&rc->listener->accept_head, rc,
-			    offsetof(struct zsm_net_comm, accept_next));
-	rc->listener->naccept--;
-	rc->listener = NULL;
-	rc->accept_next = NULL;
+	zsm_net_comm_unlink(&rc->accept.listener->accept.head, rc,
+			    offsetof(struct zsm_net_comm, accept.next));
+	rc->accept.listener->accept.n--;
+	rc->accept.listener = NULL;
+	rc->accept.next = NULL;
 }
 
 /*
@@ -128,7 +128,7 @@ static void zsm_net_comm_leave_listener(struct zsm_net_comm *rc)
 static void zsm_net_comm_tell_closer(struct zsm_net_comm *comm, int freeing)
 {
 	if (!comm->owner || comm->owner->tp != comm ||
-	    (!freeing && comm->recv_ops && !comm->peer_gone))
+	    (!freeing && comm->posted.recv && !comm->remote.gone))
 		return;
 	zsm_comm_quiet(comm->owner);
 }
@@ -142,26 +142,26 @@ void zsm_net_comm_free(struct zsm_net_comm *comm)
 	zsm_net_rma_comm_fini(comm);
 	zsm_net_comm_unlink(&ep->comms, comm,
 			    offsetof(struct zsm_net_comm, ep_next));
-	if (comm->ctrl_queued) {
+	if (comm->ctrl.queued) {
 		struct zsm_net_comm *prev = NULL;
 
-		for (struct zsm_net_comm *c = ep->ctrl_head; c;
-		     prev = c, c = c->ctrl_next) {
+		for (struct zsm_net_comm *c = ep->ctrl.head; c;
+		     prev = c, c = c->ctrl.next) {
 			if (c != comm)
 				continue;
 			if (prev)
-				prev->ctrl_next = c->ctrl_next;
+				prev->ctrl.next = c->ctrl.next;
 			else
-				ep->ctrl_head = c->ctrl_next;
-			if (ep->ctrl_tail == c)
-				ep->ctrl_tail = prev;
+				ep->ctrl.head = c->ctrl.next;
+			if (ep->ctrl.tail == c)
+				ep->ctrl.tail = prev;
 			break;
 		}
 	}
 	zsm_idmap_remove(&ep->ids, comm->local_id);
 	if (comm->type == ZSM_COMM_RECV)
-		zsm_net_peer_early_give(comm->peer_obj, comm->credit.early);
-	zsm_net_peer_put(comm->peer_obj);
+		zsm_net_peer_early_give(comm->remote.obj, comm->credit.early);
+	zsm_net_peer_put(comm->remote.obj);
 	/* The core's comm goes with its link. */
 	if (comm->owner)
 		zsm_comm_link_gone(comm->owner, comm);
@@ -182,7 +182,7 @@ static struct zsm_net_req *zsm_net_comm_next_req(struct zsm_net_comm *comm,
 
 static void zsm_net_comm_cancel_recvs(struct zsm_net_comm *comm)
 {
-	struct fid_ep *ep = comm->ep->ep;
+	struct fid_ep *ep = comm->ep->fi.ep;
 
 	for (struct zsm_net_req *r = zsm_net_comm_next_req(comm, NULL); r;
 	     r = zsm_net_comm_next_req(comm, r)) {
@@ -216,7 +216,7 @@ static void zsm_net_comm_orphan_posted(struct zsm_net_comm *comm, int err)
 		if (posted && r->base.remaining &&
 		    !atomic_load_explicit(&r->base.orphan,
 					  memory_order_relaxed) &&
-		    (r->base.type == ZSM_REQ_SEND || comm->peer_gone))
+		    (r->base.type == ZSM_REQ_SEND || comm->remote.gone))
 			zsm_req_orphan(&r->base, err);
 	}
 }
@@ -233,9 +233,9 @@ void zsm_net_comm_fail_reqs(struct zsm_net_comm *comm, int err)
 	/* Our sender's puts wait for a SIGNALED, and this comm applies no
 	 * more SIGNALs: say it failed (a refusal said so already). */
 	if (comm->type == ZSM_COMM_RECV && comm->ep->windows &&
-	    !comm->peer_gone && !comm->closing && !comm->credit.closed) {
-		if (!comm->rma_status)
-			comm->rma_status = err < 0 ? err : -EIO;
+	    !comm->remote.gone && !comm->closing && !comm->credit.closed) {
+		if (!comm->rma.status)
+			comm->rma.status = err < 0 ? err : -EIO;
 		zsm_net_ctrl_want(comm, ZSM_CTRL_SIGNALED);
 	}
 }
@@ -264,19 +264,19 @@ int zsm_net_comm_failed(const struct zsm_net_comm *comm)
 static void zsm_net_comm_set_peer(struct zsm_net_comm *comm, uint32_t pid,
 				  uint64_t host_hash)
 {
-	comm->peer_pid = pid;
-	comm->peer_host_hash = host_hash;
-	comm->same_host = host_hash == zsm_host_hash();
+	comm->remote.pid = pid;
+	comm->remote.host_hash = host_hash;
+	comm->remote.same_host = host_hash == zsm_host_hash();
 }
 
 /* The peer, for the core. */
 static void zsm_net_comm_peer(const struct zsm_net_comm *comm,
 			      struct zsm_peer *p)
 {
-	p->host_hash = comm->peer_host_hash;
-	p->pid = comm->peer_pid;
-	p->same_host = comm->same_host;
-	p->comm_id = comm->peer_id;
+	p->host_hash = comm->remote.host_hash;
+	p->pid = comm->remote.pid;
+	p->same_host = comm->remote.same_host;
+	p->comm_id = comm->remote.id;
 }
 
 /* A message's opaque offer, checked for length. */
@@ -293,12 +293,13 @@ static void zsm_net_comm_offer_in(const struct zsm_ctrl_msg *m,
 /* The peer's address into the vector and its liveness record. */
 static int zsm_net_comm_set_addr(struct zsm_net_comm *comm, const void *addr)
 {
-	int ret = zsm_net_ep_av_insert(comm->ep, addr, &comm->peer);
+	int ret = zsm_net_ep_av_insert(comm->ep, addr, &comm->remote.addr);
 
 	if (ret)
 		return ret;
-	return zsm_net_peer_get(comm->ep, comm->peer, comm->same_host,
-				comm->peer_pid, addr, &comm->peer_obj);
+	return zsm_net_peer_get(comm->ep, comm->remote.addr,
+				comm->remote.same_host, comm->remote.pid, addr,
+				&comm->remote.obj);
 }
 
 /* A CONN_REQ reached a listen comm: make the receive comm and answer. */
@@ -318,19 +319,20 @@ void zsm_net_comm_on_req(struct zsm_net_comm *lc,
 	}
 	/* The same request again (a replay, or a retry of one in flight)
 	 * is not a new connection. */
-	for (rc = lc->accept_head; rc; rc = rc->accept_next)
-		if (rc->peer_id == m->src_id && rc->peer_key == m->reply_key) {
+	for (rc = lc->accept.head; rc; rc = rc->accept.next)
+		if (rc->remote.id == m->src_id &&
+		    rc->remote.key == m->reply_key) {
 			zsm_net_ctrl_drop(ep, ZSM_DROP_REPLAY,
 					  "its receive comm exists");
 			return;
 		}
-	if (lc->naccept >= ZSM_NET_ACCEPT_MAX) {
+	if (lc->accept.n >= ZSM_NET_ACCEPT_MAX) {
 		fi_addr_t to;
 
 		ZSM_WARN("net: %s: listen comm %u already holds %d "
 			 "connections nobody accepted: refusing one from pid "
 			 "%u",
-			 ep->dev->name, lc->local_id, lc->naccept, m->pid);
+			 ep->dev->name, lc->local_id, lc->accept.n, m->pid);
 		if (zsm_net_ep_av_insert(ep, m->addr, &to) == 0)
 			zsm_net_ctrl_nack(ep, m, to, -EBUSY);
 		return;
@@ -343,8 +345,8 @@ void zsm_net_comm_on_req(struct zsm_net_comm *lc,
 	}
 	/* A sweep for strays that holds its tags stops now. */
 	zsm_net_drain_comm_made(ep);
-	rc->peer_id = m->src_id;
-	rc->peer_key = m->reply_key;
+	rc->remote.id = m->src_id;
+	rc->remote.key = m->reply_key;
 	zsm_net_comm_set_peer(rc, m->pid, m->host_hash);
 	if (zsm_net_comm_set_addr(rc, m->addr)) {
 		zsm_net_comm_post_close(rc);
@@ -355,24 +357,25 @@ void zsm_net_comm_on_req(struct zsm_net_comm *lc,
 	zsm_net_credit_recv_init(
 		&rc->credit,
 		zsm_net_peer_early_take(
-			rc->peer_obj, (uint32_t)zsm_param_int(ZSM_P_EARLY_MSGS),
+			rc->remote.obj,
+			(uint32_t)zsm_param_int(ZSM_P_EARLY_MSGS),
 			ep->dev->early_peer));
 	/* The core's comm for it, and its answer to what else the
 	 * connector offered. */
 	zsm_net_comm_peer(rc, &peer);
 	zsm_net_comm_offer_in(m, &offer);
 	if (zsm_comm_incoming(lc->owner, &zsm_net_comm_ops, rc, rc->local_id,
-			      &peer, &offer, &rc->owner, &rc->offer)) {
+			      &peer, &offer, &rc->owner, &rc->ctrl.offer)) {
 		ZSM_WARN("net: %s: out of memory accepting a connection",
 			 ep->dev->name);
 		zsm_net_comm_post_close(rc);
 		return;
 	}
-	rc->listener = lc;
-	for (tail = &lc->accept_head; *tail; tail = &(*tail)->accept_next)
+	rc->accept.listener = lc;
+	for (tail = &lc->accept.head; *tail; tail = &(*tail)->accept.next)
 		;
 	*tail = rc;
-	lc->naccept++;
+	lc->accept.n++;
 	ZSM_TRACE("net: %s: listen comm %u answers comm %u of pid %u with "
 		  "receive comm %u",
 		  ep->dev->name, lc->local_id, m->src_id, m->pid,
@@ -390,7 +393,7 @@ void zsm_net_comm_on_ack(struct zsm_net_comm *sc, const struct zsm_ctrl_msg *m)
 	if (m->status < 0) {
 		snprintf(why, sizeof(why),
 			 "listener %u of pid %u refused the connection: %s",
-			 sc->peer_id, sc->handle_pid,
+			 sc->remote.id, sc->remote.handle_pid,
 			 m->status == -EBUSY
 				 ? "it holds too many unaccepted connections"
 				 : "it is closed, or the handle is stale");
@@ -399,17 +402,17 @@ void zsm_net_comm_on_ack(struct zsm_net_comm *sc, const struct zsm_ctrl_msg *m)
 				  why);
 		return;
 	}
-	if (m->pid != sc->handle_pid || m->data_key & ~ZSM_CQ_KEY_MASK) {
+	if (m->pid != sc->remote.handle_pid || m->data_key & ~ZSM_CQ_KEY_MASK) {
 		zsm_net_ctrl_drop(sc->ep, ZSM_DROP_MALFORMED,
 				  "an answer that is not the handle's pid's");
 		return;
 	}
-	sc->peer_id = m->src_id;
-	sc->peer_key = m->reply_key;
+	sc->remote.id = m->src_id;
+	sc->remote.key = m->reply_key;
 	sc->data_key = m->data_key;
 	zsm_net_credit_send_init(&sc->credit, m->credit);
 	zsm_net_comm_set_peer(sc, m->pid, m->host_hash);
-	zsm_net_peer_heard(sc->peer_obj, sc->ep->pass_ns);
+	zsm_net_peer_heard(sc->remote.obj, sc->ep->pass.begin_ns);
 	sc->hs = ZSM_COMM_CONNECTED;
 	/* The core picks the comm's transport from the answer (the pid is
 	 * the handle's, which NCCL's bootstrap brought) and says what it
@@ -417,7 +420,7 @@ void zsm_net_comm_on_ack(struct zsm_net_comm *sc, const struct zsm_ctrl_msg *m)
 	zsm_net_comm_peer(sc, &peer);
 	zsm_net_comm_offer_in(m, &answer);
 	zsm_net_ctrl_want(sc, ZSM_CTRL_CONN_DONE);
-	zsm_comm_answered(sc->owner, &peer, &answer, &sc->offer);
+	zsm_comm_answered(sc->owner, &peer, &answer, &sc->ctrl.offer);
 }
 
 /* Whether the link carries its comm's data (not a handshake link only). */
@@ -451,7 +454,7 @@ void zsm_net_comm_grant_late(struct zsm_net_ep *ep)
 void zsm_net_comm_on_grant(struct zsm_net_comm *sc,
 			   const struct zsm_ctrl_msg *m)
 {
-	zsm_net_peer_heard(sc->peer_obj, sc->ep->pass_ns);
+	zsm_net_peer_heard(sc->remote.obj, sc->ep->pass.begin_ns);
 	if (zsm_net_credit_on_grant(&sc->credit, m->credit))
 		zsm_net_req_report_held(sc, 0);
 }
@@ -469,7 +472,7 @@ void zsm_net_comm_on_grant(struct zsm_net_comm *sc,
 void zsm_net_comm_on_close(struct zsm_net_comm *c,
 			   const struct zsm_ctrl_msg *m)
 {
-	zsm_net_peer_heard(c->peer_obj, c->ep->pass_ns);
+	zsm_net_peer_heard(c->remote.obj, c->ep->pass.begin_ns);
 	if (c->type == ZSM_COMM_RECV) {
 		c->credit.closed = 1;
 		c->credit.final = m->sent;
@@ -480,7 +483,8 @@ void zsm_net_comm_on_close(struct zsm_net_comm *c,
 					  "sent will match");
 		return;
 	}
-	if (zsm_net_credit_on_close(&c->credit, m->sent) || c->deferred) {
+	if (zsm_net_credit_on_close(&c->credit, m->sent) ||
+	    c->posted.deferred) {
 		zsm_net_comm_fail(c, -ECONNRESET,
 				  "the receiver closed its comm: the sends it "
 				  "did not take are lost");
@@ -525,7 +529,7 @@ void zsm_net_comm_on_done(struct zsm_net_comm *rc,
 {
 	struct zsm_offer done;
 
-	zsm_net_peer_heard(rc->peer_obj, rc->ep->pass_ns);
+	zsm_net_peer_heard(rc->remote.obj, rc->ep->pass.begin_ns);
 	rc->hs = ZSM_COMM_CONNECTED;
 	zsm_net_comm_offer_in(m, &done);
 	if (rc->owner)
@@ -553,8 +557,8 @@ int zsm_net_listen(int dev, void *handle, struct zsm_comm *owner)
 	 * returns it. */
 	atomic_store_explicit(&owner->state, ZSM_COMM_CONNECTED,
 			      memory_order_relaxed);
-	zsm_net_handle_encode(handle, lc->local_id, lc->nonce, ep->addr,
-			      ep->addr_len, zsm_host_hash());
+	zsm_net_handle_encode(handle, lc->local_id, lc->nonce, ep->fi.addr,
+			      ep->fi.addr_len, zsm_host_hash());
 	return 0;
 }
 
@@ -596,8 +600,8 @@ int zsm_net_connect_start(int dev, void *handle, struct zsm_comm *owner)
 	if (!sc)
 		return -ENOMEM;
 	sc->nonce = h->nonce;
-	sc->peer_id = h->listen_id;
-	sc->handle_pid = h->pid;
+	sc->remote.id = h->listen_id;
+	sc->remote.handle_pid = h->pid;
 	zsm_net_comm_set_peer(sc, h->pid, h->host_hash);
 	sc->owner = owner;
 	zsm_comm_bind(owner, &zsm_net_comm_ops, sc, sc->local_id,
@@ -609,7 +613,7 @@ int zsm_net_connect_start(int dev, void *handle, struct zsm_comm *owner)
 		return ret;
 	}
 	/* What else the comm could use, for the listener to answer. */
-	zsm_comm_offer(owner, &sc->offer);
+	zsm_comm_offer(owner, &sc->ctrl.offer);
 	/* Sent by the next engine pass: the first send to a new peer makes
 	 * rxm open a connection, which can take tens of milliseconds, and
 	 * NCCL's connect() calls must stay quick. */
@@ -662,7 +666,7 @@ struct zsm_comm *zsm_net_accept(struct zsm_comm *owner)
 {
 	struct zsm_net_comm *lc = owner->tp, *rc;
 
-	for (rc = lc->accept_head; rc; rc = rc->accept_next)
+	for (rc = lc->accept.head; rc; rc = rc->accept.next)
 		if (rc->hs == ZSM_COMM_CONNECTED && rc->owner)
 			break;
 	if (!rc)
@@ -677,7 +681,7 @@ void zsm_net_comm_maybe_free(struct zsm_net_comm *comm)
 		return;
 	zsm_net_comm_tell_closer(comm, 0);
 	/* Its CLOSE goes first (net_ctrl.c gives it up if it cannot). */
-	if (comm->ops_posted == 0 && !comm->ctrl_want)
+	if (comm->posted.ops == 0 && !comm->ctrl.want)
 		zsm_net_comm_free(comm);
 }
 
@@ -689,8 +693,8 @@ void zsm_net_comm_maybe_free(struct zsm_net_comm *comm)
  */
 static int zsm_net_comm_owes_close(const struct zsm_net_comm *comm)
 {
-	return zsm_net_comm_is_data(comm) && comm->peer_key &&
-	       !comm->peer_gone && !comm->credit.closed &&
+	return zsm_net_comm_is_data(comm) && comm->remote.key &&
+	       !comm->remote.gone && !comm->credit.closed &&
 	       (comm->hs == ZSM_COMM_CONNECTED || comm->hs == ZSM_COMM_FAILED);
 }
 
@@ -701,12 +705,12 @@ int zsm_net_comm_post_close(struct zsm_net_comm *comm)
 
 	comm->closing = 1;
 	/* Receive comms nobody accepted go with their listener. */
-	while (comm->accept_head)
-		zsm_net_comm_post_close(comm->accept_head);
+	while (comm->accept.head)
+		zsm_net_comm_post_close(comm->accept.head);
 	zsm_net_comm_leave_listener(comm);
 	/* A SIGNALED still owed goes first (its bit is lower than CLOSE's):
 	 * the sender fails the puts a CLOSE finds unanswered. */
-	comm->ctrl_want &= tell ? 1u << ZSM_CTRL_SIGNALED : 0;
+	comm->ctrl.want &= tell ? 1u << ZSM_CTRL_SIGNALED : 0;
 	if (tell) {
 		comm->closed_ns = zsm_now_ns();
 		comm->credit.taken = comm->credit.arrived;
@@ -772,9 +776,10 @@ void zsm_net_comm_expire(struct zsm_net_ep *ep, uint64_t now)
 				ZSM_INFO("net: %s: pid %u never confirmed the "
 					 "connection to listen comm %u; "
 					 "dropping it",
-					 ep->dev->name, c->peer_pid,
-					 c->listener ? c->listener->local_id
-						     : 0);
+					 ep->dev->name, c->remote.pid,
+					 c->accept.listener
+						 ? c->accept.listener->local_id
+						 : 0);
 				zsm_net_comm_post_close(c);
 			}
 			continue;
@@ -784,7 +789,7 @@ void zsm_net_comm_expire(struct zsm_net_ep *ep, uint64_t now)
 				 "no answer from listener %u in %lld ms "
 				 "(ZSM_CONNECT_TIMEOUT_MS): is the peer alive "
 				 "and reachable?",
-				 c->peer_id,
+				 c->remote.id,
 				 zsm_param_int(ZSM_P_CONNECT_TIMEOUT_MS));
 			zsm_net_comm_fail(c, -ETIMEDOUT, why);
 		} else if (age > 2 * limit) {
@@ -798,7 +803,7 @@ static int zsm_net_comm_needs_mr(const struct zsm_comm *c)
 {
 	const struct zsm_net_comm *comm = c->tp;
 
-	return comm->ep->needs_mr;
+	return comm->ep->fi.needs_mr;
 }
 
 const struct zsm_comm_ops zsm_net_comm_ops = {

@@ -53,10 +53,10 @@ static const char *const zsm_net_drop_names[ZSM_DROP_NKINDS] = {
 void zsm_net_ctrl_drop(struct zsm_net_ep *ep, enum zsm_net_drop kind,
 		       const char *detail)
 {
-	if (ep->drops[kind]++ == 0) {
+	if (ep->dropped.n[kind]++ == 0) {
 		ZSM_WARN("net: %s: dropping %s (%s); further ones are counted",
 			 ep->dev->name, zsm_net_drop_names[kind], detail);
-		ep->drops_said[kind] = 1;
+		ep->dropped.said[kind] = 1;
 	}
 }
 
@@ -65,21 +65,23 @@ void zsm_net_ctrl_drop_summary(struct zsm_net_ep *ep, uint64_t now, int all)
 	char line[512];
 	size_t used = 0;
 
-	if (!all && now - ep->drops_said_ns < ZSM_NET_DROP_SAY_NS)
+	if (!all && now - ep->dropped.said_ns < ZSM_NET_DROP_SAY_NS)
 		return;
 	for (int k = 0; k < ZSM_DROP_NKINDS && used < sizeof(line); k++) {
-		if (ep->drops[k] == ep->drops_said[k])
+		uint64_t n = ep->dropped.n[k];
+		uint64_t fresh = n - ep->dropped.said[k];
+
+		if (!fresh)
 			continue;
 		used += (size_t)snprintf(line + used, sizeof(line) - used,
 					 "%s%llu %s (%llu in all)",
 					 used ? "; " : "",
-					 (unsigned long long)(ep->drops[k] -
-							      ep->drops_said[k]),
+					 (unsigned long long)fresh,
 					 zsm_net_drop_names[k],
-					 (unsigned long long)ep->drops[k]);
-		ep->drops_said[k] = ep->drops[k];
+					 (unsigned long long)n);
+		ep->dropped.said[k] = ep->dropped.n[k];
 	}
-	ep->drops_said_ns = now;
+	ep->dropped.said_ns = now;
 	if (used)
 		ZSM_WARN("net: %s: dropped %s", ep->dev->name, line);
 }
@@ -90,10 +92,10 @@ static void zsm_net_ctrl_rx_post(struct zsm_net_ep *ep,
 	/* Whatever a peer sends eagerly fits: a message longer than any of
 	 * zsm's spills into the endpoint's spill buffer, never truncates
 	 * (see zsm_net_dev's trunc_unsafe), and is dropped by its length. */
-	struct iovec iov[2] = {{rx->buf, ep->ctrl_len},
+	struct iovec iov[2] = {{rx->buf, ep->ctrl.len},
 			       {ep->spill, ep->dev->trunc_unsafe}};
 	void *desc[2] = {rx->desc, ep->spill_desc};
-	ssize_t ret = fi_trecvv(ep->ep, iov, desc, ep->spill ? 2 : 1,
+	ssize_t ret = fi_trecvv(ep->fi.ep, iov, desc, ep->spill ? 2 : 1,
 				FI_ADDR_UNSPEC, ZSM_TAG_CTRL,
 				ZSM_TAG_CTRL_IGNORE, &rx->op.fi_ctx);
 
@@ -107,7 +109,7 @@ static void zsm_net_ctrl_rx_post(struct zsm_net_ep *ep,
 			 "trying again",
 			 ep->dev->name, zsm_fi_strerror((int)-ret));
 	rx->op.posted = 0;
-	ep->ctrl_rx_unposted++;
+	ep->ctrl.rx_unposted++;
 }
 
 int zsm_net_ctrl_init(struct zsm_net_ep *ep)
@@ -117,35 +119,35 @@ int zsm_net_ctrl_init(struct zsm_net_ep *ep)
 	void *mr = NULL, *desc = NULL;
 	int ret;
 
-	ep->ctrl_len = (len + 63) & ~(size_t)63;
-	ep->ctrl_rx = calloc((size_t)ep->nctrl_rx, sizeof(*ep->ctrl_rx));
-	bufs = aligned_alloc(64, ep->ctrl_len * (size_t)ep->nctrl_rx);
-	if (!ep->ctrl_rx || !bufs) {
-		free(ep->ctrl_rx);
+	ep->ctrl.len = (len + 63) & ~(size_t)63;
+	ep->ctrl.rx = calloc((size_t)ep->ctrl.nrx, sizeof(*ep->ctrl.rx));
+	bufs = aligned_alloc(64, ep->ctrl.len * (size_t)ep->ctrl.nrx);
+	if (!ep->ctrl.rx || !bufs) {
+		free(ep->ctrl.rx);
 		free(bufs);
-		ep->ctrl_rx = NULL;
+		ep->ctrl.rx = NULL;
 		return -ENOMEM;
 	}
-	if (ep->needs_mr) {
+	if (ep->fi.needs_mr) {
 		ret = zsm_net_mr_reg_internal(ep, bufs,
-					      ep->ctrl_len *
-						      (size_t)ep->nctrl_rx,
+					      ep->ctrl.len *
+						      (size_t)ep->ctrl.nrx,
 					      FI_SEND | FI_RECV, &mr, &desc);
 		if (ret) {
 			free(bufs);
-			free(ep->ctrl_rx);
-			ep->ctrl_rx = NULL;
+			free(ep->ctrl.rx);
+			ep->ctrl.rx = NULL;
 			return ret;
 		}
 	}
-	ep->ctrl_mr = mr;
-	for (int i = 0; i < ep->nctrl_rx; i++) {
-		struct zsm_net_ctrl_rx *rx = &ep->ctrl_rx[i];
+	ep->ctrl.mr = mr;
+	for (int i = 0; i < ep->ctrl.nrx; i++) {
+		struct zsm_net_ctrl_rx *rx = &ep->ctrl.rx[i];
 
 		rx->op.kind = ZSM_OP_CTRL_RECV;
 		rx->op.owner = ep;
 		rx->op.index = (uint8_t)i;
-		rx->buf = bufs + (size_t)i * ep->ctrl_len;
+		rx->buf = bufs + (size_t)i * ep->ctrl.len;
 		rx->desc = desc;
 		zsm_net_ctrl_rx_post(ep, rx);
 	}
@@ -154,32 +156,32 @@ int zsm_net_ctrl_init(struct zsm_net_ep *ep)
 
 void zsm_net_ctrl_fini(struct zsm_net_ep *ep)
 {
-	if (!ep->ctrl_rx)
+	if (!ep->ctrl.rx)
 		return;
 	/* The endpoint is closed: no receive is posted any more. */
-	if (ep->ctrl_mr)
-		zsm_net_mr_dereg_internal(ep->ctrl_mr);
-	ep->ctrl_mr = NULL;
-	free(ep->ctrl_rx[0].buf);
-	free(ep->ctrl_rx);
-	ep->ctrl_rx = NULL;
-	ep->nctrl_rx = 0;
+	if (ep->ctrl.mr)
+		zsm_net_mr_dereg_internal(ep->ctrl.mr);
+	ep->ctrl.mr = NULL;
+	free(ep->ctrl.rx[0].buf);
+	free(ep->ctrl.rx);
+	ep->ctrl.rx = NULL;
+	ep->ctrl.nrx = 0;
 }
 
 void zsm_net_ctrl_want(struct zsm_net_comm *comm, enum zsm_ctrl_type t)
 {
 	struct zsm_net_ep *ep = comm->ep;
 
-	comm->ctrl_want |= 1u << t;
-	if (comm->ctrl_queued)
+	comm->ctrl.want |= 1u << t;
+	if (comm->ctrl.queued)
 		return;
-	comm->ctrl_queued = 1;
-	comm->ctrl_next = NULL;
-	if (ep->ctrl_tail)
-		ep->ctrl_tail->ctrl_next = comm;
+	comm->ctrl.queued = 1;
+	comm->ctrl.next = NULL;
+	if (ep->ctrl.tail)
+		ep->ctrl.tail->ctrl.next = comm;
 	else
-		ep->ctrl_head = comm;
-	ep->ctrl_tail = comm;
+		ep->ctrl.head = comm;
+	ep->ctrl.tail = comm;
 }
 
 /* The control message t of comm, from the comm's state. */
@@ -193,16 +195,16 @@ static void zsm_net_ctrl_build(struct zsm_net_comm *comm, enum zsm_ctrl_type t,
 	m->version = ZSM_HANDLE_VERSION;
 	m->type = (uint16_t)t;
 	m->src_id = comm->local_id;
-	m->dst_id = comm->peer_id;
-	m->key = comm->peer_key;
+	m->dst_id = comm->remote.id;
+	m->key = comm->remote.key;
 	m->pid = (uint32_t)getpid();
 	m->host_hash = zsm_host_hash();
 	switch (t) {
 	case ZSM_CTRL_CONN_REQ:
 		m->key = comm->nonce;
 		m->reply_key = comm->key;
-		m->addr_len = (uint32_t)ep->addr_len;
-		memcpy(m->addr, ep->addr, ep->addr_len);
+		m->addr_len = (uint32_t)ep->fi.addr_len;
+		memcpy(m->addr, ep->fi.addr, ep->fi.addr_len);
 		break;
 	case ZSM_CTRL_CONN_ACK:
 		m->reply_key = comm->key;
@@ -215,18 +217,18 @@ static void zsm_net_ctrl_build(struct zsm_net_comm *comm, enum zsm_ctrl_type t,
 		break;
 	case ZSM_CTRL_GET_READY:
 		/* Built as it goes out: every GET answered until now. */
-		m->credit = comm->gets_served;
-		m->status = comm->get_err;
+		m->credit = comm->rma.gets_served;
+		m->status = comm->rma.get_err;
 		break;
 	case ZSM_CTRL_SIGNALED:
 		/* Likewise: every SIGNAL handled until now. */
-		m->applied = comm->rma_applied;
-		m->status = comm->rma_status;
+		m->applied = comm->rma.applied;
+		m->status = comm->rma.status;
 		break;
 	case ZSM_CTRL_RMA_REFUSED:
-		m->status = comm->refused.err;
-		m->rma_addr = comm->refused.addr;
-		m->reply_key = comm->refused.key;
+		m->status = comm->rma.refused.err;
+		m->rma_addr = comm->rma.refused.addr;
+		m->reply_key = comm->rma.refused.key;
 		break;
 	case ZSM_CTRL_CLOSE:
 		/* The sender's count of what it sent, the receiver's of what
@@ -240,8 +242,8 @@ static void zsm_net_ctrl_build(struct zsm_net_comm *comm, enum zsm_ctrl_type t,
 	/* The core's offer, answer or word on it: opaque here. */
 	if (t == ZSM_CTRL_CONN_REQ || t == ZSM_CTRL_CONN_ACK ||
 	    t == ZSM_CTRL_CONN_DONE) {
-		m->offer_len = comm->offer.len;
-		memcpy(m->offer, comm->offer.bytes, comm->offer.len);
+		m->offer_len = comm->ctrl.offer.len;
+		memcpy(m->offer, comm->ctrl.offer.bytes, comm->ctrl.offer.len);
 	}
 }
 
@@ -249,47 +251,49 @@ static void zsm_net_ctrl_build(struct zsm_net_comm *comm, enum zsm_ctrl_type t,
  * with the comm's queue for this pass. */
 static int zsm_net_ctrl_send_next(struct zsm_net_comm *comm)
 {
-	struct zsm_net_op *op = &comm->ctrl_send_op;
+	struct zsm_net_op *op = &comm->ctrl.send_op;
 	struct zsm_net_ep *ep = comm->ep;
-	void *buf = &comm->ctrl_out, *desc = NULL;
+	void *buf = &comm->ctrl.out, *desc = NULL;
 	enum zsm_ctrl_type t;
 	ssize_t ret;
 
 	if (op->posted == 1)
 		return 0; /* its completion lets the next one go */
-	t = (enum zsm_ctrl_type)__builtin_ctz(comm->ctrl_want);
-	zsm_net_ctrl_build(comm, t, &comm->ctrl_out);
+	t = (enum zsm_ctrl_type)__builtin_ctz(comm->ctrl.want);
+	zsm_net_ctrl_build(comm, t, &comm->ctrl.out);
 	op->kind = ZSM_OP_CTRL_SEND;
 	op->owner = comm;
 	op->index = (uint8_t)t;
-	buf = zsm_net_txpool_src(ep, &comm->ctrl_out, sizeof(comm->ctrl_out),
+	buf = zsm_net_txpool_src(ep, &comm->ctrl.out, sizeof(comm->ctrl.out),
 				 &desc);
 	if (!buf)
 		return 0; /* every slot in flight: next pass */
-	ret = fi_tsend(ep->ep, buf, sizeof(comm->ctrl_out), desc, comm->peer,
-		       zsm_tag_ctrl(comm->peer_id, t), &op->fi_ctx);
+	ret = fi_tsend(ep->fi.ep, buf, sizeof(comm->ctrl.out), desc,
+		       comm->remote.addr, zsm_tag_ctrl(comm->remote.id, t),
+		       &op->fi_ctx);
 	buf = zsm_net_txpool_posted(ep, buf, ret);
 	if (!ret)
-		comm->ctrl_slot = buf;
+		comm->ctrl.slot = buf;
 	/* rxm refuses, for ever, to send to a process that is gone: the
 	 * peer check and the connect timeout judge that, not a spin.  An
 	 * RMA_REFUSED goes on a failed comm, which the peer check no longer
 	 * watches: it gets as long as after a failed send. */
 	if (ret == -FI_EAGAIN && t == ZSM_CTRL_RMA_REFUSED &&
-	    ep->pass_ns - comm->refused.ns >= ZSM_NET_REFUSED_RETRY_NS)
-		comm->ctrl_want &= ~(1u << t);
+	    ep->pass.begin_ns - comm->rma.refused.ns >=
+		    ZSM_NET_REFUSED_RETRY_NS)
+		comm->ctrl.want &= ~(1u << t);
 	if (ret == -FI_EAGAIN)
 		return 0;
-	comm->ctrl_want &= ~(1u << t);
+	comm->ctrl.want &= ~(1u << t);
 	if (ret) {
 		zsm_net_comm_fail(comm, -EIO, "sending a control message "
 					      "failed");
-		comm->ctrl_want = 0;
+		comm->ctrl.want = 0;
 		return 1;
 	}
 	op->posted = 1;
-	comm->ops_posted++;
-	comm->ep->ctrl_tx++;
+	comm->posted.ops++;
+	comm->ep->ctrl.tx++;
 	return 0;
 }
 
@@ -306,16 +310,16 @@ static void zsm_net_ctrl_closing(struct zsm_net_comm *c, uint64_t now)
 		(uint64_t)zsm_param_int(ZSM_P_CONNECT_TIMEOUT_MS) * 1000000ULL;
 
 	/* A SIGNALED owed goes before the CLOSE: see post_close. */
-	c->ctrl_want &= 1u << ZSM_CTRL_CLOSE | 1u << ZSM_CTRL_SIGNALED;
-	if (c->ctrl_want && c->peer_gone) {
-		c->ctrl_want = 0;
-	} else if (c->ctrl_want && now > c->closed_ns &&
+	c->ctrl.want &= 1u << ZSM_CTRL_CLOSE | 1u << ZSM_CTRL_SIGNALED;
+	if (c->ctrl.want && c->remote.gone) {
+		c->ctrl.want = 0;
+	} else if (c->ctrl.want && now > c->closed_ns &&
 		   now - c->closed_ns > limit) {
 		ZSM_INFO("net: %s: comm %u: its peer (pid %u) took no CLOSE "
 			 "in %llu ms; giving it up",
-			 c->ep->dev->name, c->local_id, c->peer_pid,
+			 c->ep->dev->name, c->local_id, c->remote.pid,
 			 (unsigned long long)((now - c->closed_ns) / 1000000));
-		c->ctrl_want = 0;
+		c->ctrl.want = 0;
 	}
 }
 
@@ -323,29 +327,29 @@ void zsm_net_ctrl_progress(struct zsm_net_ep *ep)
 {
 	struct zsm_net_comm *c, *prev = NULL, *next;
 
-	for (int i = 0; ep->ctrl_rx_unposted && i < ep->nctrl_rx; i++) {
-		if (ep->ctrl_rx[i].op.posted)
+	for (int i = 0; ep->ctrl.rx_unposted && i < ep->ctrl.nrx; i++) {
+		if (ep->ctrl.rx[i].op.posted)
 			continue;
-		ep->ctrl_rx_unposted--;
-		zsm_net_ctrl_rx_post(ep, &ep->ctrl_rx[i]);
+		ep->ctrl.rx_unposted--;
+		zsm_net_ctrl_rx_post(ep, &ep->ctrl.rx[i]);
 	}
-	for (c = ep->ctrl_head; c; c = next) {
-		next = c->ctrl_next;
+	for (c = ep->ctrl.head; c; c = next) {
+		next = c->ctrl.next;
 		if (c->closing)
-			zsm_net_ctrl_closing(c, ep->pass_ns);
-		if (c->ctrl_want)
+			zsm_net_ctrl_closing(c, ep->pass.begin_ns);
+		if (c->ctrl.want)
 			zsm_net_ctrl_send_next(c);
-		if (c->ctrl_want) {
+		if (c->ctrl.want) {
 			prev = c;
 			continue;
 		}
-		c->ctrl_queued = 0;
+		c->ctrl.queued = 0;
 		if (prev)
-			prev->ctrl_next = next;
+			prev->ctrl.next = next;
 		else
-			ep->ctrl_head = next;
-		if (ep->ctrl_tail == c)
-			ep->ctrl_tail = prev;
+			ep->ctrl.head = next;
+		if (ep->ctrl.tail == c)
+			ep->ctrl.tail = prev;
 		/* One whose CLOSE was its last business may go now. */
 		zsm_net_comm_maybe_free(c);
 	}
@@ -359,8 +363,8 @@ void zsm_net_ctrl_nack(struct zsm_net_ep *ep, const struct zsm_ctrl_msg *m,
 	ssize_t ret;
 
 	for (int i = 0; i < ZSM_NET_NACKS && !n; i++)
-		if (ep->nacks[i].op.posted != 1)
-			n = &ep->nacks[i];
+		if (ep->ctrl.nacks[i].op.posted != 1)
+			n = &ep->ctrl.nacks[i];
 	if (!n)
 		return; /* all out: the connector's own timeout tells it */
 	memset(&n->msg, 0, sizeof(n->msg));
@@ -379,14 +383,14 @@ void zsm_net_ctrl_nack(struct zsm_net_ep *ep, const struct zsm_ctrl_msg *m,
 	buf = zsm_net_txpool_src(ep, &n->msg, sizeof(n->msg), &desc);
 	if (!buf)
 		return; /* as with no nack free */
-	ret = fi_tsend(ep->ep, buf, sizeof(n->msg), desc, to,
+	ret = fi_tsend(ep->fi.ep, buf, sizeof(n->msg), desc, to,
 		       zsm_tag_ctrl(m->src_id, ZSM_CTRL_CONN_ACK),
 		       &n->op.fi_ctx);
 	buf = zsm_net_txpool_posted(ep, buf, ret);
 	if (ret == 0) {
 		n->op.posted = 1;
 		n->slot = buf;
-		ep->ctrl_tx++;
+		ep->ctrl.tx++;
 	}
 }
 
@@ -433,7 +437,7 @@ static struct zsm_net_comm *zsm_net_ctrl_for(struct zsm_net_ep *ep,
 	}
 	/* A comm hears only from its peer's comm, once it knows it (a
 	 * connector learns it from the CONN_ACK). */
-	if ((m->type != ZSM_CTRL_CONN_ACK && m->src_id != c->peer_id) ||
+	if ((m->type != ZSM_CTRL_CONN_ACK && m->src_id != c->remote.id) ||
 	    (state >= 0 && c->hs != state)) {
 		zsm_net_ctrl_drop(ep, ZSM_DROP_STATE, "out of turn");
 		return NULL;
@@ -560,7 +564,7 @@ static void zsm_net_ctrl_on_link(struct zsm_net_ep *ep,
 				     ZSM_COMM_CONNECTED);
 		if (!c)
 			return;
-		zsm_net_peer_heard(c->peer_obj, ep->pass_ns);
+		zsm_net_peer_heard(c->remote.obj, ep->pass.begin_ns);
 		if (type == ZSM_CTRL_PING)
 			zsm_net_ctrl_want(c, ZSM_CTRL_PONG);
 		return;
@@ -627,7 +631,7 @@ static void zsm_net_ctrl_rx_done(struct zsm_net_ctrl_rx *rx, int err,
 	rx->op.posted = 0;
 	if (err == -ECANCELED)
 		return; /* the endpoint is closing */
-	if (err == -EMSGSIZE || (!err && len > ep->ctrl_len))
+	if (err == -EMSGSIZE || (!err && len > ep->ctrl.len))
 		zsm_net_ctrl_drop(ep, ZSM_DROP_TRUNCATED, "larger than a "
 							   "control receive");
 	else if (err)
@@ -654,22 +658,23 @@ void zsm_net_ctrl_complete(struct zsm_net_op *op, int err, size_t len,
 			zsm_container_of(op, struct zsm_net_nack, op);
 
 		op->posted = 2;
-		ep->ctrl_tx--;
-		zsm_net_txpool_put(&ep->txpool, n->slot);
+		ep->ctrl.tx--;
+		zsm_net_txpool_put(&ep->ctrl.txpool, n->slot);
 		n->slot = NULL;
 		return;
 	}
 	comm = op->owner;
 	op->posted = 2;
-	zsm_net_txpool_put(&comm->ep->txpool, comm->ctrl_slot);
-	comm->ctrl_slot = NULL;
-	comm->ops_posted--;
-	comm->ep->ctrl_tx--;
+	zsm_net_txpool_put(&comm->ep->ctrl.txpool, comm->ctrl.slot);
+	comm->ctrl.slot = NULL;
+	comm->posted.ops--;
+	comm->ep->ctrl.tx--;
 	/* An RMA_REFUSED follows a refusal after which tcp dropped the
 	 * connection: its sends fail until rxm has seen the drop and
 	 * connects again, for a while. */
 	if (err && op->index == ZSM_CTRL_RMA_REFUSED && !comm->closing &&
-	    comm->ep->pass_ns - comm->refused.ns < ZSM_NET_REFUSED_RETRY_NS)
+	    comm->ep->pass.begin_ns - comm->rma.refused.ns <
+		    ZSM_NET_REFUSED_RETRY_NS)
 		zsm_net_ctrl_want(comm, ZSM_CTRL_RMA_REFUSED);
 	/* A send that completed was taken by our own provider, not by the
 	 * peer: it is no word from the peer (net_peer.c). */

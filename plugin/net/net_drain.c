@@ -72,7 +72,7 @@ static int zsm_net_drain_post(struct zsm_net_ep *ep, struct zsm_net_op *op,
 
 	op->kind = ZSM_OP_DRAIN;
 	op->owner = ep;
-	ret = fi_trecvmsg(ep->ep, &m, FI_PEEK);
+	ret = fi_trecvmsg(ep->fi.ep, &m, FI_PEEK);
 	if (ret == -FI_EAGAIN)
 		return -EAGAIN;
 	if (ret) {
@@ -233,8 +233,8 @@ static void zsm_net_drain_next(struct zsm_net_ep *ep)
 	d->soon = d->top || d->found;
 	if (!d->top)
 		d->found = 0;
-	d->next_ns = ep->pass_ns + (d->soon ? 0 : ZSM_DRAIN_PERIOD_NS);
-	d->ended_ns = ep->pass_ns;
+	d->next_ns = ep->pass.begin_ns + (d->soon ? 0 : ZSM_DRAIN_PERIOD_NS);
+	d->ended_ns = ep->pass.begin_ns;
 }
 
 /*
@@ -264,12 +264,12 @@ static int zsm_net_drain_take(struct zsm_net_ep *ep, struct zsm_net_op *op)
 	op->kind = ZSM_OP_DRAIN;
 	op->owner = ep;
 	if (ep->spill) {
-		ret = fi_trecvmsg(ep->ep, &m, FI_COMPLETION);
+		ret = fi_trecvmsg(ep->fi.ep, &m, FI_COMPLETION);
 	} else {
 		m.msg_iov = NULL;
 		m.desc = NULL;
 		m.iov_count = 0;
-		ret = fi_trecvmsg(ep->ep, &m, FI_PEEK | FI_DISCARD);
+		ret = fi_trecvmsg(ep->fi.ep, &m, FI_PEEK | FI_DISCARD);
 	}
 	if (ret == -FI_EAGAIN)
 		return -EAGAIN;
@@ -303,7 +303,7 @@ static void zsm_net_drain_sweep_cancel(struct zsm_net_ep *ep, int n)
 		if (op->posted != 1)
 			continue;
 		n--;
-		ret = fi_cancel(&ep->ep->fid, &op->fi_ctx);
+		ret = fi_cancel(&ep->fi.ep->fid, &op->fi_ctx);
 		if (ret && ret != -FI_ENOENT) {
 			ZSM_INFO("net: %s: cancelling a receive for strays "
 				 "failed (%s): it stays posted",

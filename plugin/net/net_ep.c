@@ -47,19 +47,19 @@ int zsm_net_ep_addr_check(const struct zsm_net_ep *ep, const void *addr,
 {
 	unsigned short family, mine;
 
-	if (len != ep->addr_len) {
+	if (len != ep->fi.addr_len) {
 		snprintf(why, why_len, "a %zu-byte address where %s's are "
 				       "%zu bytes",
-			 len, ep->dev->name, ep->addr_len);
+			 len, ep->dev->name, ep->fi.addr_len);
 		return -EINVAL;
 	}
-	switch (ep->addr_format) {
+	switch (ep->fi.addr_format) {
 	case FI_SOCKADDR:
 	case FI_SOCKADDR_IN:
 	case FI_SOCKADDR_IN6:
 		/* sa_family first, then the port in network order. */
 		memcpy(&family, addr, sizeof(family));
-		memcpy(&mine, ep->addr, sizeof(mine));
+		memcpy(&mine, ep->fi.addr, sizeof(mine));
 		if (family != mine) {
 			snprintf(why, why_len,
 				 "address family %u where %s's is %u", family,
@@ -81,7 +81,7 @@ int zsm_net_ep_addr_check(const struct zsm_net_ep *ep, const void *addr,
 int zsm_net_ep_av_insert(struct zsm_net_ep *ep, const void *addr,
 			 fi_addr_t *out)
 {
-	int ret = fi_av_insert(ep->av, addr, 1, out, 0, NULL);
+	int ret = fi_av_insert(ep->fi.av, addr, 1, out, 0, NULL);
 
 	if (ret != 1) {
 		ZSM_WARN("net: %s: the peer's address was refused by the "
@@ -131,7 +131,7 @@ static void zsm_net_recv_done(struct zsm_net_op *op, int err, size_t len,
 	int closing = comm->closing;
 
 	zsm_net_req_op_done(op, err, len, data);
-	if (!closing && !comm->recv_ops)
+	if (!closing && !comm->posted.recv)
 		zsm_proxy_fifo_kick(&owner->fifo);
 }
 
@@ -162,7 +162,7 @@ int zsm_net_ep_progress(struct zsm_net_ep *ep)
 	int events = 0;
 
 	for (int round = 0; round < 8; round++) {
-		ssize_t n = fi_cq_read(ep->cq, cqe, ZSM_NET_CQ_BATCH);
+		ssize_t n = fi_cq_read(ep->fi.cq, cqe, ZSM_NET_CQ_BATCH);
 
 		if (n == -FI_EAGAIN)
 			break;
@@ -171,7 +171,7 @@ int zsm_net_ep_progress(struct zsm_net_ep *ep)
 			struct zsm_fi_cq_err big = {0};
 			struct fi_cq_err_entry *e = &big.e;
 
-			if (fi_cq_readerr(ep->cq, e, 0) < 1)
+			if (fi_cq_readerr(ep->fi.cq, e, 0) < 1)
 				break;
 			/* Said where the failure is handled, with what it
 			 * means there; the provider's own words at TRACE. */
@@ -204,7 +204,7 @@ int zsm_net_ep_progress(struct zsm_net_ep *ep)
 			zsm_net_op_complete(ep, cqe[i].op_context, 0,
 					    cqe[i].len, cqe[i].tag,
 					    (cqe[i].flags & FI_REMOTE_CQ_DATA) ||
-						    (ep->cq_data &&
+						    (ep->fi.cq_data &&
 						     (cqe[i].flags & FI_RECV))
 						    ? cqe[i].data
 						    : 0);
@@ -215,8 +215,8 @@ int zsm_net_ep_progress(struct zsm_net_ep *ep)
 	}
 	/* Completions free zsm's budgets and the provider's queues. */
 	if (events) {
-		zsm_proxy_room_freed(&ep->tx_room);
-		zsm_proxy_room_freed(&ep->rx_room);
+		zsm_proxy_room_freed(&ep->queue.tx_room);
+		zsm_proxy_room_freed(&ep->queue.rx_room);
 	}
 	return events;
 }
@@ -242,13 +242,13 @@ static ssize_t zsm_net_post_recv(struct zsm_net_req *req,
 				 struct zsm_net_comm *comm, int i)
 {
 	struct zsm_net_ep *ep = comm->ep;
-	fi_addr_t from = ep->directed ? comm->peer : FI_ADDR_UNSPEC;
+	fi_addr_t from = ep->fi.directed ? comm->remote.addr : FI_ADDR_UNSPEC;
 	uint64_t tag = zsm_tag_data(comm->local_id, req->base.tag[i]);
 	struct iovec iov[2];
 	void *desc[2];
 
 	if (!zsm_net_needs_spill(req, comm, i))
-		return fi_trecv(ep->ep, req->base.data[i], req->base.len[i],
+		return fi_trecv(ep->fi.ep, req->base.data[i], req->base.len[i],
 				req->mr_desc[i], from, tag, 0,
 				&req->ops[i].fi_ctx);
 	iov[0].iov_base = req->base.data[i];
@@ -257,7 +257,7 @@ static ssize_t zsm_net_post_recv(struct zsm_net_req *req,
 	iov[1].iov_len = ep->dev->trunc_unsafe - req->base.len[i];
 	desc[0] = req->mr_desc[i];
 	desc[1] = ep->spill_desc;
-	return fi_trecvv(ep->ep, iov, desc, 2, from, tag, 0,
+	return fi_trecvv(ep->fi.ep, iov, desc, 2, from, tag, 0,
 			 &req->ops[i].fi_ctx);
 }
 
@@ -275,31 +275,32 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 	/* Full by zsm's own count: refused, like the provider would, until
 	 * a completion frees some.  A receive's room was found for its
 	 * whole request (post_req). */
-	if (!recv && ep->tx_inflight >= ep->tx_budget) {
-		zsm_proxy_park(&b->desc, &ep->tx_room, 1);
+	if (!recv && ep->queue.tx_inflight >= ep->queue.tx_budget) {
+		zsm_proxy_park(&b->desc, &ep->queue.tx_room, 1);
 		return -EAGAIN;
 	}
 	/* The receiver has not posted for it, nor for the early messages
 	 * before it: its GRANT lets this go (net_credit.h). */
 	if (b->type == ZSM_REQ_SEND &&
-	    !zsm_net_credit_may_send(&comm->credit, len > ep->eager_max))
+	    !zsm_net_credit_may_send(&comm->credit, len > ep->queue.eager_max))
 		return -EAGAIN;
 	if (b->type == ZSM_REQ_SEND) {
-		if (ep->cq_data)
-			ret = fi_tsenddata(ep->ep, buf, len, desc,
-					   req->cq_data, comm->peer,
-					   zsm_tag_data(comm->peer_id,
+		if (ep->fi.cq_data)
+			ret = fi_tsenddata(ep->fi.ep, buf, len, desc,
+					   req->cq_data, comm->remote.addr,
+					   zsm_tag_data(comm->remote.id,
 							b->tag[i]),
 					   &op->fi_ctx);
 		else
-			ret = fi_tsend(ep->ep, buf, len, desc, comm->peer,
-				       zsm_tag_data(comm->peer_id, b->tag[i]),
+			ret = fi_tsend(ep->fi.ep, buf, len, desc,
+				       comm->remote.addr,
+				       zsm_tag_data(comm->remote.id, b->tag[i]),
 				       &op->fi_ctx);
 	} else if (b->type == ZSM_REQ_PUT || b->type == ZSM_REQ_GET) {
 		ret = zsm_net_rma_post_op(req, i);
 	} else if (b->type == ZSM_REQ_FLUSH) {
-		ret = fi_read(ep->ep, buf, len, desc, ep->self, req->rma_addr,
-			      req->rma_key, &op->fi_ctx);
+		ret = fi_read(ep->fi.ep, buf, len, desc, ep->flush.self,
+			      req->rma_addr, req->rma_key, &op->fi_ctx);
 	} else {
 		ret = zsm_net_post_recv(req, comm, i);
 	}
@@ -312,21 +313,21 @@ int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
 		return -EIO;
 	}
 	op->posted = 1;
-	comm->ops_posted++;
-	comm->data_ops++;
-	comm->recv_ops += recv;
+	comm->posted.ops++;
+	comm->posted.data++;
+	comm->posted.recv += recv;
 	if (recv) {
-		ep->rx_inflight++;
-		if (len > comm->recv_max)
-			comm->recv_max = len;
+		ep->queue.rx_inflight++;
+		if (len > comm->posted.recv_max)
+			comm->posted.recv_max = len;
 		zsm_net_credit_on_post(&comm->credit, 1,
-				       len > ep->eager_max);
+				       len > ep->queue.eager_max);
 	} else if (b->type == ZSM_REQ_SEND) {
-		ep->tx_inflight++;
+		ep->queue.tx_inflight++;
 		zsm_net_credit_on_send(&comm->credit);
 		req->get_seq = comm->credit.sent;
 	} else {
-		ep->tx_inflight++;
+		ep->queue.tx_inflight++;
 	}
 	zsm_net_ep_pump_hint(ep);
 	return 0;
@@ -389,8 +390,8 @@ static int zsm_net_ep_rx_room(const struct zsm_net_req *req,
 
 	/* Ops go in index order: once the first is posted, so was the
 	 * room (a receive posted again replaces its own op). */
-	return req->ops[0].posted || !comm->recv_ops ||
-	       ep->rx_inflight + (size_t)nops <= ep->rx_budget;
+	return req->ops[0].posted || !comm->posted.recv ||
+	       ep->queue.rx_inflight + (size_t)nops <= ep->queue.rx_budget;
 }
 
 /* A request refused for now: -EAGAIN, or for good once NCCL closed its
@@ -404,7 +405,7 @@ static int zsm_net_ep_refused(struct zsm_net_req *req,
 		return -ECANCELED;
 	if (!req->deferred) {
 		req->deferred = 1;
-		comm->deferred++;
+		comm->posted.deferred++;
 	}
 	return -EAGAIN;
 }
@@ -441,8 +442,9 @@ int zsm_net_ep_post_req(struct zsm_req *b)
 		/* Until a receive completes: one of another comm's frees
 		 * budget, this comm's last one lets it go regardless
 		 * (zsm_net_recv_done). */
-		zsm_proxy_park(&b->desc, &comm->ep->rx_room,
-			       comm->ep->rx_inflight >= comm->ep->rx_budget);
+		zsm_proxy_park(&b->desc, &comm->ep->queue.rx_room,
+			       comm->ep->queue.rx_inflight >=
+				       comm->ep->queue.rx_budget);
 		return err;
 	}
 	for (int i = 0; i < nops; i++) {
@@ -475,9 +477,9 @@ fail_rest:
 			if (!req->ops[i].posted)
 				idx[k++] = i;
 		zsm_net_req_undefer(req);
-		comm->ops_posted += k;
-		comm->data_ops += k;
-		comm->recv_ops += b->type == ZSM_REQ_RECV ? k : 0;
+		comm->posted.ops += k;
+		comm->posted.data += k;
+		comm->posted.recv += b->type == ZSM_REQ_RECV ? k : 0;
 		for (int j = 0; j < k; j++)
 			zsm_net_req_op_done(&req->ops[idx[j]], err, 0, 0);
 	}
@@ -486,14 +488,14 @@ fail_rest:
 
 void zsm_net_ep_tick(struct zsm_net_ep *ep, uint64_t now)
 {
-	if (now < ep->next_tick_ns)
+	if (now < ep->pass.next_tick_ns)
 		return;
-	ep->next_tick_ns = now + zsm_comm_check_ns();
+	ep->pass.next_tick_ns = now + zsm_comm_check_ns();
 	/* Parked requests see now and then what else changed for them: a
 	 * comm failed (its requests end in their post), or a rule of their
 	 * own; completions alone wake them otherwise. */
-	zsm_proxy_room_flush(&ep->tx_room);
-	zsm_proxy_room_flush(&ep->rx_room);
+	zsm_proxy_room_flush(&ep->queue.tx_room);
+	zsm_proxy_room_flush(&ep->queue.rx_room);
 	zsm_net_comm_expire(ep, now);
 	zsm_net_comm_grant_late(ep);
 	zsm_net_peer_check(ep, now);
@@ -502,15 +504,15 @@ void zsm_net_ep_tick(struct zsm_net_ep *ep, uint64_t now)
 
 int zsm_net_ep_busy(const struct zsm_net_ep *ep)
 {
-	if (ep->tx_inflight || ep->rx_inflight || ep->ctrl_head ||
-	    ep->ctrl_tx || ep->windows || zsm_net_drain_busy(ep))
+	if (ep->queue.tx_inflight || ep->queue.rx_inflight || ep->ctrl.head ||
+	    ep->ctrl.tx || ep->windows || zsm_net_drain_busy(ep))
 		return 1;
 	/* Comms NCCL does not hold yet: handshakes, with their clocks, and
 	 * ones the engine frees if nobody comes back for them; and sends
 	 * held for their GRANT, as in flight (net_credit.h). */
 	for (const struct zsm_net_comm *c = ep->comms; c; c = c->ep_next)
 		if (c->type != ZSM_COMM_LISTEN &&
-		    (c->closing || c->deferred || c->held ||
+		    (c->closing || c->posted.deferred || c->held ||
 		     /* acquire: pairs with the release in
 		      * zsm_entry_publish_comm. */
 		     (c->owner && !atomic_load_explicit(&c->owner->published,
@@ -525,17 +527,18 @@ static int zsm_net_ep_pass(struct zsm_net_ep *ep, uint64_t now)
 
 	/* An endpoint with nothing in flight is not polled: only when its
 	 * fd said something came, or its timed work is due. */
-	if (!ep->kicked && now < ep->next_tick_ns && !zsm_net_ep_busy(ep))
+	if (!ep->pass.kicked && now < ep->pass.next_tick_ns &&
+	    !zsm_net_ep_busy(ep))
 		return 0;
-	ep->pass_ns = now;
+	ep->pass.begin_ns = now;
 	events = zsm_net_ep_progress(ep);
 	/* Its fd said something came (the scan's own looks are not news;
 	 * while it finds strays it goes on by itself, net_drain.c). */
-	if (ep->kicked)
-		ep->active_ns = now;
-	if (ep->kicked && !events)
+	if (ep->pass.kicked)
+		ep->pass.active_ns = now;
+	if (ep->pass.kicked && !events)
 		zsm_net_drain_hint(ep);
-	ep->kicked = 0;
+	ep->pass.kicked = 0;
 	zsm_net_ctrl_progress(ep);
 	zsm_net_ep_tick(ep, now);
 	zsm_net_drain_tick(ep, now);
@@ -607,13 +610,13 @@ static int zsm_net_wait_fds(void *self, struct pollfd *fds, int max)
 		 * something came: what arrives without a completion (a
 		 * stray, which the provider keeps) is found by the timed
 		 * scan, and the fd says nothing more about it. */
-		if (ep->wait_fd < 0 || n == max ||
-		    zsm_now_ns() - ep->active_ns < 4 * zsm_comm_check_ns())
+		if (ep->fi.wait_fd < 0 || n == max ||
+		    zsm_now_ns() - ep->pass.active_ns < 4 * zsm_comm_check_ns())
 			return 0;
-		fid = &ep->cq->fid;
-		if (fi_trywait(ep->fabric, &fid, 1))
+		fid = &ep->fi.cq->fid;
+		if (fi_trywait(ep->fi.fabric, &fid, 1))
 			return -EAGAIN; /* something is there: pass first */
-		fds[n].fd = ep->wait_fd;
+		fds[n].fd = ep->fi.wait_fd;
 		fds[n].events = POLLIN;
 		fds[n].revents = 0;
 		n++;
@@ -628,9 +631,9 @@ static void zsm_net_kick(void *self)
 
 	for (int i = 0; i < topo->ndevs; i++) {
 		if (topo->devs[i].ep)
-			topo->devs[i].ep->kicked = 1;
+			topo->devs[i].ep->pass.kicked = 1;
 		if (topo->devs[i].ep_rx)
-			topo->devs[i].ep_rx->kicked = 1;
+			topo->devs[i].ep_rx->pass.kicked = 1;
 	}
 }
 

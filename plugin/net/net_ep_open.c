@@ -44,48 +44,48 @@ static int zsm_net_ep_open_fi(struct zsm_net_ep *ep, struct fi_info *fi,
 	int ret;
 
 	*step = "fi_fabric";
-	ret = zsm_fi_fabric(fi->fabric_attr, &ep->fabric, NULL);
+	ret = zsm_fi_fabric(fi->fabric_attr, &ep->fi.fabric, NULL);
 	if (ret)
 		return ret;
 	*step = "fi_domain";
-	ret = fi_domain(ep->fabric, fi, &ep->domain, NULL);
+	ret = fi_domain(ep->fi.fabric, fi, &ep->fi.domain, NULL);
 	if (ret)
 		return ret;
 	*step = "fi_av_open";
-	ret = fi_av_open(ep->domain, &av_attr, &ep->av, NULL);
+	ret = fi_av_open(ep->fi.domain, &av_attr, &ep->fi.av, NULL);
 	if (ret)
 		return ret;
 	/* A provider without a wait fd gets looked at now and then. */
 	*step = "fi_cq_open";
-	ep->wait_fd = -1;
-	ret = fi_cq_open(ep->domain, &cq_attr, &ep->cq, NULL);
+	ep->fi.wait_fd = -1;
+	ret = fi_cq_open(ep->fi.domain, &cq_attr, &ep->fi.cq, NULL);
 	if (ret) {
 		cq_attr.wait_obj = FI_WAIT_NONE;
-		ret = fi_cq_open(ep->domain, &cq_attr, &ep->cq, NULL);
-	} else if (fi_control(&ep->cq->fid, FI_GETWAIT, &ep->wait_fd)) {
-		ep->wait_fd = -1;
+		ret = fi_cq_open(ep->fi.domain, &cq_attr, &ep->fi.cq, NULL);
+	} else if (fi_control(&ep->fi.cq->fid, FI_GETWAIT, &ep->fi.wait_fd)) {
+		ep->fi.wait_fd = -1;
 	}
 	if (ret)
 		return ret;
 	*step = "fi_endpoint";
-	ret = fi_endpoint(ep->domain, fi, &ep->ep, NULL);
+	ret = fi_endpoint(ep->fi.domain, fi, &ep->fi.ep, NULL);
 	if (ret)
 		return ret;
 	*step = "fi_ep_bind(av)";
-	ret = fi_ep_bind(ep->ep, &ep->av->fid, 0);
+	ret = fi_ep_bind(ep->fi.ep, &ep->fi.av->fid, 0);
 	if (ret)
 		return ret;
 	*step = "fi_ep_bind(cq)";
-	ret = fi_ep_bind(ep->ep, &ep->cq->fid, FI_TRANSMIT | FI_RECV);
+	ret = fi_ep_bind(ep->fi.ep, &ep->fi.cq->fid, FI_TRANSMIT | FI_RECV);
 	if (ret)
 		return ret;
 	*step = "fi_enable";
-	ret = fi_enable(ep->ep);
+	ret = fi_enable(ep->fi.ep);
 	if (ret)
 		return ret;
 	*step = "fi_getname";
-	ep->addr_len = sizeof(ep->addr);
-	return fi_getname(&ep->ep->fid, ep->addr, &ep->addr_len);
+	ep->fi.addr_len = sizeof(ep->fi.addr);
+	return fi_getname(&ep->fi.ep->fid, ep->fi.addr, &ep->fi.addr_len);
 }
 
 /* What ep may keep in the provider's queues, from offer fi's sizes. */
@@ -97,20 +97,20 @@ static void zsm_net_ep_budgets(struct zsm_net_ep *ep,
 	/* A probe or a handshake message must never wait for room behind
 	 * data: with the provider's queue full of sends a peer cannot
 	 * take yet, a probe that cannot go out reads as a dead peer. */
-	ep->tx_budget = fi->tx_attr->size > 2 * ZSM_NET_CTRL_RESERVE
+	ep->queue.tx_budget = fi->tx_attr->size > 2 * ZSM_NET_CTRL_RESERVE
 				? fi->tx_attr->size - ZSM_NET_CTRL_RESERVE
 				: fi->tx_attr->size / 2;
 	/* Receives: the control receives are the reserve. */
-	ep->nctrl_rx = fi->rx_attr->size > 2 * ZSM_NET_CTRL_RX
+	ep->ctrl.nrx = fi->rx_attr->size > 2 * ZSM_NET_CTRL_RX
 			       ? ZSM_NET_CTRL_RX
 			       : (int)(fi->rx_attr->size / 2);
-	ep->rx_budget = fi->rx_attr->size - (size_t)ep->nctrl_rx;
+	ep->queue.rx_budget = fi->rx_attr->size - (size_t)ep->ctrl.nrx;
 	/* Half of it shared; the rest is each comm's room for its next
 	 * receive (zsm_net_ep_rx_room). */
-	ep->rx_budget /= 2;
+	ep->queue.rx_budget /= 2;
 	/* What the provider surely sends without the receiver: its eager
 	 * size where zsm knows it, else what it injects. */
-	ep->eager_max = ep->dev->eager ? ep->dev->eager
+	ep->queue.eager_max = ep->dev->eager ? ep->dev->eager
 				       : fi->tx_attr->inject_size;
 	/* Each send the provider holds may take one of its buffers (rxm:
 	 * 16.5 KiB, from pools that grow and are never given back), and so
@@ -120,8 +120,8 @@ static void zsm_net_ep_budgets(struct zsm_net_ep *ep,
 	 * posted ones all waited for data that needs it, nothing would
 	 * move; a posted receive costs rxm over tcp no buffer. */
 	inflight = (size_t)zsm_param_int(ZSM_P_NET_INFLIGHT);
-	if (ep->tx_budget > inflight)
-		ep->tx_budget = inflight;
+	if (ep->queue.tx_budget > inflight)
+		ep->queue.tx_budget = inflight;
 }
 
 /* The spill buffer control receives take as their second part. */
@@ -130,7 +130,7 @@ static int zsm_net_ep_spill_init(struct zsm_net_ep *ep, size_t size)
 	ep->spill = aligned_alloc(64, size);
 	if (!ep->spill)
 		return -FI_ENOMEM;
-	if (!ep->needs_mr)
+	if (!ep->fi.needs_mr)
 		return 0;
 	return zsm_net_mr_reg_internal(ep, ep->spill, size, FI_SEND | FI_RECV,
 				       &ep->spill_mr, &ep->spill_desc);
@@ -152,7 +152,8 @@ static int zsm_net_ep_open_parts(struct zsm_net_ep *ep, const char **step)
 	if (dev->read) {
 		/* Flushes read our own memory back through the NIC. */
 		*step = "fi_av_insert(own address)";
-		ret = fi_av_insert(ep->av, ep->addr, 1, &ep->self, 0, NULL);
+		ret = fi_av_insert(ep->fi.av, ep->fi.addr, 1, &ep->flush.self,
+				   0, NULL);
 		if (ret != 1)
 			return ret < 0 ? ret : -FI_EINVAL;
 		*step = "registering the flush page";
@@ -160,11 +161,11 @@ static int zsm_net_ep_open_parts(struct zsm_net_ep *ep, const char **step)
 		if (ret)
 			return ret;
 	}
-	if (ep->needs_mr) {
+	if (ep->fi.needs_mr) {
 		if (slot < sizeof(struct zsm_sig_msg))
 			slot = sizeof(struct zsm_sig_msg);
 		*step = "registering the send slots";
-		ret = zsm_net_txpool_init(ep, &ep->txpool, slot,
+		ret = zsm_net_txpool_init(ep, &ep->ctrl.txpool, slot,
 					  ZSM_NET_TXPOOL_SLOTS);
 		if (ret)
 			return ret;
@@ -184,12 +185,12 @@ static void zsm_net_ep_say_open(const struct zsm_net_ep *ep,
 {
 	ZSM_INFO("net: endpoint open on %s (%s), address %zu bytes, "
 		 "receives %s, %s%s",
-		 ep->dev->name, fi->fabric_attr->prov_name, ep->addr_len,
-		 ep->directed ? "for one source" : "from any source",
-		 ep->cq_data ? "keys in remote CQ data"
+		 ep->dev->name, fi->fabric_attr->prov_name, ep->fi.addr_len,
+		 ep->fi.directed ? "for one source" : "from any source",
+		 ep->fi.cq_data ? "keys in remote CQ data"
 			     : "no remote CQ data: data messages carry no "
 			       "key",
-		 !ep->needs_mr ? ""
+		 !ep->fi.needs_mr ? ""
 		 : (fi->domain_attr->mr_mode & FI_MR_LOCAL)
 			 ? ", every buffer registered (FI_MR_LOCAL)"
 			 : ", every buffer registered (ZSM_MR_LOCAL)");
@@ -205,19 +206,19 @@ static struct zsm_net_ep *zsm_net_ep_new(struct zsm_net_dev *dev,
 		return NULL;
 	ep->dev = dev;
 	ep->rx_role = rx_role;
-	ep->dmabuf_fd = -1;
-	ep->self = FI_ADDR_NOTAVAIL;
-	ep->mr_mode = fi->domain_attr->mr_mode;
+	ep->dmabuf.fd = -1;
+	ep->flush.self = FI_ADDR_NOTAVAIL;
+	ep->fi.mr_mode = fi->domain_attr->mr_mode;
 	/* ZSM_MR_LOCAL: the path of providers that want every buffer
 	 * registered (verbs, efa-direct), taken on any provider, where
 	 * none of those NICs is. */
-	ep->needs_mr = (fi->domain_attr->mr_mode & FI_MR_LOCAL) != 0 ||
+	ep->fi.needs_mr = (fi->domain_attr->mr_mode & FI_MR_LOCAL) != 0 ||
 		       zsm_param_int(ZSM_P_MR_LOCAL);
 	ep->rma = dev->rma_info ? dev->rma.mech : ZSM_RMA_MECH_NONE;
-	ep->addr_format = fi->addr_format;
-	ep->directed = (fi->caps & FI_DIRECTED_RECV) != 0;
-	ep->cq_data = fi->domain_attr->cq_data_size >= 4;
-	ep->crc = fi->domain_attr->cq_data_size >= 8;
+	ep->fi.addr_format = fi->addr_format;
+	ep->fi.directed = (fi->caps & FI_DIRECTED_RECV) != 0;
+	ep->fi.cq_data = fi->domain_attr->cq_data_size >= 4;
+	ep->fi.crc = fi->domain_attr->cq_data_size >= 8;
 	return ep;
 }
 
@@ -303,7 +304,7 @@ int zsm_net_ep_twin(struct zsm_net_ep *ep, struct zsm_net_ep **out)
 void zsm_net_ep_pump_hint(struct zsm_net_ep *ep)
 {
 	/* Sends only: posted receives wait on the fd (net_pump.c). */
-	int busy = ep->tx_inflight || ep->ctrl_tx || ep->ctrl_head;
+	int busy = ep->queue.tx_inflight || ep->ctrl.tx || ep->ctrl.head;
 
 	if (!ep->pump)
 		return;
@@ -325,7 +326,7 @@ static unsigned long zsm_net_ep_held(const struct zsm_net_ep *ep)
 	unsigned long n = 0;
 
 	for (const struct zsm_net_comm *c = ep->comms; c; c = c->ep_next)
-		n += (unsigned long)c->ops_posted;
+		n += (unsigned long)c->posted.ops;
 	return n;
 }
 
@@ -356,8 +357,8 @@ static void zsm_net_ep_destroy(struct zsm_net_ep *ep)
 
 	zsm_net_pump_stop(ep);
 	/* Comms' work parked here goes back to the engine's own list. */
-	zsm_proxy_room_flush(&ep->tx_room);
-	zsm_proxy_room_flush(&ep->rx_room);
+	zsm_proxy_room_flush(&ep->queue.tx_room);
+	zsm_proxy_room_flush(&ep->queue.rx_room);
 
 	if (held)
 		ZSM_INFO("net: %s: closing the endpoint with %lu operations "
@@ -366,9 +367,9 @@ static void zsm_net_ep_destroy(struct zsm_net_ep *ep)
 			 ZSM_NET_CLOSE_DRAIN_NS / 1000000ULL);
 	/* Closing the endpoint ends every operation; then nothing refers to
 	 * the comms and they can go, whether NCCL closed them or not. */
-	if (ep->ep)
-		fi_close(&ep->ep->fid);
-	ep->ep = NULL;
+	if (ep->fi.ep)
+		fi_close(&ep->fi.ep->fid);
+	ep->fi.ep = NULL;
 	for (c = ep->comms; c; c = next) {
 		next = c->ep_next;
 		zsm_net_comm_free(c);
@@ -376,7 +377,7 @@ static void zsm_net_ep_destroy(struct zsm_net_ep *ep)
 	ep->comms = NULL;
 	zsm_net_ctrl_drop_summary(ep, zsm_now_ns(), 1);
 	zsm_net_ctrl_fini(ep);
-	zsm_net_txpool_fini(&ep->txpool);
+	zsm_net_txpool_fini(&ep->ctrl.txpool);
 	if (ep->spill_mr)
 		zsm_net_mr_dereg_internal(ep->spill_mr);
 	free(ep->spill);
@@ -385,14 +386,14 @@ static void zsm_net_ep_destroy(struct zsm_net_ep *ep)
 	zsm_net_mr_fini(ep);
 	zsm_net_mr_flush_fini(ep);
 	zsm_idmap_fini(&ep->ids);
-	if (ep->cq)
-		fi_close(&ep->cq->fid);
-	if (ep->av)
-		fi_close(&ep->av->fid);
-	if (ep->domain)
-		fi_close(&ep->domain->fid);
-	if (ep->fabric)
-		fi_close(&ep->fabric->fid);
+	if (ep->fi.cq)
+		fi_close(&ep->fi.cq->fid);
+	if (ep->fi.av)
+		fi_close(&ep->fi.av->fid);
+	if (ep->fi.domain)
+		fi_close(&ep->fi.domain->fid);
+	if (ep->fi.fabric)
+		fi_close(&ep->fi.fabric->fid);
 	if (ep->dev && ep->dev->ep == ep)
 		ep->dev->ep = NULL;
 	if (ep->dev && ep->dev->ep_rx == ep)
@@ -404,7 +405,7 @@ void zsm_net_ep_close(struct zsm_net_ep *ep)
 {
 	if (!ep)
 		return;
-	if (ep->ep)
+	if (ep->fi.ep)
 		zsm_net_ep_drain(ep);
 	zsm_net_ep_destroy(ep);
 }

@@ -47,15 +47,15 @@ static int zsm_net_mr_attr_reg(struct zsm_net_ep *ep,
 	int ret;
 
 	attr->requested_key =
-		(ep->mr_mode & FI_MR_PROV_KEY) ? 0 : ++next_key;
-	ret = zsm_fi_mr_regattr(ep->domain, attr, flags, &mr);
+		(ep->fi.mr_mode & FI_MR_PROV_KEY) ? 0 : ++next_key;
+	ret = zsm_fi_mr_regattr(ep->fi.domain, attr, flags, &mr);
 	if (ret) {
 		ZSM_WARN("net: %s: fi_mr_regattr of %s failed: %s%s",
 			 ep->dev->name, what, zsm_fi_strerror(-ret), hint);
 		return -EIO;
 	}
-	if (ep->mr_mode & FI_MR_ENDPOINT) {
-		ret = fi_mr_bind(mr, &ep->ep->fid, 0);
+	if (ep->fi.mr_mode & FI_MR_ENDPOINT) {
+		ret = fi_mr_bind(mr, &ep->fi.ep->fid, 0);
 		if (!ret)
 			ret = fi_mr_enable(mr);
 		if (ret) {
@@ -71,8 +71,8 @@ static int zsm_net_mr_attr_reg(struct zsm_net_ep *ep,
 }
 
 /*
- * GPU memory as a dma-buf: NCCL's fd when regMrDmaBuf gave one (ep->
- * dmabuf_fd, under the engine lock), else one the driver exports now.
+ * GPU memory as a dma-buf: NCCL's fd when regMrDmaBuf gave one
+ * (ep->dmabuf.fd, under the engine lock), else one the driver exports now.
  * -ENOSYS when no fd could be had or the provider refuses dma-bufs: the
  * caller registers CUDA memory instead.
  */
@@ -82,11 +82,11 @@ static int zsm_net_mr_dmabuf_reg(struct zsm_net_ep *ep, uintptr_t start,
 {
 	struct zsm_fi_mr_dmabuf dmabuf = { .len = len };
 	char what[96];
-	void *base = ep->dmabuf_base;
+	void *base = ep->dmabuf.base;
 	uint64_t offset = 0;
-	int fd = ep->dmabuf_fd, own = -1, ret;
+	int fd = ep->dmabuf.fd, own = -1, ret;
 
-	if (ep->dmabuf_refused)
+	if (ep->dmabuf.refused)
 		return -ENOSYS;
 	/* NCCL's fd covers its buffer from byte 0; a cached range reaching
 	 * below that takes an fd of its own. */
@@ -114,7 +114,7 @@ static int zsm_net_mr_dmabuf_reg(struct zsm_net_ep *ep, uintptr_t start,
 	/* A provider or kernel without dma-buf support refuses them all;
 	 * CUDA registrations may still work (nvidia-peermem). */
 	if (ret)
-		ep->dmabuf_refused = 1;
+		ep->dmabuf.refused = 1;
 	return ret ? -ENOSYS : 0;
 }
 
@@ -132,7 +132,7 @@ static int zsm_net_mr_prov_reg(void *arg, uintptr_t start, size_t len,
 	/* Host memory on a provider that does not need registrations, and
 	 * no flush reading it back: the handle only carries a NULL
 	 * descriptor. */
-	if (!ep->needs_mr && type == ZSM_MEM_HOST && !gdr->flush_host) {
+	if (!ep->fi.needs_mr && type == ZSM_MEM_HOST && !gdr->flush_host) {
 		*prov = NULL;
 		return 0;
 	}
@@ -238,11 +238,11 @@ static int zsm_net_mr_get(struct zsm_net_ep *ep, void *data, size_t size,
 	 * service thread serialise with the engine through its lock, which
 	 * also keeps the dma-buf fd ours until the registration is done. */
 	zsm_proxy_lock();
-	ep->dmabuf_fd = dmabuf_fd;
-	ep->dmabuf_base = (char *)data - dmabuf_offset;
+	ep->dmabuf.fd = dmabuf_fd;
+	ep->dmabuf.base = (char *)data - dmabuf_offset;
 	ret = zsm_mr_cache_get(ep->mr_cache, data, size, type, &mr->entry);
-	ep->dmabuf_fd = -1;
-	ep->dmabuf_base = NULL;
+	ep->dmabuf.fd = -1;
+	ep->dmabuf.base = NULL;
 	if (!ret) {
 		mr->base.type = type;
 		mr->desc = mr->entry->prov ? fi_mr_desc(mr->entry->prov)
@@ -357,7 +357,7 @@ int zsm_net_mr_flush_target(const struct zsm_net_mr *mr, const void *data,
 	*key = fi_mr_key(prov);
 	/* Without FI_MR_VIRT_ADDR, remote addresses count from the start of
 	 * the registration. */
-	*addr = (mr->ep->mr_mode & FI_MR_VIRT_ADDR)
+	*addr = (mr->ep->fi.mr_mode & FI_MR_VIRT_ADDR)
 			? (uint64_t)(uintptr_t)data
 			: (uint64_t)((uintptr_t)data - mr->entry->start);
 	return 0;
@@ -396,13 +396,13 @@ int zsm_net_mr_flush_init(struct zsm_net_ep *ep)
 	long page = sysconf(_SC_PAGESIZE);
 	int ret;
 
-	ep->flush_buf = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE,
+	ep->flush.buf = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (ep->flush_buf == MAP_FAILED) {
-		ep->flush_buf = NULL;
+	if (ep->flush.buf == MAP_FAILED) {
+		ep->flush.buf = NULL;
 		return -ENOMEM;
 	}
-	iov.iov_base = ep->flush_buf;
+	iov.iov_base = ep->flush.buf;
 	iov.iov_len = (size_t)page;
 	attr.mr_iov = &iov;
 	attr.iov_count = 1;
@@ -410,24 +410,24 @@ int zsm_net_mr_flush_init(struct zsm_net_ep *ep)
 	attr.access = FI_READ;
 	attr.iface = FI_HMEM_SYSTEM;
 	ret = zsm_net_mr_attr_reg(ep, &attr, 0, "the flush page", "",
-				  &ep->flush_mr);
+				  &ep->flush.mr);
 	if (ret) {
-		munmap(ep->flush_buf, (size_t)page);
-		ep->flush_buf = NULL;
+		munmap(ep->flush.buf, (size_t)page);
+		ep->flush.buf = NULL;
 		return ret;
 	}
-	ep->flush_desc = fi_mr_desc(ep->flush_mr);
+	ep->flush.desc = fi_mr_desc(ep->flush.mr);
 	return 0;
 }
 
 void zsm_net_mr_flush_fini(struct zsm_net_ep *ep)
 {
-	if (ep->flush_mr)
-		fi_close(&ep->flush_mr->fid);
-	ep->flush_mr = NULL;
-	if (ep->flush_buf)
-		munmap(ep->flush_buf, (size_t)sysconf(_SC_PAGESIZE));
-	ep->flush_buf = NULL;
+	if (ep->flush.mr)
+		fi_close(&ep->flush.mr->fid);
+	ep->flush.mr = NULL;
+	if (ep->flush.buf)
+		munmap(ep->flush.buf, (size_t)sysconf(_SC_PAGESIZE));
+	ep->flush.buf = NULL;
 }
 
 static void zsm_net_mr_free_locked(struct zsm_net_mr *mr)

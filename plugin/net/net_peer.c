@@ -109,14 +109,15 @@ static void zsm_net_peer_set_knock(struct zsm_net_peer *p, const void *name)
 	    (fi->fabric_attr->prov_name[3] != '\0' &&
 	     fi->fabric_attr->prov_name[3] != ';'))
 		return;
-	if (ep->addr_format != FI_SOCKADDR &&
-	    ep->addr_format != FI_SOCKADDR_IN &&
-	    ep->addr_format != FI_SOCKADDR_IN6)
+	if (ep->fi.addr_format != FI_SOCKADDR &&
+	    ep->fi.addr_format != FI_SOCKADDR_IN &&
+	    ep->fi.addr_format != FI_SOCKADDR_IN6)
 		return;
 	memcpy(&family, name, sizeof(family));
-	if ((family == AF_INET && ep->addr_len >= sizeof(struct sockaddr_in)) ||
+	if ((family == AF_INET &&
+	     ep->fi.addr_len >= sizeof(struct sockaddr_in)) ||
 	    (family == AF_INET6 &&
-	     ep->addr_len >= sizeof(struct sockaddr_in6))) {
+	     ep->fi.addr_len >= sizeof(struct sockaddr_in6))) {
 		p->knock_len = family == AF_INET ? sizeof(struct sockaddr_in)
 						 : sizeof(struct sockaddr_in6);
 		memcpy(&p->knock_to, name, p->knock_len);
@@ -144,7 +145,7 @@ int zsm_net_peer_get(struct zsm_net_ep *ep, fi_addr_t addr, int same_host,
 	p->pid = pid;
 	p->pidfd = -1;
 	p->knock_fd = -1;
-	p->heard_ns = ep->pass_ns;
+	p->heard_ns = ep->pass.begin_ns;
 	if (same_host) {
 		/* Without a pidfd (fds exhausted, an old kernel) the peer is
 		 * judged by what is heard from it, like a remote one. */
@@ -224,9 +225,9 @@ static void zsm_net_peer_fail(struct zsm_net_peer *p, int err, const char *why)
 	p->failed = 1;
 	zsm_net_peer_knock_end(p);
 	for (struct zsm_net_comm *c = p->ep->comms; c; c = c->ep_next) {
-		if (c->peer_obj != p)
+		if (c->remote.obj != p)
 			continue;
-		c->peer_gone = 1;
+		c->remote.gone = 1;
 		/* A comm whose data moved to another transport has that
 		 * transport's own detector, which says it. */
 		if (c->closing || (c->owner && c->owner->tp != c))
@@ -241,7 +242,7 @@ static void zsm_net_peer_fail(struct zsm_net_peer *p, int err, const char *why)
 	 * gone process moves nothing, and a silent one's transfers end when
 	 * its endpoint closes (zsm_net_ep_retire). */
 	for (struct zsm_net_comm *c = p->ep->comms; c; c = c->ep_next)
-		if (c->peer_obj == p && c->closing)
+		if (c->remote.obj == p && c->closing)
 			zsm_net_comm_maybe_free(c);
 }
 
@@ -250,8 +251,9 @@ static void zsm_net_peer_fail(struct zsm_net_peer *p, int err, const char *why)
 static struct zsm_net_comm *zsm_net_peer_busy(struct zsm_net_peer *p)
 {
 	for (struct zsm_net_comm *c = p->ep->comms; c; c = c->ep_next)
-		if (c->peer_obj == p && !c->closing &&
-		    (c->data_ops || c->deferred || c->held) && c->peer_id &&
+		if (c->remote.obj == p && !c->closing &&
+		    (c->posted.data || c->posted.deferred || c->held) &&
+		    c->remote.id &&
 		    !zsm_net_comm_failed(c))
 			return c;
 	return NULL;
@@ -263,12 +265,12 @@ static uint64_t zsm_net_peer_inbound_ns(struct zsm_net_peer *p)
 	uint64_t bytes = 0;
 
 	for (struct zsm_net_comm *c = p->ep->comms; c; c = c->ep_next) {
-		if (c->peer_obj != p || c->closing)
+		if (c->remote.obj != p || c->closing)
 			continue;
-		if (c->recv_max > bytes)
-			bytes = c->recv_max;
-		if (c->rma_bytes > bytes)
-			bytes = c->rma_bytes;
+		if (c->posted.recv_max > bytes)
+			bytes = c->posted.recv_max;
+		if (c->rma.bytes > bytes)
+			bytes = c->rma.bytes;
 	}
 	return bytes * ZSM_NET_PEER_NS_PER_BYTE;
 }
@@ -282,7 +284,7 @@ static int zsm_net_peer_unanswered(struct zsm_net_peer *p, uint64_t now)
 	if (p->probe_ns && now - p->probe_ns >= tick)
 		return 1;
 	for (struct zsm_net_comm *c = p->ep->comms; c; c = c->ep_next)
-		if (c->peer_obj == p && !c->closing &&
+		if (c->remote.obj == p && !c->closing &&
 		    c->type == ZSM_COMM_SEND &&
 		    c->hs == ZSM_COMM_CONNECTING && now > c->started_ns &&
 		    now - c->started_ns >= tick)

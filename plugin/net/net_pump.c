@@ -125,7 +125,7 @@ void zsm_net_dev_plan_duplex(struct zsm_net_dev *dev)
 static int zsm_net_pump_sleep(struct zsm_net_pump *p)
 {
 	struct pollfd fds[2] = {{.fd = p->efd, .events = POLLIN},
-				{.fd = p->ep->wait_fd, .events = POLLIN}};
+				{.fd = p->ep->fi.wait_fd, .events = POLLIN}};
 	uint64_t v;
 	int n;
 
@@ -140,7 +140,7 @@ static int zsm_net_pump_sleep(struct zsm_net_pump *p)
 		atomic_store_explicit(&p->asleep, 0, memory_order_relaxed);
 		return 0;
 	}
-	n = poll(fds, p->ep->wait_fd >= 0 && !p->helper ? 2 : 1, -1);
+	n = poll(fds, p->ep->fi.wait_fd >= 0 && !p->helper ? 2 : 1, -1);
 	/* relaxed: only the wake-up decision reads it. */
 	atomic_store_explicit(&p->asleep, 0, memory_order_relaxed);
 	if (n > 0 && (fds[0].revents & POLLIN))
@@ -152,13 +152,13 @@ static void *zsm_net_pump_main(void *arg)
 {
 	struct zsm_net_pump *p = arg;
 	struct zsm_net_ep *ep = p->ep;
-	struct fid *cq = &ep->cq->fid;
+	struct fid *cq = &ep->fi.cq->fid;
 	uint64_t spin_until = 0, pending_since = 0;
 
 	/* relaxed: stop is a request; the join is the synchronisation. */
 	while (!atomic_load_explicit(&p->stop, memory_order_relaxed)) {
 		/* No room: the provider moves bytes, completions stay. */
-		ssize_t n = fi_cq_read(ep->cq, NULL, 0);
+		ssize_t n = fi_cq_read(ep->fi.cq, NULL, 0);
 		uint64_t now = zsm_now_ns();
 
 		if (p->helper) {
@@ -193,7 +193,8 @@ static void *zsm_net_pump_main(void *arg)
 			continue;
 		}
 		/* Not 0: the provider has something already. */
-		if (ep->wait_fd >= 0 && fi_trywait(ep->fabric, &cq, 1) != 0) {
+		if (ep->fi.wait_fd >= 0 &&
+		    fi_trywait(ep->fi.fabric, &cq, 1) != 0) {
 			spin_until = now + ZSM_NET_PUMP_SPIN_NS;
 			continue;
 		}

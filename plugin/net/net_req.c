@@ -25,7 +25,7 @@ uint64_t zsm_net_req_cq_data(const struct zsm_net_req *req)
 	uint64_t data = comm->data_key;
 
 	/* Host memory only: a GPU buffer is not the CPU's to read. */
-	if (comm->ep->crc && zsm_param_int(ZSM_P_CHECKSUM) &&
+	if (comm->ep->fi.crc && zsm_param_int(ZSM_P_CHECKSUM) &&
 	    (!mr || mr->type == ZSM_MEM_HOST))
 		data |= ZSM_CQ_HAS_CRC |
 			(uint64_t)zsm_crc32c(req->base.data[0],
@@ -102,7 +102,7 @@ static int zsm_net_req_waits(const struct zsm_net_comm *comm,
 	if (req->base.type == ZSM_REQ_SEND)
 		return zsm_net_credit_unasked(&comm->credit, req->get_seq);
 	if (req->base.type == ZSM_REQ_PUT)
-		return req->get_seq && comm->rma_acked < req->get_seq;
+		return req->get_seq && comm->rma.acked < req->get_seq;
 	return 0;
 }
 
@@ -139,19 +139,20 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
 	 * fail_rest completes some that never were. */
 	if (was_posted) {
 		if (b->type == ZSM_REQ_RECV)
-			comm->ep->rx_inflight--;
+			comm->ep->queue.rx_inflight--;
 		else
-			comm->ep->tx_inflight--;
+			comm->ep->queue.tx_inflight--;
 		if (b->type == ZSM_REQ_PUT || b->type == ZSM_REQ_GET)
 			zsm_net_rma_op_done(op, err);
 	}
 	op->posted = 2;
-	comm->ops_posted--;
-	comm->data_ops--;
-	comm->recv_ops -= b->type == ZSM_REQ_RECV;
-	if (!comm->recv_ops)
-		comm->recv_max = 0;
-	if (b->type == ZSM_REQ_RECV && !err && !orphan && comm->ep->cq_data &&
+	comm->posted.ops--;
+	comm->posted.data--;
+	comm->posted.recv -= b->type == ZSM_REQ_RECV;
+	if (!comm->posted.recv)
+		comm->posted.recv_max = 0;
+	if (b->type == ZSM_REQ_RECV && !err && !orphan &&
+	    comm->ep->fi.cq_data &&
 	    (data & ZSM_CQ_KEY_MASK) != comm->data_key) {
 		if (zsm_net_req_repost(req, op->index) == 0)
 			return;
@@ -191,7 +192,7 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
 	/* Only what arrives is word from the peer: a send completes when
 	 * our provider took it, which it does with the link down. */
 	if (!err && b->type == ZSM_REQ_RECV)
-		zsm_net_peer_heard(comm->peer_obj, comm->ep->pass_ns);
+		zsm_net_peer_heard(comm->remote.obj, comm->ep->pass.begin_ns);
 	if (err && !b->error)
 		b->error = err;
 	if (b->type == ZSM_REQ_RECV)
@@ -225,7 +226,7 @@ void zsm_net_req_undefer(struct zsm_net_req *req)
 {
 	if (req->deferred) {
 		req->deferred = 0;
-		zsm_net_req_link(req)->deferred--;
+		zsm_net_req_link(req)->posted.deferred--;
 	}
 }
 
@@ -288,10 +289,10 @@ int zsm_net_flush_op(struct zsm_comm *c, int n, void **data, const int *sizes,
 	b->type = ZSM_REQ_FLUSH;
 	b->n = 1;
 	b->remaining = 1;
-	b->data[0] = comm->ep->flush_buf;
+	b->data[0] = comm->ep->flush.buf;
 	b->len[0] = sizes[last] < 8 ? (size_t)sizes[last] : 8;
 	b->mh[0] = mrs[last];
-	req->mr_desc[0] = comm->ep->flush_desc;
+	req->mr_desc[0] = comm->ep->flush.desc;
 	req->ready = 1;
 	req->ops[0].req = req;
 	req->ops[0].kind = ZSM_OP_FLUSH;

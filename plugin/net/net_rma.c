@@ -78,7 +78,7 @@ int zsm_net_rma_reg_window_op(struct zsm_comm *c, void *data, size_t size,
 		return ret;
 	/* Without FI_MR_VIRT_ADDR, remote addresses count from the start of
 	 * the registration, which is the window's own (or its mirror's). */
-	win->addr = !(ep->mr_mode & FI_MR_VIRT_ADDR) ? 0
+	win->addr = !(ep->fi.mr_mode & FI_MR_VIRT_ADDR) ? 0
 		    : mr->mirror.host ? (uint64_t)(uintptr_t)mr->mirror.host
 							 : (uint64_t)(uintptr_t)data;
 	/* Peers write it through the endpoint they connect to: on a duplex
@@ -185,13 +185,13 @@ static ssize_t zsm_net_rma_write_delivered(struct zsm_net_req *req,
 		.msg_iov = &iov,
 		.desc = &req->mr_desc[0],
 		.iov_count = 1,
-		.addr = comm->peer,
+		.addr = comm->remote.addr,
 		.rma_iov = &rma,
 		.rma_iov_count = 1,
 		.context = &op->fi_ctx,
 	};
 
-	return fi_writemsg(comm->ep->ep, &msg,
+	return fi_writemsg(comm->ep->fi.ep, &msg,
 			   FI_DELIVERY_COMPLETE | FI_COMPLETION);
 }
 
@@ -210,10 +210,10 @@ static void zsm_net_rma_refused(struct zsm_net_comm *comm,
 
 	if (comm->closing || zsm_net_comm_failed(comm))
 		return;
-	comm->refused.addr = b->rma.addr;
-	comm->refused.key = b->rma.key;
-	comm->refused.err = err;
-	comm->refused.ns = comm->ep->pass_ns;
+	comm->rma.refused.addr = b->rma.addr;
+	comm->rma.refused.key = b->rma.key;
+	comm->rma.refused.err = err;
+	comm->rma.refused.ns = comm->ep->pass.begin_ns;
 	snprintf(why, sizeof(why),
 		 "the peer did not apply our %s of %zu bytes at %llx under key "
 		 "%llx (%s): not a window of its (a stale or forged "
@@ -253,26 +253,28 @@ void zsm_net_rma_op_done(struct zsm_net_op *op, int err)
 		zsm_net_rma_refused(comm, b, err);
 	if (b->type == ZSM_REQ_GET) {
 		if (op->index == 1)
-			comm->rma_bytes -= b->len[0];
+			comm->rma.bytes -= b->len[0];
 		/* Its GET's send (its read holds no copy). */
 		if (op->index == 0) {
-			zsm_net_txpool_put(&comm->ep->txpool, req->sig_slot);
+			zsm_net_txpool_put(&comm->ep->ctrl.txpool,
+					   req->sig_slot);
 			req->sig_slot = NULL;
 		}
 		return;
 	}
 	switch (zsm_net_rma_op_of(b, op->index)) {
 	case ZSM_NET_RMA_BYTES:
-		comm->rma_writes--;
-		comm->rma_bytes -= b->len[0];
+		comm->rma.writes--;
+		comm->rma.bytes -= b->len[0];
 		break;
 	case ZSM_NET_RMA_SIGNAL:
 		/* The signal's send: its copy may go. */
-		zsm_net_txpool_put(&comm->ep->txpool, req->sig_slot);
+		zsm_net_txpool_put(&comm->ep->ctrl.txpool,
+				   req->sig_slot);
 		req->sig_slot = NULL;
 		break;
 	case ZSM_NET_RMA_ADD:
-		zsm_net_txpool_put(&comm->ep->txpool, req->add_slot);
+		zsm_net_txpool_put(&comm->ep->ctrl.txpool, req->add_slot);
 		req->add_slot = NULL;
 		break;
 	}
@@ -298,8 +300,8 @@ ssize_t zsm_net_rma_send_msg(struct zsm_net_req *req, struct zsm_net_op *op,
 		.msg_iov = &iov,
 		.desc = &desc,
 		.iov_count = 1,
-		.addr = comm->peer,
-		.tag = zsm_tag_ctrl(comm->peer_id, t),
+		.addr = comm->remote.addr,
+		.tag = zsm_tag_ctrl(comm->remote.id, t),
 		.context = &op->fi_ctx,
 	};
 	ssize_t ret;
@@ -310,16 +312,16 @@ ssize_t zsm_net_rma_send_msg(struct zsm_net_req *req, struct zsm_net_op *op,
 					  &desc);
 	if (!iov.iov_base)
 		return -FI_EAGAIN;
-	ret = fenced ? fi_tsendmsg(ep->ep, &msg, FI_FENCE | FI_COMPLETION)
-		     : fi_tsend(ep->ep, iov.iov_base, iov.iov_len, desc,
-				comm->peer, msg.tag, &op->fi_ctx);
+	ret = fenced ? fi_tsendmsg(ep->fi.ep, &msg, FI_FENCE | FI_COMPLETION)
+		     : fi_tsend(ep->fi.ep, iov.iov_base, iov.iov_len, desc,
+				comm->remote.addr, msg.tag, &op->fi_ctx);
 	slot = zsm_net_txpool_posted(ep, iov.iov_base, ret);
 	if (ret)
 		return ret;
 	if (slot)
 		req->sig_slot = slot;
 	if (ack)
-		req->get_seq = ++comm->rma_asked;
+		req->get_seq = ++comm->rma.asked;
 	return 0;
 }
 
@@ -337,14 +339,14 @@ static ssize_t zsm_net_rma_post_add(struct zsm_net_req *req,
 	void *desc = NULL;
 	ssize_t ret;
 
-	if (comm->rma_acked < comm->rma_asked)
+	if (comm->rma.acked < comm->rma.asked)
 		return -FI_EAGAIN;
 	req->operand = b->rma.sig_add;
 	operand = zsm_net_txpool_src(ep, &req->operand, sizeof(req->operand),
 				     &desc);
 	if (!operand)
 		return -FI_EAGAIN;
-	ret = fi_atomic(ep->ep, operand, 1, desc, comm->peer,
+	ret = fi_atomic(ep->fi.ep, operand, 1, desc, comm->remote.addr,
 			b->rma.sig_addr, b->rma.sig_key, FI_UINT64, FI_SUM,
 			&op->fi_ctx);
 	operand = zsm_net_txpool_posted(ep, operand, ret);
@@ -383,25 +385,25 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 		    ep->rma == ZSM_RMA_MECH_SAW)
 			ret = zsm_net_rma_write_delivered(req, op, buf);
 		else if (ep->rma == ZSM_RMA_MECH_WRITEDATA)
-			ret = fi_writedata(ep->ep, buf, b->len[0],
-					   req->mr_desc[0], comm->peer_id,
-					   comm->peer, b->rma.addr, b->rma.key,
-					   &op->fi_ctx);
+			ret = fi_writedata(ep->fi.ep, buf, b->len[0],
+					   req->mr_desc[0], comm->remote.id,
+					   comm->remote.addr, b->rma.addr,
+					   b->rma.key, &op->fi_ctx);
 		else
-			ret = fi_write(ep->ep, buf, b->len[0], req->mr_desc[0],
-				       comm->peer, b->rma.addr, b->rma.key,
-				       &op->fi_ctx);
+			ret = fi_write(ep->fi.ep, buf, b->len[0],
+				       req->mr_desc[0], comm->remote.addr,
+				       b->rma.addr, b->rma.key, &op->fi_ctx);
 		if (!ret) {
-			comm->rma_writes++;
-			comm->rma_posted++;
-			comm->rma_bytes += b->len[0];
+			comm->rma.writes++;
+			comm->rma.posted++;
+			comm->rma.bytes += b->len[0];
 		}
 		return ret;
 	}
 	/* fence: the signal goes once every earlier write of the comm was
 	 * delivered; the request waits in the comm's fifo, and so do the
 	 * comm's later ones. */
-	if (ep->rma == ZSM_RMA_MECH_FENCE && comm->rma_writes)
+	if (ep->rma == ZSM_RMA_MECH_FENCE && comm->rma.writes)
 		return -FI_EAGAIN;
 	zsm_net_rma_msg_head(comm, m, ZSM_CTRL_SIGNAL);
 	/* A signal the NIC adds is not the message's (its put's notice). */
@@ -410,7 +412,7 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 		m->off = b->rma.sig_off;
 		m->add = b->rma.sig_add;
 	}
-	m->writes = comm->rma_posted;
+	m->writes = comm->rma.posted;
 	if (b->len[0] > 0 && (b->rma.dst_flags & ZSM_WIN_STAGED)) {
 		m->put_win = b->rma.dst_id;
 		m->put_addr = b->rma.addr;
@@ -446,7 +448,7 @@ static int zsm_net_rma_land(struct zsm_net_comm *c,
 	uint64_t base, off;
 	int ret;
 
-	base = mr && (c->ep->mr_mode & FI_MR_VIRT_ADDR)
+	base = mr && (c->ep->fi.mr_mode & FI_MR_VIRT_ADDR)
 		       ? (uint64_t)(uintptr_t)mr->mirror.host
 		       : 0;
 	if (!mr || !mr->mirror.host || m->put_addr < base ||
@@ -486,11 +488,11 @@ static void zsm_net_rma_release(struct zsm_net_comm *c)
 {
 	struct zsm_net_sig_wait *w;
 
-	while ((w = c->sig_head) && w->m.writes <= c->rma_landed &&
+	while ((w = c->rma.sig_head) && w->m.writes <= c->rma.landed &&
 	       !c->failed) {
-		c->sig_head = w->next;
-		if (!c->sig_head)
-			c->sig_tail = NULL;
+		c->rma.sig_head = w->next;
+		if (!c->rma.sig_head)
+			c->rma.sig_tail = NULL;
 		zsm_net_rma_apply(c, &w->m);
 		free(w);
 	}
@@ -506,20 +508,20 @@ void zsm_net_rma_on_write(struct zsm_net_ep *ep, uint64_t data)
 	 * to wait for it. */
 	if (!c || c->type != ZSM_COMM_RECV)
 		return;
-	c->rma_landed++;
-	if (c->sig_head)
+	c->rma.landed++;
+	if (c->rma.sig_head)
 		zsm_net_rma_release(c);
 }
 
 void zsm_net_rma_comm_fini(struct zsm_net_comm *c)
 {
-	while (c->sig_head) {
-		struct zsm_net_sig_wait *w = c->sig_head;
+	while (c->rma.sig_head) {
+		struct zsm_net_sig_wait *w = c->rma.sig_head;
 
-		c->sig_head = w->next;
+		c->rma.sig_head = w->next;
 		free(w);
 	}
-	c->sig_tail = NULL;
+	c->rma.sig_tail = NULL;
 }
 
 void zsm_net_rma_on_signal(struct zsm_net_comm *c,
@@ -527,11 +529,11 @@ void zsm_net_rma_on_signal(struct zsm_net_comm *c,
 {
 	struct zsm_net_sig_wait *w;
 
-	zsm_net_peer_heard(c->peer_obj, c->ep->pass_ns);
+	zsm_net_peer_heard(c->remote.obj, c->ep->pass.begin_ns);
 	/* Signals arrive in order (the provider orders messages), so one
 	 * held back holds the later ones too. */
 	if (c->ep->rma == ZSM_RMA_MECH_WRITEDATA &&
-	    (m->writes > c->rma_landed || c->sig_head)) {
+	    (m->writes > c->rma.landed || c->rma.sig_head)) {
 		w = malloc(sizeof(*w));
 		if (!w) {
 			zsm_net_comm_fail(c, -ENOMEM,
@@ -540,11 +542,11 @@ void zsm_net_rma_on_signal(struct zsm_net_comm *c,
 		}
 		w->m = *m;
 		w->next = NULL;
-		if (c->sig_tail)
-			c->sig_tail->next = w;
+		if (c->rma.sig_tail)
+			c->rma.sig_tail->next = w;
 		else
-			c->sig_head = w;
-		c->sig_tail = w;
+			c->rma.sig_head = w;
+		c->rma.sig_tail = w;
 		zsm_net_rma_release(c);
 		return;
 	}
@@ -640,9 +642,9 @@ static void zsm_net_rma_apply(struct zsm_net_comm *c,
 	 * failed comm no longer applies. */
 	if (!(m->flags & ZSM_SIG_ACK) && !ret)
 		return;
-	if (ret && !c->rma_status)
-		c->rma_status = ret;
-	c->rma_applied += (m->flags & ZSM_SIG_ACK) != 0;
+	if (ret && !c->rma.status)
+		c->rma.status = ret;
+	c->rma.applied += (m->flags & ZSM_SIG_ACK) != 0;
 	zsm_net_ctrl_want(c, ZSM_CTRL_SIGNALED);
 }
 
@@ -651,7 +653,7 @@ void zsm_net_rma_on_signaled(struct zsm_net_comm *c,
 {
 	char why[160];
 
-	zsm_net_peer_heard(c->peer_obj, c->ep->pass_ns);
+	zsm_net_peer_heard(c->remote.obj, c->ep->pass.begin_ns);
 	if (m->status) {
 		/* The peer's errno, said as a number: any value may come. */
 		snprintf(why, sizeof(why),
@@ -661,7 +663,7 @@ void zsm_net_rma_on_signaled(struct zsm_net_comm *c,
 		zsm_net_comm_fail(c, -EPROTO, why);
 		return;
 	}
-	if (m->applied > c->rma_asked) {
+	if (m->applied > c->rma.asked) {
 		zsm_net_comm_fail(c, -EPROTO,
 				  "the peer said it applied signals never "
 				  "sent");
@@ -669,8 +671,8 @@ void zsm_net_rma_on_signaled(struct zsm_net_comm *c,
 	}
 	/* Counts only grow, and SIGNALEDs come in order: the newest is
 	 * the largest. */
-	if (m->applied > c->rma_acked) {
-		c->rma_acked = m->applied;
+	if (m->applied > c->rma.acked) {
+		c->rma.acked = m->applied;
 		zsm_net_req_report_held(c, 0);
 	}
 }

@@ -44,8 +44,8 @@ void zsm_net_rma_msg_head(const struct zsm_net_comm *comm,
 	m->version = ZSM_HANDLE_VERSION;
 	m->type = (uint16_t)t;
 	m->src_id = comm->local_id;
-	m->dst_id = comm->peer_id;
-	m->key = comm->peer_key;
+	m->dst_id = comm->remote.id;
+	m->key = comm->remote.key;
 }
 
 /* A get's local registration when it is a staged window of ours. */
@@ -73,16 +73,16 @@ static ssize_t zsm_net_rma_get_ask(struct zsm_net_req *req,
 	 * the GET waits, as a signal does, until every earlier write of the
 	 * comm completed; it stays in the comm's fifo meanwhile.  Under
 	 * atomic its FI_FENCE does that (zsm_net_rma_send_msg). */
-	if (ep->rma == ZSM_RMA_MECH_FENCE && comm->rma_writes)
+	if (ep->rma == ZSM_RMA_MECH_FENCE && comm->rma.writes)
 		return -FI_EAGAIN;
 	zsm_net_rma_msg_head(comm, m, ZSM_CTRL_GET);
 	m->put_win = b->rma.dst_id;
 	m->put_addr = b->rma.addr;
 	m->put_len = b->len[0];
-	m->writes = comm->rma_posted;
+	m->writes = comm->rma.posted;
 	ret = zsm_net_rma_send_msg(req, op, ZSM_CTRL_GET);
 	if (!ret) {
-		req->get_seq = ++comm->gets_sent;
+		req->get_seq = ++comm->rma.gets_sent;
 		req->get_deadline_ns = zsm_now_ns() + ZSM_NET_GET_WAIT_NS;
 	}
 	return ret;
@@ -99,7 +99,7 @@ ssize_t zsm_net_rma_get_post(struct zsm_net_req *req, int i)
 
 	if (i == 0)
 		return zsm_net_rma_get_ask(req, &req->ops[0]);
-	if (comm->gets_ready < req->get_seq) {
+	if (comm->rma.gets_ready < req->get_seq) {
 		if (zsm_now_ns() > req->get_deadline_ns) {
 			snprintf(why, sizeof(why),
 				 "no answer to a get of %zu bytes in %llu s "
@@ -107,7 +107,7 @@ ssize_t zsm_net_rma_get_post(struct zsm_net_req *req, int i)
 				 b->len[0],
 				 ZSM_NET_GET_WAIT_NS / 1000000000ULL,
 				 (unsigned long long)req->get_seq,
-				 (unsigned long long)comm->gets_ready);
+				 (unsigned long long)comm->rma.gets_ready);
 			/* The next retry finds the comm failed and ends the
 			 * request with its error. */
 			zsm_net_comm_fail(comm, -ETIMEDOUT, why);
@@ -129,10 +129,11 @@ ssize_t zsm_net_rma_get_post(struct zsm_net_req *req, int i)
 		}
 		buf = mr->mirror.host + off;
 	}
-	ret = fi_read(comm->ep->ep, buf, b->len[0], req->mr_desc[0],
-		      comm->peer, b->rma.addr, b->rma.key, &req->ops[1].fi_ctx);
+	ret = fi_read(comm->ep->fi.ep, buf, b->len[0], req->mr_desc[0],
+		      comm->remote.addr, b->rma.addr, b->rma.key,
+		      &req->ops[1].fi_ctx);
 	if (!ret)
-		comm->rma_bytes += b->len[0];
+		comm->rma.bytes += b->len[0];
 	return ret;
 }
 
@@ -163,7 +164,7 @@ void zsm_net_rma_get_serve(struct zsm_net_comm *c,
 
 	/* Without FI_MR_VIRT_ADDR the read names offsets into the
 	 * registration, which is the window's mirror for a GPU window. */
-	if (mr && (c->ep->mr_mode & FI_MR_VIRT_ADDR))
+	if (mr && (c->ep->fi.mr_mode & FI_MR_VIRT_ADDR))
 		base = (uint64_t)(uintptr_t)(mr->mirror.host ? mr->mirror.host
 							      : mr->start);
 	/* The peer named the bytes: they must lie inside a window of ours
@@ -190,9 +191,9 @@ void zsm_net_rma_get_serve(struct zsm_net_comm *c,
 				 "window failed",
 				 (unsigned long long)m->put_len);
 	}
-	c->gets_served++;
-	if (ret && !c->get_err)
-		c->get_err = ret;
+	c->rma.gets_served++;
+	if (ret && !c->rma.get_err)
+		c->rma.get_err = ret;
 	/* Answered even when it failed: the initiator learns it now, not
 	 * at its deadline. */
 	zsm_net_ctrl_want(c, ZSM_CTRL_GET_READY);
@@ -206,10 +207,10 @@ void zsm_net_rma_get_ready(struct zsm_net_comm *c,
 	char why[160];
 	int err = m->status;
 
-	zsm_net_peer_heard(c->peer_obj, c->ep->pass_ns);
-	if (!err && m->credit <= c->gets_sent) {
-		if (m->credit > c->gets_ready)
-			c->gets_ready = m->credit;
+	zsm_net_peer_heard(c->remote.obj, c->ep->pass.begin_ns);
+	if (!err && m->credit <= c->rma.gets_sent) {
+		if (m->credit > c->rma.gets_ready)
+			c->rma.gets_ready = m->credit;
 		return;
 	}
 	if (err)
@@ -221,6 +222,6 @@ void zsm_net_rma_get_ready(struct zsm_net_comm *c,
 		snprintf(why, sizeof(why),
 			 "the peer answered %llu gets, of %llu asked",
 			 (unsigned long long)m->credit,
-			 (unsigned long long)c->gets_sent);
+			 (unsigned long long)c->rma.gets_sent);
 	zsm_net_comm_fail(c, err < 0 && err > -4096 ? err : -EPROTO, why);
 }

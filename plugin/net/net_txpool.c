@@ -83,17 +83,17 @@ void *zsm_net_txpool_src(struct zsm_net_ep *ep, void *msg, size_t len,
 			 void **desc)
 {
 	*desc = NULL;
-	if (!ep->needs_mr)
+	if (!ep->fi.needs_mr)
 		return msg;
-	return zsm_net_txpool_copy(&ep->txpool, msg, len, desc);
+	return zsm_net_txpool_copy(&ep->ctrl.txpool, msg, len, desc);
 }
 
 void *zsm_net_txpool_posted(struct zsm_net_ep *ep, void *buf, long ret)
 {
-	if (!ep->needs_mr)
+	if (!ep->fi.needs_mr)
 		return NULL;
 	if (ret) {
-		zsm_net_txpool_put(&ep->txpool, buf);
+		zsm_net_txpool_put(&ep->ctrl.txpool, buf);
 		return NULL;
 	}
 	return buf;

@@ -70,8 +70,6 @@ OVER = {
     ('struct', 'api/api_int.h', 'zsm_api_comm'),
     ('struct', 'ce/ce_wire.h', 'zsm_ce_slot'),
     ('struct', 'ce/ce_int.h', 'zsm_ce_chan'),
-    ('struct', 'net/net.h', 'zsm_net_comm'),
-    ('struct', 'net/net.h', 'zsm_net_ep'),
 }
 
 # The transport choice: the one place outside plugin/ce that knows the

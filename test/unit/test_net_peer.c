@@ -57,21 +57,21 @@ static void fake_open_at(struct fake *f, uint64_t recv_max, const char *prov,
 	f->fabric.prov_name = (char *)prov;
 	f->info.fabric_attr = &f->fabric;
 	f->dev.info = &f->info;
-	f->ep.addr_format = FI_SOCKADDR_IN;
-	f->ep.addr_len = sizeof(*name);
+	f->ep.fi.addr_format = FI_SOCKADDR_IN;
+	f->ep.fi.addr_len = sizeof(*name);
 	snprintf(f->dev.name, sizeof(f->dev.name), "fake0");
 	f->dev.ep = &f->ep;
 	f->ep.dev = &f->dev;
-	f->ep.pass_ns = T0;
+	f->ep.pass.begin_ns = T0;
 	f->comm = calloc(1, sizeof(*f->comm));
 	assert_non_null(f->comm);
 	f->comm->ep = &f->ep;
 	f->comm->type = ZSM_COMM_RECV;
 	f->comm->local_id = 1;
-	f->comm->peer_id = 2;
-	f->comm->data_ops = 1;
-	f->comm->recv_ops = 1;
-	f->comm->recv_max = recv_max;
+	f->comm->remote.id = 2;
+	f->comm->posted.data = 1;
+	f->comm->posted.recv = 1;
+	f->comm->posted.recv_max = recv_max;
 	f->ep.comms = f->comm;
 	f->owner = zsm_comm_new(ZSM_COMM_RECV);
 	assert_non_null(f->owner);
@@ -79,7 +79,7 @@ static void fake_open_at(struct fake *f, uint64_t recv_max, const char *prov,
 	f->comm->owner = f->owner;
 	zsm_assert_int_eq(zsm_net_peer_get(&f->ep, 5, 0, 4242, name, &f->peer),
 			  0);
-	f->comm->peer_obj = f->peer;
+	f->comm->remote.obj = f->peer;
 }
 
 static void fake_open(struct fake *f, uint64_t recv_max)
@@ -106,7 +106,7 @@ static void test_net_peer_silence_fails_comms(void **state)
 	(void)state;
 	fake_open(&f, 4096);
 	zsm_net_peer_check(&f.ep, T0 + 1500 * MS);
-	assert_true(f.comm->ctrl_want & (1u << ZSM_CTRL_PING));
+	assert_true(f.comm->ctrl.want & (1u << ZSM_CTRL_PING));
 	assert_int_equal(fake_failed(&f), 0);
 	/* Silent for twice the setting, but the probe went out only 0.5 s
 	 * ago: it gets the whole setting to be answered. */
@@ -126,7 +126,7 @@ static void test_net_peer_late_check_probes_first(void **state)
 	(void)state;
 	fake_open(&f, 4096);
 	zsm_net_peer_check(&f.ep, T0 + 2600 * MS);
-	assert_true(f.comm->ctrl_want & (1u << ZSM_CTRL_PING));
+	assert_true(f.comm->ctrl.want & (1u << ZSM_CTRL_PING));
 	assert_int_equal(fake_failed(&f), 0);
 	zsm_net_peer_check(&f.ep, T0 + 3200 * MS);
 	assert_int_equal(fake_failed(&f), 0);
@@ -159,9 +159,9 @@ static void test_net_peer_rma_in_flight_is_not_silence(void **state)
 
 	(void)state;
 	fake_open(&f, 4096);
-	f.comm->rma_bytes = 64ULL << 20;
+	f.comm->rma.bytes = 64ULL << 20;
 	zsm_net_peer_check(&f.ep, T0 + 1500 * MS);
-	assert_true(f.comm->ctrl_want & (1u << ZSM_CTRL_PING));
+	assert_true(f.comm->ctrl.want & (1u << ZSM_CTRL_PING));
 	zsm_net_peer_check(&f.ep, T0 + 3000 * MS);
 	zsm_net_peer_check(&f.ep, T0 + 8600 * MS);
 	assert_int_equal(fake_failed(&f), 0);
@@ -180,9 +180,9 @@ static void test_net_peer_heard_restarts_clock(void **state)
 	zsm_net_peer_check(&f.ep, T0 + 1500 * MS);
 	zsm_net_peer_heard(f.peer, T0 + 1900 * MS);
 	/* The next probe goes at 1 s of the new silence. */
-	f.comm->ctrl_want = 0;
+	f.comm->ctrl.want = 0;
 	zsm_net_peer_check(&f.ep, T0 + 2950 * MS);
-	assert_true(f.comm->ctrl_want & (1u << ZSM_CTRL_PING));
+	assert_true(f.comm->ctrl.want & (1u << ZSM_CTRL_PING));
 	zsm_net_peer_check(&f.ep, T0 + 3800 * MS);
 	assert_int_equal(fake_failed(&f), 0);
 	zsm_net_peer_check(&f.ep, T0 + 3950 * MS);
@@ -234,7 +234,7 @@ static void test_net_peer_stop_of_10s_is_survived(void **state)
 	(void)state;
 	fake_open_at(&f, 4096, "tcp;ofi_rxm", &a);
 	check_through(&f, T0, T0 + 12000 * MS);
-	assert_true(f.comm->ctrl_want & (1u << ZSM_CTRL_PING));
+	assert_true(f.comm->ctrl.want & (1u << ZSM_CTRL_PING));
 	assert_int_equal(fake_failed(&f), 0);
 	check_through(&f, T0 + 12000 * MS, T0 + 19750 * MS);
 	assert_int_equal(fake_failed(&f), 0);
@@ -255,7 +255,7 @@ static void test_net_peer_refused_knock_fails_comms(void **state)
 	loopback_port(&a, 0);
 	fake_open_at(&f, 4096, "tcp;ofi_rxm", &a);
 	check_through(&f, T0, T0 + 1000 * MS);
-	assert_true(f.comm->ctrl_want & (1u << ZSM_CTRL_PING));
+	assert_true(f.comm->ctrl.want & (1u << ZSM_CTRL_PING));
 	assert_int_equal(fake_failed(&f), 0);
 	check_through(&f, T0 + 1250 * MS, T0 + 2000 * MS);
 	zsm_assert_int_eq(fake_failed(&f), -ECONNRESET);
@@ -273,8 +273,8 @@ static void test_net_peer_refused_connect_fails_at_once(void **state)
 	loopback_port(&a, 0);
 	fake_open_at(&f, 0, "tcp;ofi_rxm", &a);
 	f.comm->type = ZSM_COMM_SEND;
-	f.comm->data_ops = 0;
-	f.comm->recv_ops = 0;
+	f.comm->posted.data = 0;
+	f.comm->posted.recv = 0;
 	f.comm->started_ns = T0;
 	check_through(&f, T0, T0 + 750 * MS);
 	zsm_assert_int_eq(fake_failed(&f), -ECONNRESET);
@@ -322,14 +322,14 @@ static void test_net_peer_held_send_is_watched(void **state)
 	assert_non_null(held);
 	fake_open(&f, 0);
 	f.comm->type = ZSM_COMM_SEND;
-	f.comm->data_ops = 0;
-	f.comm->recv_ops = 0;
+	f.comm->posted.data = 0;
+	f.comm->posted.recv = 0;
 	held->base.type = ZSM_REQ_SEND;
 	held->base.comm = f.owner;
 	atomic_store(&held->base.state, ZSM_REQ_PENDING);
 	f.comm->held = held;
 	zsm_net_peer_check(&f.ep, T0 + 1500 * MS);
-	assert_true(f.comm->ctrl_want & (1u << ZSM_CTRL_PING));
+	assert_true(f.comm->ctrl.want & (1u << ZSM_CTRL_PING));
 	zsm_net_peer_check(&f.ep, T0 + 2510 * MS);
 	zsm_assert_int_eq(fake_failed(&f), -ECONNRESET);
 	zsm_assert_int_eq(atomic_load(&held->base.state), -ECONNRESET);

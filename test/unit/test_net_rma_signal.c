@@ -106,7 +106,7 @@ static void test_net_rma_signal_keeps_order(void **state)
 	zsm_assert_int_eq(fx.words[0], 0);
 	landed(1);
 	zsm_assert_int_eq(fx.words[0], 11);
-	assert_null(fx.c.sig_head);
+	assert_null(fx.c.rma.sig_head);
 }
 
 /* Under saw the provider orders the writes: no waiting. */
@@ -116,7 +116,7 @@ static void test_net_rma_signal_saw_applies_at_once(void **state)
 	fx.ep.rma = ZSM_RMA_MECH_SAW;
 	sig(9, 16, 4);
 	zsm_assert_int_eq(fx.words[2], 4);
-	assert_null(fx.c.sig_head);
+	assert_null(fx.c.rma.sig_head);
 }
 
 /* A held signal whose word turns out bad fails the comm when applied,
