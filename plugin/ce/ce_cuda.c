@@ -159,7 +159,7 @@ static int zsm_ce_cuda_import(struct zsm_ce_chan *ch, const struct zsm_ce_slot *
 	char why[256];
 	int fd, err;
 
-	fd = zsm_ce_pidfd_getfd(ch->pidfd, s->vmm_fd);
+	fd = zsm_ce_pidfd_getfd(ch->pidfd, s->alloc.vmm_fd);
 	if (fd < 0) {
 		err = -errno;
 		ZSM_WARN("ce: %s comm %u: taking pid %d's cuMem export: "
@@ -168,7 +168,7 @@ static int zsm_ce_cuda_import(struct zsm_ce_chan *ch, const struct zsm_ce_slot *
 			 strerror(errno));
 		return err;
 	}
-	m->size = s->alloc_size;
+	m->size = s->alloc.size;
 	res = zsm_cuda_table()->mem_import(&m->handle, (void *)(uintptr_t)fd,
 				   ZSM_CU_MEM_HANDLE_TYPE_POSIX_FD);
 	close(fd);
@@ -217,10 +217,13 @@ static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
 
 	/* Two registrations of one cudaMalloc allocation share its IPC
 	 * handle, and the driver maps a handle once per process. */
-	for (m = ch->maps; m; m = m->next) {
-		if (s->vmm_fd >= 0 ? m->vmm && m->reg_id == s->reg_id
-				   : !m->vmm && !memcmp(&m->ipc, &s->ipc,
-							sizeof(s->ipc))) {
+	for (m = ch->gpu.maps; m; m = m->next) {
+		int same = s->alloc.vmm_fd >= 0
+				   ? m->vmm && m->reg_id == s->alloc.reg_id
+				   : !m->vmm && !memcmp(&m->ipc, &s->alloc.ipc,
+							sizeof(s->alloc.ipc));
+
+		if (same) {
 			*ptr = m->ptr;
 			return 0;
 		}
@@ -234,15 +237,15 @@ static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
 	ZSM_INFO("ce: %s comm %u opens pid %d's GPU allocation %llu "
 		 "(%llu bytes, %s)",
 		 zsm_ce_side(ch), ch->comm->id, (int)ch->peer_pid,
-		 (unsigned long long)s->reg_id,
-		 (unsigned long long)s->alloc_size,
-		 s->vmm_fd >= 0 ? "cuMem export" : "IPC handle");
-	m->reg_id = s->reg_id;
+		 (unsigned long long)s->alloc.reg_id,
+		 (unsigned long long)s->alloc.size,
+		 s->alloc.vmm_fd >= 0 ? "cuMem export" : "IPC handle");
+	m->reg_id = s->alloc.reg_id;
 	m->comm_id = ch->comm->id;
 	m->peer = ch->peer_pid;
 	/* The caller made ctx current: the mapping lives there. */
 	zsm_cuda_table()->ctx_get_current(&m->ctx);
-	if (s->vmm_fd >= 0) {
+	if (s->alloc.vmm_fd >= 0) {
 		m->vmm = 1;
 		err = zsm_ce_cuda_import(ch, s, dev, m);
 		if (err) {
@@ -251,9 +254,10 @@ static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
 			return err;
 		}
 	} else {
-		m->ipc = s->ipc;
+		m->ipc = s->alloc.ipc;
 		res = zsm_cuda_table()->ipc_open_mem_handle(
-			&m->ptr, s->ipc, ZSM_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+			&m->ptr, s->alloc.ipc,
+			ZSM_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
 		if (res != ZSM_CU_SUCCESS) {
 			err = zsm_cuda_drv_fail(zsm_cuda_table(), res, why,
 						sizeof(why),
@@ -266,11 +270,12 @@ static int zsm_ce_cuda_map(struct zsm_ce_chan *ch, const struct zsm_ce_slot *s,
 			return err;
 		}
 	}
-	m->next = ch->maps;
-	ch->maps = m;
+	m->next = ch->gpu.maps;
+	ch->gpu.maps = m;
 	*ptr = m->ptr;
 	ZSM_INFO("ce: %s comm %u: allocation %llu open in %.3f ms",
-		 zsm_ce_side(ch), ch->comm->id, (unsigned long long)s->reg_id,
+		 zsm_ce_side(ch), ch->comm->id,
+		 (unsigned long long)s->alloc.reg_id,
 		 (double)(zsm_now_ns() - t0) / 1e6);
 	return 0;
 }
@@ -355,17 +360,17 @@ static void zsm_ce_stream_put(zsm_cu_context ctx)
 /* The channel's events and its hold on the stream of its context. */
 static void zsm_ce_cuda_stream_drop(struct zsm_ce_chan *ch)
 {
-	if (ch->gpu_event)
-		zsm_cuda_table()->event_destroy(ch->gpu_event);
-	ch->gpu_event = NULL;
+	if (ch->gpu.event)
+		zsm_cuda_table()->event_destroy(ch->gpu.event);
+	ch->gpu.event = NULL;
 	for (unsigned i = 0; i < ZSM_CE_PIPE; i++) {
-		if (ch->pipe_ev[i])
-			zsm_cuda_table()->event_destroy(ch->pipe_ev[i]);
-		ch->pipe_ev[i] = NULL;
+		if (ch->gpu.pipe_ev[i])
+			zsm_cuda_table()->event_destroy(ch->gpu.pipe_ev[i]);
+		ch->gpu.pipe_ev[i] = NULL;
 	}
-	if (ch->gpu_stream)
-		zsm_ce_stream_put(ch->gpu_ctx);
-	ch->gpu_stream = NULL;
+	if (ch->gpu.stream)
+		zsm_ce_stream_put(ch->gpu.ctx);
+	ch->gpu.stream = NULL;
 }
 
 static int zsm_ce_cuda_stream(struct zsm_ce_chan *ch, zsm_cu_context ctx)
@@ -374,22 +379,22 @@ static int zsm_ce_cuda_stream(struct zsm_ce_chan *ch, zsm_cu_context ctx)
 	char why[256];
 	int ret;
 
-	if (ch->gpu_stream && ch->gpu_ctx == ctx)
+	if (ch->gpu.stream && ch->gpu.ctx == ctx)
 		return 0;
-	if (ch->gpu_stream) {
+	if (ch->gpu.stream) {
 		/* Another device's buffer on this comm (no copy is in
 		 * flight: the callers see to it). */
 		zsm_cu_context now = ctx;
 
-		zsm_cuda_table()->ctx_set_current(ch->gpu_ctx);
+		zsm_cuda_table()->ctx_set_current(ch->gpu.ctx);
 		zsm_ce_cuda_stream_drop(ch);
 		zsm_cuda_table()->ctx_set_current(now);
 	}
-	ret = zsm_ce_stream_get(ch, ctx, &ch->gpu_stream);
+	ret = zsm_ce_stream_get(ch, ctx, &ch->gpu.stream);
 	if (ret)
 		return ret;
-	ch->gpu_ctx = ctx;
-	res = zsm_cuda_table()->event_create(&ch->gpu_event,
+	ch->gpu.ctx = ctx;
+	res = zsm_cuda_table()->event_create(&ch->gpu.event,
 				     ZSM_CU_EVENT_DISABLE_TIMING);
 	if (res != ZSM_CU_SUCCESS) {
 		ret = zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
@@ -425,19 +430,20 @@ static int zsm_ce_cuda_start(struct zsm_ce_chan *ch, zsm_cu_context ctx,
 
 	if (ret)
 		return ret;
-	ch->gpu_dev = dev;
+	ch->gpu.dev = dev;
 	/* Our own non-blocking stream: never ordered after NCCL's kernels,
 	 * which may be waiting for these very bytes. */
-	res = zsm_cuda_table()->memcpy_async(dst, src, n, ch->gpu_stream);
+	res = zsm_cuda_table()->memcpy_async(dst, src, n, ch->gpu.stream);
 	if (res == ZSM_CU_SUCCESS)
-		res = zsm_cuda_table()->event_record(ch->gpu_event, ch->gpu_stream);
+		res = zsm_cuda_table()->event_record(ch->gpu.event,
+						     ch->gpu.stream);
 	if (res != ZSM_CU_SUCCESS) {
 		ret = zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
 					"copying %zu bytes", n);
 		ZSM_WARN("ce: receive comm %u: %s", ch->comm->id, why);
 		return ret;
 	}
-	ch->gpu_busy = 1;
+	ch->gpu.busy = 1;
 	return 0;
 }
 
@@ -448,18 +454,19 @@ int zsm_ce_cuda_pipe_add(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
 	int ret;
 
 	/* A channel copies in one context at a time. */
-	if (ch->gpu_stream && ch->gpu_ctx != ctx && (ch->pipe_n || ch->gpu_busy))
+	if (ch->gpu.stream && ch->gpu.ctx != ctx &&
+	    (ch->gpu.pipe_n || ch->gpu.busy))
 		return -EAGAIN;
 	ret = zsm_ce_cuda_enter(ctx);
 	if (!ret)
 		ret = zsm_ce_cuda_stream(ch, ctx);
 	if (ret)
 		return ret;
-	ch->gpu_dev = dev;
+	ch->gpu.dev = dev;
 	ret = zsm_ce_cuda_map(ch, s, dev, &src);
 	if (ret)
 		return ret;
-	op->src = src + s->ipc_off;
+	op->src = src + s->alloc.off;
 	return 0;
 }
 
@@ -473,34 +480,35 @@ int zsm_ce_cuda_pipe_issue(struct zsm_ce_chan *ch)
 		.src_access_order = ZSM_CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
 		.flags = ZSM_CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE,
 	};
-	unsigned n = ch->pipe_new, first = ch->pipe_n - n, last;
+	unsigned n = ch->gpu.pipe_new, first = ch->gpu.pipe_n - n, last;
 	zsm_cu_result res = ZSM_CU_SUCCESS;
 	char why[256];
 
 	if (!n)
 		return 0;
-	last = (ch->pipe_head + ch->pipe_n - 1) % ZSM_CE_PIPE;
+	last = (ch->gpu.pipe_head + ch->gpu.pipe_n - 1) % ZSM_CE_PIPE;
 	for (unsigned k = 0; k < n; k++) {
-		struct zsm_ce_gpu_op *op =
-			&ch->pipe[(ch->pipe_head + first + k) % ZSM_CE_PIPE];
+		unsigned at = (ch->gpu.pipe_head + first + k) % ZSM_CE_PIPE;
+		struct zsm_ce_gpu_op *op = &ch->gpu.pipe[at];
 
 		dsts[k] = op->dst;
 		srcs[k] = op->src;
 		sizes[k] = op->size;
 		op->last = 0;
 	}
-	if (!ch->pipe_ev[last])
-		res = zsm_cuda_table()->event_create(&ch->pipe_ev[last],
+	if (!ch->gpu.pipe_ev[last])
+		res = zsm_cuda_table()->event_create(&ch->gpu.pipe_ev[last],
 					     ZSM_CU_EVENT_DISABLE_TIMING);
 	if (res == ZSM_CU_SUCCESS && n > 1 && zsm_cuda_table()->memcpy_batch)
 		res = zsm_cuda_table()->memcpy_batch(dsts, srcs, sizes, n, &attr, &idx0,
-					     1, ch->gpu_stream);
+					     1, ch->gpu.stream);
 	else
 		for (unsigned k = 0; k < n && res == ZSM_CU_SUCCESS; k++)
 			res = zsm_cuda_table()->memcpy_async(dsts[k], srcs[k], sizes[k],
-						     ch->gpu_stream);
+						     ch->gpu.stream);
 	if (res == ZSM_CU_SUCCESS)
-		res = zsm_cuda_table()->event_record(ch->pipe_ev[last], ch->gpu_stream);
+		res = zsm_cuda_table()->event_record(ch->gpu.pipe_ev[last],
+						     ch->gpu.stream);
 	if (res != ZSM_CU_SUCCESS) {
 		int err = zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
 					    "queueing %u copies", n);
@@ -508,8 +516,8 @@ int zsm_ce_cuda_pipe_issue(struct zsm_ce_chan *ch)
 		ZSM_WARN("ce: receive comm %u: %s", ch->comm->id, why);
 		return err;
 	}
-	ch->pipe[last].last = 1;
-	ch->pipe_new = 0;
+	ch->gpu.pipe[last].last = 1;
+	ch->gpu.pipe_new = 0;
 	return 0;
 }
 
@@ -533,21 +541,21 @@ static int zsm_ce_cuda_event_done(struct zsm_ce_chan *ch, zsm_cu_event e,
 
 int zsm_ce_cuda_pipe_query(struct zsm_ce_chan *ch, unsigned i)
 {
-	return zsm_ce_cuda_event_done(ch, ch->pipe_ev[i], "GPU copies");
+	return zsm_ce_cuda_event_done(ch, ch->gpu.pipe_ev[i], "GPU copies");
 }
 
 void zsm_ce_cuda_pipe_drain(struct zsm_ce_chan *ch)
 {
-	unsigned issued = ch->pipe_n - ch->pipe_new;
+	unsigned issued = ch->gpu.pipe_n - ch->gpu.pipe_new;
 
 	if (!issued)
 		return;
-	if (ch->gpu_ctx)
-		zsm_cuda_table()->ctx_set_current(ch->gpu_ctx);
+	if (ch->gpu.ctx)
+		zsm_cuda_table()->ctx_set_current(ch->gpu.ctx);
 	/* The newest issued op ends its group, and events complete in
 	 * stream order: its event is the last to fire. */
 	while (zsm_ce_cuda_pipe_query(
-		       ch, (ch->pipe_head + issued - 1) % ZSM_CE_PIPE) == 0)
+		       ch, (ch->gpu.pipe_head + issued - 1) % ZSM_CE_PIPE) == 0)
 		;
 }
 
@@ -557,9 +565,9 @@ static int zsm_ce_cuda_any_ctx(struct zsm_ce_chan *ch, zsm_cu_context *ctx,
 {
 	char why[256];
 
-	if (ch->gpu_ctx) {
-		*ctx = ch->gpu_ctx;
-		*dev = ch->gpu_dev;
+	if (ch->gpu.ctx) {
+		*ctx = ch->gpu.ctx;
+		*dev = ch->gpu.dev;
 		return 0;
 	}
 	if (zsm_cuda_default_ctx(ctx, why, sizeof(why))) {
@@ -593,7 +601,8 @@ int zsm_ce_cuda_copy(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
 
 	if (ret)
 		return ret;
-	return zsm_ce_cuda_start(ch, ctx, dev, dst, src + s->ipc_off, s->size);
+	return zsm_ce_cuda_start(ch, ctx, dev, dst, src + s->alloc.off,
+				 s->size);
 }
 
 void *zsm_ce_cuda_bounce(struct zsm_ce_chan *ch, zsm_cu_context ctx)
@@ -601,20 +610,20 @@ void *zsm_ce_cuda_bounce(struct zsm_ce_chan *ch, zsm_cu_context ctx)
 	zsm_cu_result res;
 	char why[256];
 
-	if (ch->bounce)
-		return ch->bounce;
+	if (ch->gpu.bounce)
+		return ch->gpu.bounce;
 	res = zsm_cuda_table()->ctx_set_current(ctx);
 	if (res != ZSM_CU_SUCCESS)
 		return NULL;
-	ch->bounce = malloc(ZSM_CE_CHUNK);
-	if (!ch->bounce)
+	ch->gpu.bounce = malloc(ZSM_CE_CHUNK);
+	if (!ch->gpu.bounce)
 		return NULL;
 	/*
 	 * Pinned: a copy up from pageable memory goes through the driver's
 	 * own staging, which may wait for work on the device, and NCCL's
 	 * kernel there may be waiting for these very bytes.
 	 */
-	res = zsm_cuda_table()->mem_host_register(ch->bounce, ZSM_CE_CHUNK,
+	res = zsm_cuda_table()->mem_host_register(ch->gpu.bounce, ZSM_CE_CHUNK,
 					  ZSM_CU_MEMHOSTREGISTER_PORTABLE);
 	if (res != ZSM_CU_SUCCESS) {
 		zsm_cuda_drv_fail(zsm_cuda_table(), res, why, sizeof(why),
@@ -622,10 +631,10 @@ void *zsm_ce_cuda_bounce(struct zsm_ce_chan *ch, zsm_cu_context ctx)
 				  (size_t)ZSM_CE_CHUNK);
 		ZSM_WARN("ce: %s comm %u: %s", zsm_ce_side(ch), ch->comm->id,
 			 why);
-		free(ch->bounce);
-		ch->bounce = NULL;
+		free(ch->gpu.bounce);
+		ch->gpu.bounce = NULL;
 	}
-	return ch->bounce;
+	return ch->gpu.bounce;
 }
 
 int zsm_ce_cuda_get(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
@@ -637,7 +646,7 @@ int zsm_ce_cuda_get(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
 
 	if (ret)
 		return ret;
-	src += a->ipc_off + off;
+	src += a->alloc.off + off;
 	/* Copy-engine copies on a stream of our own (cuda_win.h), waited
 	 * for here: a get's bytes are ours only once they are in place. */
 	if (!host)
@@ -647,10 +656,11 @@ int zsm_ce_cuda_get(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
 	 * of pageable memory may wait for work on the device. */
 	if (!zsm_ce_cuda_bounce(ch, ctx))
 		return -ENOMEM;
-	ret = zsm_cuda_win_copy(ctx, (zsm_cu_deviceptr)(uintptr_t)ch->bounce,
+	ret = zsm_cuda_win_copy(ctx,
+				(zsm_cu_deviceptr)(uintptr_t)ch->gpu.bounce,
 				src, n);
 	if (!ret)
-		memcpy(dst, ch->bounce, n);
+		memcpy(dst, ch->gpu.bounce, n);
 	return ret;
 }
 
@@ -668,11 +678,11 @@ int zsm_ce_cuda_copy_up(struct zsm_ce_chan *ch, zsm_cu_context ctx, int dev,
 const char *zsm_ce_cuda_copy_state(struct zsm_ce_chan *ch)
 {
 	/* The oldest pipelined group, or the current copy. */
-	zsm_cu_event e = ch->pipe_n > ch->pipe_new
-				 ? ch->pipe_ev[zsm_ce_pipe_first_end(ch)]
-				 : ch->gpu_event;
+	zsm_cu_event e = ch->gpu.pipe_n > ch->gpu.pipe_new
+				 ? ch->gpu.pipe_ev[zsm_ce_pipe_first_end(ch)]
+				 : ch->gpu.event;
 	zsm_cu_result ev = zsm_cuda_table()->event_query(e);
-	zsm_cu_result st = zsm_cuda_table()->stream_query(ch->gpu_stream);
+	zsm_cu_result st = zsm_cuda_table()->stream_query(ch->gpu.stream);
 
 	if (ev == ZSM_CU_ERROR_NOT_READY && st == ZSM_CU_ERROR_NOT_READY)
 		return zsm_cuda_table()->lazy_loading
@@ -692,10 +702,10 @@ const char *zsm_ce_cuda_copy_state(struct zsm_ce_chan *ch)
 
 int zsm_ce_cuda_copy_done(struct zsm_ce_chan *ch)
 {
-	int ret = zsm_ce_cuda_event_done(ch, ch->gpu_event, "a GPU copy");
+	int ret = zsm_ce_cuda_event_done(ch, ch->gpu.event, "a GPU copy");
 
 	if (ret)
-		ch->gpu_busy = 0;
+		ch->gpu.busy = 0;
 	return ret;
 }
 
@@ -733,19 +743,20 @@ int zsm_ce_cuda_forget(struct zsm_ce_chan *ch)
 	uint64_t head = atomic_load_explicit(&ch->win->forget_head,
 					     memory_order_acquire);
 	struct zsm_ce_ipc_map **link;
-	int all = head - ch->forget_tail > ZSM_CE_FORGET, closed = 0;
+	int all = head - ch->gpu.forget_tail > ZSM_CE_FORGET, closed = 0;
 
-	if (head == ch->forget_tail)
+	if (head == ch->gpu.forget_tail)
 		return 0;
 	if (!zsm_param_int(ZSM_P_CE_GPU_UNMAP)) {
 		/* Kept until the comm closes: the notices are only read. */
-		ch->forget_tail = head;
+		ch->gpu.forget_tail = head;
 		return 0;
 	}
-	for (; ch->forget_tail < head; ch->forget_tail++) {
-		uint64_t id = ch->win->forget[ch->forget_tail % ZSM_CE_FORGET];
+	for (; ch->gpu.forget_tail < head; ch->gpu.forget_tail++) {
+		uint64_t id =
+			ch->win->forget[ch->gpu.forget_tail % ZSM_CE_FORGET];
 
-		for (link = &ch->maps; *link;) {
+		for (link = &ch->gpu.maps; *link;) {
 			if (all || (*link)->reg_id == id) {
 				zsm_ce_cuda_drop(link);
 				closed++;
@@ -754,7 +765,7 @@ int zsm_ce_cuda_forget(struct zsm_ce_chan *ch)
 			}
 		}
 		if (all)
-			ch->forget_tail = head - 1;
+			ch->gpu.forget_tail = head - 1;
 	}
 	return closed;
 }
@@ -774,21 +785,22 @@ void zsm_ce_chan_forget(struct zsm_ce_chan *ch, const struct zsm_ce_gpu_mr *mr)
 
 void zsm_ce_cuda_chan_fini(struct zsm_ce_chan *ch)
 {
-	if (!ch->maps && !ch->gpu_stream && !ch->bounce && !ch->pipe_n)
+	if (!ch->gpu.maps && !ch->gpu.stream && !ch->gpu.bounce &&
+	    !ch->gpu.pipe_n)
 		return;
-	if (ch->gpu_ctx)
-		zsm_cuda_table()->ctx_set_current(ch->gpu_ctx);
+	if (ch->gpu.ctx)
+		zsm_cuda_table()->ctx_set_current(ch->gpu.ctx);
 	/* A copy in flight still reads the peer's memory: let it end. */
-	while (ch->gpu_busy && !zsm_ce_cuda_copy_done(ch))
+	while (ch->gpu.busy && !zsm_ce_cuda_copy_done(ch))
 		;
 	zsm_ce_cuda_pipe_drain(ch);
-	ch->pipe_n = ch->pipe_new = 0;
-	while (ch->maps)
-		zsm_ce_cuda_drop(&ch->maps);
+	ch->gpu.pipe_n = ch->gpu.pipe_new = 0;
+	while (ch->gpu.maps)
+		zsm_ce_cuda_drop(&ch->gpu.maps);
 	zsm_ce_cuda_stream_drop(ch);
-	if (ch->bounce) {
-		zsm_cuda_table()->mem_host_unregister(ch->bounce);
-		free(ch->bounce);
-		ch->bounce = NULL;
+	if (ch->gpu.bounce) {
+		zsm_cuda_table()->mem_host_unregister(ch->gpu.bounce);
+		free(ch->gpu.bounce);
+		ch->gpu.bounce = NULL;
 	}
 }

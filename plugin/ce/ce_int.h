@@ -96,6 +96,71 @@ struct zsm_ce_gpu_op {
 	zsm_cu_deviceptr dst, src;
 };
 
+/* A receiver's copy of the send it is serving. */
+struct zsm_ce_chan_recv {
+	/* The send being copied, if any, and its slot as it was when
+	 * taken: the sender can write the slot at any time, so what was
+	 * checked is what is used. */
+	struct zsm_ce_req *req;
+	struct zsm_ce_slot slot;
+	int sub;
+	uint64_t off;
+	uint64_t end; /* one side copying: its range ends here */
+	/* Shared copy: taking pieces (claiming), the one being copied
+	 * (off, piece_left), none left to claim (claims_over), and a
+	 * failure to report once the sender is done (claim_err). */
+	int claiming, claims_over, claim_err;
+	uint64_t piece_left;
+	int no_help; /* the sender cannot write to us */
+	/* The put being copied into one of our windows, dressed as a
+	 * receive so that every copy path serves it (never published: its
+	 * end is the slot's done). */
+	struct zsm_ce_req put_req;
+};
+
+/* A sender's help with its own sends, and the get it reads. */
+struct zsm_ce_chan_send {
+	uint64_t help_seq;  /* the send being helped, number + 1 */
+	uint64_t help_off;  /* the piece it copies, */
+	uint64_t help_left; /* and what is left of it */
+	/* The get being read (its number + 1), and its slot's answer as
+	 * it was when taken: the receiver can write the slot at any time,
+	 * so what was checked is what is used. */
+	uint64_t get_seq;
+	struct zsm_ce_slot get_ans;
+};
+
+/* What the engine watches of a channel: its checks and stalls. */
+struct zsm_ce_chan_watch {
+	uint64_t next_check_ns;
+	uint64_t last_event_ns; /* work outstanding and no progress since */
+	int stall_said;		/* this stall was reported */
+	uint64_t last_print;	/* what the channel looked like last pass */
+	/* Bytes this side copied of shared messages: only the unit test
+	 * reads it, to see that both sides took pieces. */
+	uint64_t shared_bytes;
+};
+
+/* A receiver's GPU copies (ce_cuda.c). */
+struct zsm_ce_chan_gpu {
+	/* The copy in flight on our stream, and the sender's allocations
+	 * opened so far (closed with the channel). */
+	int busy;
+	zsm_cu_context ctx;
+	int dev;
+	size_t chunk; /* host to GPU: the piece on its way up */
+	zsm_cu_stream stream;
+	zsm_cu_event event;
+	struct zsm_ce_ipc_map *maps;
+	uint64_t forget_tail; /* deregMr notices handled */
+	/* The pipelined copies, oldest first; the last pipe_new of them
+	 * are not issued yet. */
+	struct zsm_ce_gpu_op pipe[ZSM_CE_PIPE];
+	unsigned pipe_head, pipe_n, pipe_new;
+	zsm_cu_event pipe_ev[ZSM_CE_PIPE];
+	void *bounce; /* host bytes on their way into our GPU buffer */
+};
+
 struct zsm_ce_chan {
 	struct zsm_ce_window *win;
 	size_t win_len;
@@ -108,56 +173,11 @@ struct zsm_ce_chan {
 	uint64_t next;	  /* sender: next send's number; receiver: next to take */
 	uint64_t oldest;  /* sender: oldest send not yet done */
 	struct zsm_ce_req *head, *tail; /* sends published / receives posted */
-	/* Receiver: the send being copied, if any, and its slot as it was
-	 * when taken: the sender can write the slot at any time, so what
-	 * was checked is what is used. */
-	struct zsm_ce_req *cur_req;
-	struct zsm_ce_slot cur;
-	int cur_sub;
-	uint64_t cur_off;
-	uint64_t cur_end;  /* receiver, one side copying: its range ends here */
-	/* Receiver, shared copy: taking pieces (claiming), the one being
-	 * copied (cur_off, piece_left), none left to claim (claims_over),
-	 * and a failure to report once the sender is done (claim_err). */
-	int claiming, claims_over, claim_err;
-	uint64_t piece_left;
-	int no_help;	   /* receiver: the sender cannot write to us */
-	uint64_t help_seq; /* sender: the send being helped, number + 1 */
-	uint64_t help_off; /* sender: the piece it copies, */
-	uint64_t help_left; /* and what is left of it */
-	/* Bytes this side copied of shared messages: only the unit test
-	 * reads it, to see that both sides took pieces. */
-	uint64_t shared_bytes;
-	uint64_t next_check_ns;
-	uint64_t last_event_ns; /* work outstanding and no progress since */
-	int stall_said;		/* this stall was reported */
-	uint64_t last_print;	/* what the channel looked like last pass */
+	struct zsm_ce_chan_recv rx;
+	struct zsm_ce_chan_send tx;
+	struct zsm_ce_chan_watch watch;
 	int failed;
-	/* Receiver, GPU sends: the copy in flight on our stream, and the
-	 * sender's allocations opened so far (closed with the channel). */
-	int gpu_busy;
-	zsm_cu_context gpu_ctx;
-	int gpu_dev;
-	size_t gpu_chunk; /* host to GPU: the piece on its way up */
-	zsm_cu_stream gpu_stream;
-	zsm_cu_event gpu_event;
-	struct zsm_ce_ipc_map *maps;
-	uint64_t forget_tail; /* receiver: deregMr notices handled */
-	/* Receiver: the pipelined copies, oldest first; the last pipe_new
-	 * of them are not issued yet. */
-	struct zsm_ce_gpu_op pipe[ZSM_CE_PIPE];
-	unsigned pipe_head, pipe_n, pipe_new;
-	zsm_cu_event pipe_ev[ZSM_CE_PIPE];
-	void *bounce;	/* host bytes on their way into our GPU buffer */
-	/* Receiver: the put being copied into one of our windows, dressed
-	 * as a receive so that every copy path serves it (never published:
-	 * its end is the slot's done). */
-	struct zsm_ce_req put_req;
-	/* Sender: the get being read (its number + 1), and its slot's
-	 * answer as it was when taken: the receiver can write the slot at
-	 * any time, so what was checked is what is used. */
-	uint64_t get_seq;
-	struct zsm_ce_slot get_ans;
+	struct zsm_ce_chan_gpu gpu;
 	struct zsm_ce_chan *next_chan; /* every started channel */
 };
 
@@ -220,16 +240,16 @@ void zsm_ce_cuda_pipe_drain(struct zsm_ce_chan *ch);
  * only while some op is issued (pipe_n > pipe_new). */
 static inline unsigned zsm_ce_pipe_first_end(const struct zsm_ce_chan *ch)
 {
-	unsigned i = ch->pipe_head;
+	unsigned i = ch->gpu.pipe_head;
 
-	while (!ch->pipe[i].last)
+	while (!ch->gpu.pipe[i].last)
 		i = (i + 1) % ZSM_CE_PIPE;
 	return i;
 }
 /*
  * Sender, a get (ce_cuda.c): n bytes at off of the receiver's allocation
  * that answer a names (opened once per channel, as a receiver opens a
- * sender's; a->ipc_off + off + n inside it, checked by the caller) into
+ * sender's; a->alloc.off + off + n inside it, checked by the caller) into
  * dst: our device memory in ctx, or with ctx NULL host memory, through
  * the channel's bounce buffer (n at most ZSM_CE_CHUNK).  Waits for the
  * copy: 0 or -errno (said).

@@ -41,15 +41,15 @@ static void zsm_ce_sub_done(struct zsm_ce_chan *ch, struct zsm_ce_req *req,
 static int zsm_ce_signal_apply(struct zsm_ce_chan *ch,
 			       const struct zsm_ce_slot *m)
 {
-	struct zsm_ce_mr *w = zsm_ce_mr_window(m->sig_win);
+	struct zsm_ce_mr *w = zsm_ce_mr_window(m->sig.win);
 	char why[160];
 
-	if (!w || w->size < 8 || m->sig_off % 8 || m->sig_off > w->size - 8 ||
-	    (uintptr_t)(w->start + m->sig_off) % 8) {
+	if (!w || w->size < 8 || m->sig.off % 8 || m->sig.off > w->size - 8 ||
+	    (uintptr_t)(w->start + m->sig.off) % 8) {
 		snprintf(why, sizeof(why),
 			 "a signal at offset %llu of window %llx, %s",
-			 (unsigned long long)m->sig_off,
-			 (unsigned long long)m->sig_win,
+			 (unsigned long long)m->sig.off,
+			 (unsigned long long)m->sig.win,
 			 w ? "outside it or not 8-byte aligned"
 			   : "which is not one of this process's");
 		zsm_ce_fail(ch, -EPROTO, why);
@@ -58,26 +58,26 @@ static int zsm_ce_signal_apply(struct zsm_ce_chan *ch,
 	if (w->gpu)
 		return zsm_cuda_win_word_add(
 			w->g.ctx,
-			(zsm_cu_deviceptr)(uintptr_t)(w->start + m->sig_off),
-			m->sig_add);
+			(zsm_cu_deviceptr)(uintptr_t)(w->start + m->sig.off),
+			m->sig.add);
 	/* release: pairs with the acquire load of whoever waits on the
 	 * word; the put's bytes were copied before. */
-	__atomic_fetch_add((uint64_t *)(void *)(w->start + m->sig_off),
-			   m->sig_add, __ATOMIC_RELEASE);
+	__atomic_fetch_add((uint64_t *)(void *)(w->start + m->sig.off),
+			   m->sig.add, __ATOMIC_RELEASE);
 	return 0;
 }
 
-/* Receiver: put seq (ch->cur) is over: its signal, then its slot back. */
+/* Receiver: put seq (ch->rx.slot) is over: its signal, then its slot back. */
 static void zsm_ce_put_end(struct zsm_ce_chan *ch, uint64_t seq, int err,
 			   size_t len)
 {
 	struct zsm_ce_slot *s = zsm_ce_slot_of(ch, seq);
 
-	if (!err && ch->cur.sig_win)
-		err = zsm_ce_signal_apply(ch, &ch->cur);
-	if (ch->put_req.base.mh[0])
-		zsm_mr_put_locked(ch->put_req.base.mh[0]);
-	ch->put_req.base.mh[0] = NULL;
+	if (!err && ch->rx.slot.sig.win)
+		err = zsm_ce_signal_apply(ch, &ch->rx.slot);
+	if (ch->rx.put_req.base.mh[0])
+		zsm_mr_put_locked(ch->rx.put_req.base.mh[0]);
+	ch->rx.put_req.base.mh[0] = NULL;
 	s->err = err;
 	s->len = err ? 0 : len;
 	/* release: pairs with the acquire in zsm_ce_progress_sender. */
@@ -90,7 +90,7 @@ static void zsm_ce_finish(struct zsm_ce_chan *ch, uint64_t seq,
 {
 	struct zsm_ce_slot *s = zsm_ce_slot_of(ch, seq);
 
-	if (req == &ch->put_req) {
+	if (req == &ch->rx.put_req) {
 		zsm_ce_put_end(ch, seq, err, len);
 		return;
 	}
@@ -107,11 +107,11 @@ static void zsm_ce_finish(struct zsm_ce_chan *ch, uint64_t seq,
 /* Receiver: the current send is over. */
 static void zsm_ce_complete(struct zsm_ce_chan *ch, int err, size_t len)
 {
-	struct zsm_ce_req *req = ch->cur_req;
+	struct zsm_ce_req *req = ch->rx.req;
 	uint64_t seq = ch->next++;
 
-	ch->cur_req = NULL;
-	zsm_ce_finish(ch, seq, req, ch->cur_sub, err, len);
+	ch->rx.req = NULL;
+	zsm_ce_finish(ch, seq, req, ch->rx.sub, err, len);
 }
 
 /*
@@ -126,7 +126,7 @@ static int zsm_ce_copy_from_gpu(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 {
 	int ret;
 
-	if (!ch->gpu_busy) {
+	if (!ch->gpu.busy) {
 		ret = s->size ? zsm_ce_cuda_copy(ch, ctx, dev, dst, s) : 1;
 		if (ret) {
 			zsm_ce_complete(ch, ret < 0 ? ret : 0, 0);
@@ -156,7 +156,7 @@ static int zsm_ce_recv_gpu(const struct zsm_ce_req *req, int sub)
 static int zsm_ce_copy_mixed(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 			     struct zsm_ce_req *req)
 {
-	int sub = ch->cur_sub, ret;
+	int sub = ch->rx.sub, ret;
 	zsm_cu_deviceptr dst = (zsm_cu_deviceptr)(uintptr_t)req->base.data[sub];
 	size_t n;
 	ssize_t got;
@@ -170,38 +170,38 @@ static int zsm_ce_copy_mixed(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 	}
 	/* Host to GPU: a bounce piece at a time, each copied up before the
 	 * next is read. */
-	if (ch->gpu_busy) {
+	if (ch->gpu.busy) {
 		ret = zsm_ce_cuda_copy_done(ch);
 		if (!ret)
 			return 0;
 		if (ret < 0) {
-			zsm_ce_complete(ch, ret, ch->cur_off);
+			zsm_ce_complete(ch, ret, ch->rx.off);
 			return 1;
 		}
-		ch->cur_off += ch->gpu_chunk;
+		ch->rx.off += ch->gpu.chunk;
 	}
-	n = s->size - ch->cur_off;
+	n = s->size - ch->rx.off;
 	if (!n) {
 		zsm_ce_complete(ch, 0, s->size);
 		return 1;
 	}
 	if (!zsm_ce_cuda_bounce(ch, zsm_ce_gpu(req, sub)->ctx)) {
-		zsm_ce_complete(ch, -ENOMEM, ch->cur_off);
+		zsm_ce_complete(ch, -ENOMEM, ch->rx.off);
 		return 1;
 	}
 	if (n > ZSM_CE_CHUNK)
 		n = ZSM_CE_CHUNK;
-	got = zsm_ce_peer_copy(ch, ch->bounce, s->addr + ch->cur_off, n);
+	got = zsm_ce_peer_copy(ch, ch->gpu.bounce, s->addr + ch->rx.off, n);
 	ret = got < 0 ? (int)got
 		      : zsm_ce_cuda_copy_up(ch, zsm_ce_gpu(req, sub)->ctx,
 					    zsm_ce_gpu(req, sub)->dev,
-					    dst + ch->cur_off, ch->bounce,
+					    dst + ch->rx.off, ch->gpu.bounce,
 					    (size_t)got);
 	if (ret) {
-		zsm_ce_complete(ch, ret, ch->cur_off);
+		zsm_ce_complete(ch, ret, ch->rx.off);
 		return 1;
 	}
-	ch->gpu_chunk = (size_t)got;
+	ch->gpu.chunk = (size_t)got;
 	return 0;
 }
 
@@ -223,26 +223,26 @@ static int zsm_ce_copy_failed(struct zsm_ce_chan *ch, ssize_t err, size_t n)
 static int zsm_ce_copy_shared(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 			      struct zsm_ce_req *req)
 {
-	if (!ch->claims_over) {
-		int ret = zsm_ce_copy_pieces(ch, s, ch->cur.size,
-					     req->base.data[ch->cur_sub],
-					     ch->cur.addr, &ch->cur_off,
-					     &ch->piece_left);
+	if (!ch->rx.claims_over) {
+		int ret = zsm_ce_copy_pieces(ch, s, ch->rx.slot.size,
+					     req->base.data[ch->rx.sub],
+					     ch->rx.slot.addr, &ch->rx.off,
+					     &ch->rx.piece_left);
 
 		if (ret > 0)
 			return 0;
 		if (ret < 0) {
-			ch->claim_err = zsm_ce_copy_failed(ch, ret,
-							   ch->piece_left);
-			if (ch->claim_err == -ECONNRESET) {
+			ch->rx.claim_err = zsm_ce_copy_failed(ch, ret,
+							   ch->rx.piece_left);
+			if (ch->rx.claim_err == -ECONNRESET) {
 				/* The sender is gone or closing: it writes
 				 * nothing more. */
-				ch->claiming = 0;
+				ch->rx.claiming = 0;
 				zsm_ce_complete(ch, -ECONNRESET, 0);
 				return 1;
 			}
 		}
-		ch->claims_over = 1;
+		ch->rx.claims_over = 1;
 	}
 	/* acquire: pairs with the release in zsm_ce_help; the sender's
 	 * bytes are in our buffer before its word.  Until then it may still
@@ -250,31 +250,31 @@ static int zsm_ce_copy_shared(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 	if (atomic_load_explicit(&s->helped, memory_order_acquire) !=
 	    ch->next + 1)
 		return 0;
-	ch->claiming = 0;
-	if (ch->claim_err) {
-		zsm_ce_complete(ch, ch->claim_err, 0);
+	ch->rx.claiming = 0;
+	if (ch->rx.claim_err) {
+		zsm_ce_complete(ch, ch->rx.claim_err, 0);
 		return 1;
 	}
 	if (s->help_err) {
-		if (!ch->no_help)
+		if (!ch->rx.no_help)
 			ZSM_INFO("ce: receive comm %u: pid %d cannot write into "
 				 "this process (%s): this side copies whole "
 				 "messages from now on",
 				 ch->comm->id, (int)ch->peer_pid,
 				 strerror(-s->help_err));
-		ch->no_help = 1;
+		ch->rx.no_help = 1;
 		/* The piece it could not write, by the one-side path; the
 		 * sender says which, and it must lie inside the message. */
-		if (s->help_fail_off > ch->cur.size ||
-		    s->help_fail_len > ch->cur.size - s->help_fail_off) {
+		if (s->help_fail.off > ch->rx.slot.size ||
+		    s->help_fail.len > ch->rx.slot.size - s->help_fail.off) {
 			zsm_ce_complete(ch, -EPROTO, 0);
 			return 1;
 		}
-		ch->cur_off = s->help_fail_off;
-		ch->cur_end = s->help_fail_off + s->help_fail_len;
+		ch->rx.off = s->help_fail.off;
+		ch->rx.end = s->help_fail.off + s->help_fail.len;
 		return 0;
 	}
-	zsm_ce_complete(ch, 0, ch->cur.size);
+	zsm_ce_complete(ch, 0, ch->rx.slot.size);
 	return 1;
 }
 
@@ -282,36 +282,36 @@ static int zsm_ce_copy_shared(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 static int zsm_ce_copy(struct zsm_ce_chan *ch)
 {
 	struct zsm_ce_slot *s = zsm_ce_slot_of(ch, ch->next);
-	struct zsm_ce_req *req = ch->cur_req;
+	struct zsm_ce_req *req = ch->rx.req;
 	size_t n;
 	ssize_t got;
 
-	if (ch->cur.gpu || zsm_ce_recv_gpu(req, ch->cur_sub)) {
+	if (ch->rx.slot.gpu || zsm_ce_recv_gpu(req, ch->rx.sub)) {
 		/* One stream: pipelined copies first. */
-		if (ch->pipe_n)
+		if (ch->gpu.pipe_n)
 			return 0;
-		return zsm_ce_copy_mixed(ch, &ch->cur, req);
+		return zsm_ce_copy_mixed(ch, &ch->rx.slot, req);
 	}
-	if (ch->claiming)
+	if (ch->rx.claiming)
 		return zsm_ce_copy_shared(ch, s, req);
-	n = ch->cur_end - ch->cur_off;
+	n = ch->rx.end - ch->rx.off;
 	if (n) {
 		if (n > ZSM_CE_CHUNK)
 			n = ZSM_CE_CHUNK;
 		got = zsm_ce_peer_copy(ch,
-				       (char *)req->base.data[ch->cur_sub] +
-					       ch->cur_off,
-				       ch->cur.addr + ch->cur_off, n);
+				       (char *)req->base.data[ch->rx.sub] +
+					       ch->rx.off,
+				       ch->rx.slot.addr + ch->rx.off, n);
 		if (got < 0) {
 			zsm_ce_complete(ch, zsm_ce_copy_failed(ch, got, n),
-					ch->cur_off);
+					ch->rx.off);
 			return 1;
 		}
-		ch->cur_off += (uint64_t)got;
-		if (ch->cur_off < ch->cur_end)
+		ch->rx.off += (uint64_t)got;
+		if (ch->rx.off < ch->rx.end)
 			return 0;
 	}
-	zsm_ce_complete(ch, 0, ch->cur.size);
+	zsm_ce_complete(ch, 0, ch->rx.slot.size);
 	return 1;
 }
 
@@ -327,7 +327,7 @@ static int zsm_ce_take_get(struct zsm_ce_chan *ch, struct zsm_ce_slot *s);
 static int zsm_ce_match(struct zsm_ce_chan *ch)
 {
 	struct zsm_ce_slot *s = zsm_ce_slot_of(ch, ch->next);
-	struct zsm_ce_slot *m = &ch->cur;
+	struct zsm_ce_slot *m = &ch->rx.slot;
 	struct zsm_ce_req *req;
 	int i = 0;
 
@@ -341,17 +341,17 @@ static int zsm_ce_match(struct zsm_ce_chan *ch)
 	m->size = s->size;
 	m->tag = s->tag;
 	m->gpu = s->gpu;
-	m->ipc_off = s->ipc_off;
-	m->vmm_fd = s->vmm_fd;
-	m->ipc = s->ipc;
-	m->reg_id = s->reg_id;
-	m->alloc_size = s->alloc_size;
+	m->alloc.off = s->alloc.off;
+	m->alloc.vmm_fd = s->alloc.vmm_fd;
+	m->alloc.ipc = s->alloc.ipc;
+	m->alloc.reg_id = s->alloc.reg_id;
+	m->alloc.size = s->alloc.size;
 	m->kind = s->kind;
-	m->put_dst = s->put_dst;
-	m->put_win = s->put_win;
-	m->sig_win = s->sig_win;
-	m->sig_off = s->sig_off;
-	m->sig_add = s->sig_add;
+	m->put.dst = s->put.dst;
+	m->put.win = s->put.win;
+	m->sig.win = s->sig.win;
+	m->sig.off = s->sig.off;
+	m->sig.add = s->sig.add;
 	if (m->kind == ZSM_CE_KIND_PUT)
 		return zsm_ce_take_put(ch, s);
 	if (m->kind == ZSM_CE_KIND_GET)
@@ -370,17 +370,17 @@ static int zsm_ce_match(struct zsm_ce_chan *ch)
 	return 1;
 }
 
-/* Receiver: copy the message of slot s (as ch->cur holds it) into
+/* Receiver: copy the message of slot s (as ch->rx.slot holds it) into
  * buffer i of req. */
 static void zsm_ce_take_slot(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 			struct zsm_ce_req *req, int i)
 {
-	struct zsm_ce_slot *m = &ch->cur;
+	struct zsm_ce_slot *m = &ch->rx.slot;
 
-	ch->cur_req = req;
-	ch->cur_sub = i;
-	ch->cur_off = 0;
-	ch->cur_end = m->size;
+	ch->rx.req = req;
+	ch->rx.sub = i;
+	ch->rx.off = 0;
+	ch->rx.end = m->size;
 	if (m->size > req->base.len[i]) {
 		/* test() says it; the sizes are for a debugging eye. */
 		ZSM_INFO("ce: receive comm %u: a %llu-byte message for a "
@@ -388,13 +388,13 @@ static void zsm_ce_take_slot(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 			 ch->comm->id, (unsigned long long)m->size,
 			 req->base.len[i], m->tag);
 		zsm_ce_complete(ch, -EMSGSIZE, 0);
-	} else if (m->size >= ZSM_CE_SPLIT_MIN && !ch->no_help && !m->gpu &&
+	} else if (m->size >= ZSM_CE_SPLIT_MIN && !ch->rx.no_help && !m->gpu &&
 		   !zsm_ce_recv_gpu(req, i)) {
 		/* The sender's core takes pieces too. */
-		ch->claiming = 1;
-		ch->claims_over = 0;
-		ch->claim_err = 0;
-		ch->piece_left = 0;
+		ch->rx.claiming = 1;
+		ch->rx.claims_over = 0;
+		ch->rx.claim_err = 0;
+		ch->rx.piece_left = 0;
 		s->dst = (uint64_t)(uintptr_t)req->base.data[i];
 		/* relaxed: published by the release below. */
 		atomic_store_explicit(&s->claim, 0, memory_order_relaxed);
@@ -406,7 +406,7 @@ static void zsm_ce_take_slot(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 }
 
 /*
- * Receiver: the window of ours a put or get (ch->cur) names, when its
+ * Receiver: the window of ours a put or get (ch->rx.slot) names, when its
  * bytes lie inside it.  The peer named them: anything else is NULL, with
  * why filled.
  */
@@ -414,23 +414,23 @@ static struct zsm_ce_mr *zsm_ce_cur_window(struct zsm_ce_chan *ch,
 					   const char *what, char *why,
 					   size_t why_len)
 {
-	const struct zsm_ce_slot *m = &ch->cur;
-	struct zsm_ce_mr *w = zsm_ce_mr_window(m->put_win);
+	const struct zsm_ce_slot *m = &ch->rx.slot;
+	struct zsm_ce_mr *w = zsm_ce_mr_window(m->put.win);
 	uintptr_t start = w ? (uintptr_t)w->start : 0;
 
-	if (w && m->put_dst >= start && m->put_dst - start <= w->size &&
-	    m->size <= w->size - (m->put_dst - start))
+	if (w && m->put.dst >= start && m->put.dst - start <= w->size &&
+	    m->size <= w->size - (m->put.dst - start))
 		return w;
 	snprintf(why, why_len, "a %s of %llu bytes at %llx of window %llx, %s",
 		 what, (unsigned long long)m->size,
-		 (unsigned long long)m->put_dst,
-		 (unsigned long long)m->put_win,
+		 (unsigned long long)m->put.dst,
+		 (unsigned long long)m->put.win,
 		 w ? "past its end" : "which is not one of ours");
 	return NULL;
 }
 
 /*
- * Receiver: slot s is a put (ch->cur holds it).  It is served like a
+ * Receiver: slot s is a put (ch->rx.slot holds it).  It is served like a
  * receive into our window, on every copy path; its signal is applied
  * when its bytes are in place (zsm_ce_put_end).  Puts never join the
  * pipe, so an earlier put is over when a later one is taken; GPU
@@ -438,12 +438,12 @@ static struct zsm_ce_mr *zsm_ce_cur_window(struct zsm_ce_chan *ch,
  */
 static int zsm_ce_take_put(struct zsm_ce_chan *ch, struct zsm_ce_slot *s)
 {
-	const struct zsm_ce_slot *m = &ch->cur;
-	struct zsm_ce_req *req = &ch->put_req;
+	const struct zsm_ce_slot *m = &ch->rx.slot;
+	struct zsm_ce_req *req = &ch->rx.put_req;
 	struct zsm_ce_mr *w;
 	char why[200];
 
-	if (ch->pipe_n)
+	if (ch->gpu.pipe_n)
 		return 0;
 	if (!m->size) {
 		zsm_ce_put_end(ch, ch->next++, 0, 0);
@@ -458,7 +458,7 @@ static int zsm_ce_take_put(struct zsm_ce_chan *ch, struct zsm_ce_slot *s)
 	req->base.n = 1;
 	req->base.remaining = 1;
 	req->base.error = 0;
-	req->base.data[0] = (void *)(uintptr_t)m->put_dst;
+	req->base.data[0] = (void *)(uintptr_t)m->put.dst;
 	req->base.len[0] = m->size;
 	req->base.tag[0] = m->tag;
 	zsm_mr_hold(&w->base);
@@ -474,7 +474,7 @@ static void zsm_ce_get_answer(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 			      int err)
 {
 	s->err = err;
-	s->len = err ? 0 : ch->cur.size;
+	s->len = err ? 0 : ch->rx.slot.size;
 	/* release: pairs with the acquire in zsm_ce_progress_sender; the
 	 * answer is written first. */
 	atomic_store_explicit(&s->done, ch->next + 1, memory_order_release);
@@ -482,7 +482,7 @@ static void zsm_ce_get_answer(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 }
 
 /*
- * Receiver: slot s is a get (ch->cur holds it).  Taken in slot order
+ * Receiver: slot s is a get (ch->rx.slot holds it).  Taken in slot order
  * like a put, after every earlier one is over, so the bytes the sender
  * reads show every earlier put of the comm.  The answer says where they
  * are: in our host window; in a staged window's mirror, copied down
@@ -492,12 +492,12 @@ static void zsm_ce_get_answer(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
  */
 static int zsm_ce_take_get(struct zsm_ce_chan *ch, struct zsm_ce_slot *s)
 {
-	const struct zsm_ce_slot *m = &ch->cur;
+	const struct zsm_ce_slot *m = &ch->rx.slot;
 	struct zsm_ce_mr *w;
 	char why[200];
 	void *host;
 
-	if (ch->pipe_n)
+	if (ch->gpu.pipe_n)
 		return 0;
 	w = zsm_ce_cur_window(ch, "get", why, sizeof(why));
 	if (!w) {
@@ -506,10 +506,10 @@ static int zsm_ce_take_get(struct zsm_ce_chan *ch, struct zsm_ce_slot *s)
 		return 1;
 	}
 	s->gpu = 0;
-	s->addr = m->put_dst;
+	s->addr = m->put.dst;
 	if (w->mirror.host) {
 		if (zsm_cuda_win_mirror_down(&w->mirror,
-					     (void *)(uintptr_t)m->put_dst,
+					     (void *)(uintptr_t)m->put.dst,
 					     m->size, &host)) {
 			zsm_ce_get_answer(ch, s, -EIO);
 			return 1;
@@ -517,11 +517,11 @@ static int zsm_ce_take_get(struct zsm_ce_chan *ch, struct zsm_ce_slot *s)
 		s->addr = (uint64_t)(uintptr_t)host;
 	} else if (w->gpu) {
 		s->gpu = 1;
-		s->ipc = w->g.ipc;
-		s->ipc_off = m->put_dst - w->g.base;
-		s->vmm_fd = w->g.vmm_fd;
-		s->reg_id = w->g.reg_id;
-		s->alloc_size = w->g.alloc_size;
+		s->alloc.ipc = w->g.ipc;
+		s->alloc.off = m->put.dst - w->g.base;
+		s->alloc.vmm_fd = w->g.vmm_fd;
+		s->alloc.reg_id = w->g.reg_id;
+		s->alloc.size = w->g.alloc_size;
 	}
 	zsm_ce_get_answer(ch, s, 0);
 	return 1;
@@ -532,7 +532,7 @@ static int zsm_ce_pipe_reap(struct zsm_ce_chan *ch)
 {
 	int events = 0;
 
-	while (ch->pipe_n > ch->pipe_new) {
+	while (ch->gpu.pipe_n > ch->gpu.pipe_new) {
 		unsigned end = zsm_ce_pipe_first_end(ch), i;
 		int ret = zsm_ce_cuda_pipe_query(ch, end);
 
@@ -541,10 +541,11 @@ static int zsm_ce_pipe_reap(struct zsm_ce_chan *ch)
 		do {
 			struct zsm_ce_gpu_op *op;
 
-			i = ch->pipe_head;
-			op = &ch->pipe[i];
-			ch->pipe_head = (ch->pipe_head + 1) % ZSM_CE_PIPE;
-			ch->pipe_n--;
+			i = ch->gpu.pipe_head;
+			op = &ch->gpu.pipe[i];
+			ch->gpu.pipe_head =
+				(ch->gpu.pipe_head + 1) % ZSM_CE_PIPE;
+			ch->gpu.pipe_n--;
 			zsm_ce_finish(ch, op->seq, op->req, op->sub,
 				      ret < 0 ? ret : 0, ret < 0 ? 0 : op->size);
 			events++;
@@ -559,15 +560,15 @@ static int zsm_ce_pipe_reap(struct zsm_ce_chan *ch)
  */
 static int zsm_ce_pipe_join(struct zsm_ce_chan *ch)
 {
-	const struct zsm_ce_slot *s = &ch->cur;
-	struct zsm_ce_req *req = ch->cur_req;
-	int sub = ch->cur_sub, ret;
+	const struct zsm_ce_slot *s = &ch->rx.slot;
+	struct zsm_ce_req *req = ch->rx.req;
+	int sub = ch->rx.sub, ret;
 	struct zsm_ce_gpu_op *op;
 
-	if (!req || req == &ch->put_req || !s->gpu || !s->size ||
-	    !zsm_ce_recv_gpu(req, sub) || ch->gpu_busy)
+	if (!req || req == &ch->rx.put_req || !s->gpu || !s->size ||
+	    !zsm_ce_recv_gpu(req, sub) || ch->gpu.busy)
 		return 0;
-	op = &ch->pipe[(ch->pipe_head + ch->pipe_n) % ZSM_CE_PIPE];
+	op = &ch->gpu.pipe[(ch->gpu.pipe_head + ch->gpu.pipe_n) % ZSM_CE_PIPE];
 	op->dst = (zsm_cu_deviceptr)(uintptr_t)req->base.data[sub];
 	ret = zsm_ce_cuda_pipe_add(ch, zsm_ce_gpu(req, sub)->ctx,
 				   zsm_ce_gpu(req, sub)->dev, s, op);
@@ -582,26 +583,26 @@ static int zsm_ce_pipe_join(struct zsm_ce_chan *ch)
 	op->sub = sub;
 	op->size = s->size;
 	op->last = 0;
-	ch->pipe_n++;
-	ch->pipe_new++;
-	ch->cur_req = NULL;
+	ch->gpu.pipe_n++;
+	ch->gpu.pipe_new++;
+	ch->rx.req = NULL;
 	return 1;
 }
 
 /* Receiver: queue what joined the pipe this pass; on failure end them. */
 static void zsm_ce_pipe_issue(struct zsm_ce_chan *ch)
 {
-	unsigned first = ch->pipe_n - ch->pipe_new, n = ch->pipe_new;
+	unsigned n = ch->gpu.pipe_new, first = ch->gpu.pipe_n - n;
 	int ret = zsm_ce_cuda_pipe_issue(ch);
 
 	if (!ret)
 		return;
 	/* The unissued ones are the ring's tail: drop them from it. */
-	ch->pipe_n = first;
-	ch->pipe_new = 0;
+	ch->gpu.pipe_n = first;
+	ch->gpu.pipe_new = 0;
 	for (unsigned k = 0; k < n; k++) {
-		struct zsm_ce_gpu_op *op =
-			&ch->pipe[(ch->pipe_head + first + k) % ZSM_CE_PIPE];
+		unsigned at = (ch->gpu.pipe_head + first + k) % ZSM_CE_PIPE;
+		struct zsm_ce_gpu_op *op = &ch->gpu.pipe[at];
 
 		zsm_ce_finish(ch, op->seq, op->req, op->sub, ret, 0);
 	}
@@ -612,7 +613,7 @@ int zsm_ce_progress_receiver(struct zsm_ce_chan *ch)
 	int events = zsm_ce_pipe_reap(ch);
 
 	for (;;) {
-		if (ch->cur_req) {
+		if (ch->rx.req) {
 			events++;
 			/* One piece per pass: other comms get their turn. */
 			if (!zsm_ce_copy(ch))
@@ -621,19 +622,19 @@ int zsm_ce_progress_receiver(struct zsm_ce_chan *ch)
 		}
 		/* A full pipe takes no more: a GPU message taken now would
 		 * wait for the whole pipe to drain on the one-copy path. */
-		if (ch->pipe_n == ZSM_CE_PIPE || !zsm_ce_match(ch))
+		if (ch->gpu.pipe_n == ZSM_CE_PIPE || !zsm_ce_match(ch))
 			break;
 		events++;
 		zsm_ce_pipe_join(ch);
 	}
-	if (ch->pipe_new) {
+	if (ch->gpu.pipe_new) {
 		zsm_ce_pipe_issue(ch);
 		events += zsm_ce_pipe_reap(ch);
 	}
 	/* A sender that closed sends nothing more, and what it published
 	 * but we did not take may no longer be read. */
 	/* seq_cst: see struct zsm_ce_window. */
-	if (ch->head && !ch->cur_req && !ch->pipe_n &&
+	if (ch->head && !ch->rx.req && !ch->gpu.pipe_n &&
 	    atomic_load_explicit(&ch->win->closed[ZSM_CE_SENDER],
 				 memory_order_seq_cst))
 		zsm_ce_xfer_abort(ch, -ECONNRESET);

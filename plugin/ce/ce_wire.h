@@ -9,6 +9,7 @@
 #define ZSM_CE_WIRE_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/cuda_drv.h"
@@ -54,6 +55,36 @@ _Static_assert(sizeof(struct zsm_ce_answer_msg) == 24,
  * wrote is in place by then.  The counters hold the send's number + 1,
  * so a reused slot is never mistaken for its previous use.
  */
+/* A put's or get's bytes in the receiver: at dst of its window win. */
+struct zsm_ce_slot_put {
+	uint64_t dst;
+	uint64_t win;
+};
+
+/* A GPU send's allocation in the sender, for cuIpcOpenMemHandle. */
+struct zsm_ce_slot_alloc {
+	uint64_t off;	/* addr - the allocation's base */
+	int32_t vmm_fd; /* cuMem memory: the exported fd in the sender */
+	uint32_t pad;
+	zsm_cu_ipc_handle ipc;
+	uint64_t reg_id; /* the registration's number in the sender */
+	uint64_t size;
+};
+
+/* What the sender claimed of a split copy but could not write. */
+struct zsm_ce_slot_fail {
+	uint64_t off;
+	uint64_t len;
+};
+
+/* A put's signal: add to the word at off of the receiver's window win
+ * (0: none). */
+struct zsm_ce_slot_sig {
+	uint64_t win;
+	uint64_t off;
+	uint64_t add;
+};
+
 struct zsm_ce_slot {
 	_Atomic uint64_t seq;
 	uint64_t addr;
@@ -63,50 +94,43 @@ struct zsm_ce_slot {
 	uint64_t len;	 /* receiver: bytes it took */
 	_Atomic uint64_t done;
 	/* A put (kind ZSM_CE_KIND_PUT): where its bytes go in the
-	 * receiver, inside the receiver's window put_win.  A get (kind
-	 * ZSM_CE_KIND_GET): where its bytes are, the same way. */
-	uint64_t put_dst;
-	uint64_t put_win;
+	 * receiver.  A get (kind ZSM_CE_KIND_GET): where its bytes are. */
+	struct zsm_ce_slot_put put;
 	/* Second line: the split copy. */
 	uint64_t dst;	 /* receiver: its buffer */
 	_Atomic uint64_t claim; /* the next piece either side may copy */
 	_Atomic uint64_t matched;
 	_Atomic uint64_t helped;
 	int32_t help_err; /* sender: 0, or -errno and the receiver does it */
-	/* GPU sends: the sender's allocation, for cuIpcOpenMemHandle. */
-	uint32_t gpu;	  /* 1: addr is device memory; ipc/ipc_off name it */
-	uint64_t ipc_off; /* addr - the allocation's base */
-	int32_t vmm_fd;	  /* cuMem memory: the exported fd in the sender */
-	uint32_t pad2;
-	zsm_cu_ipc_handle ipc;
-	uint64_t reg_id;  /* the registration's number in the sender */
-	uint64_t alloc_size;
-	/* Sender: what it claimed but could not write (help_err set). */
-	uint64_t help_fail_off;
-	uint64_t help_fail_len;
+	uint32_t gpu;	  /* 1: addr is device memory, in alloc */
+	struct zsm_ce_slot_alloc alloc;
+	struct zsm_ce_slot_fail help_fail; /* with help_err set */
 	/* What the slot is, and a put's signal, applied by the receiver
-	 * once the put's bytes (and every earlier put's) are in place:
-	 * sig_add added to the word at sig_off of window sig_win (0:
-	 * none). */
+	 * once the put's bytes (and every earlier put's) are in place. */
 	uint32_t kind;
 	uint32_t pad3;
-	uint64_t sig_win;
-	uint64_t sig_off;
-	uint64_t sig_add;
+	struct zsm_ce_slot_sig sig;
 	uint64_t pad4;
 };
+/* The layout the two processes share, unchanged by its parts. */
+_Static_assert(offsetof(struct zsm_ce_slot, put) == 48, "slot: put");
+_Static_assert(offsetof(struct zsm_ce_slot, alloc) == 104, "slot: alloc");
+_Static_assert(offsetof(struct zsm_ce_slot, alloc.ipc) == 120, "slot: ipc");
+_Static_assert(offsetof(struct zsm_ce_slot, help_fail) == 200,
+	       "slot: help_fail");
+_Static_assert(offsetof(struct zsm_ce_slot, sig) == 224, "slot: sig");
 _Static_assert(sizeof(struct zsm_ce_slot) == 256, "four cache lines a slot");
 
 /*
  * A slot's kind: a message for a receive, a put (size 0: the signal
- * alone), or a get.  A get's slot names size bytes at put_dst of the
- * receiver's window put_win, and the receiver answers in it where the
+ * alone), or a get.  A get's slot names size bytes at put.dst of the
+ * receiver's window put.win, and the receiver answers in it where the
  * sender may read them, then done (release): err, and either addr, a
  * host address in the receiver (its window, or a staged window's
  * mirror, the bytes copied down first), or with gpu set its device
- * allocation, named as a GPU send names the sender's (ipc or vmm_fd,
- * reg_id, alloc_size) with the bytes at ipc_off.  The sender reads them
- * itself once done says so, taking the answer's fields once.
+ * allocation, named as a GPU send names the sender's (alloc: ipc or
+ * vmm_fd, reg_id, size) with the bytes at alloc.off.  The sender reads
+ * them itself once done says so, taking the answer's fields once.
  */
 enum { ZSM_CE_KIND_SEND = 0, ZSM_CE_KIND_PUT = 1, ZSM_CE_KIND_GET = 2 };
 

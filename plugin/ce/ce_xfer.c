@@ -62,12 +62,12 @@ void zsm_ce_xfer_abort(struct zsm_ce_chan *ch, int err)
 	/* Pipelined copies still write into these receives: let them land
 	 * before NCCL may reuse the buffers. */
 	zsm_ce_cuda_pipe_drain(ch);
-	ch->pipe_n = ch->pipe_new = 0;
-	ch->cur_req = NULL;
-	ch->claiming = 0;
-	if (ch->put_req.base.mh[0])
-		zsm_mr_put_locked(ch->put_req.base.mh[0]);
-	ch->put_req.base.mh[0] = NULL;
+	ch->gpu.pipe_n = ch->gpu.pipe_new = 0;
+	ch->rx.req = NULL;
+	ch->rx.claiming = 0;
+	if (ch->rx.put_req.base.mh[0])
+		zsm_mr_put_locked(ch->rx.put_req.base.mh[0]);
+	ch->rx.put_req.base.mh[0] = NULL;
 	while ((req = ch->head)) {
 		ch->head = req->next;
 		if (!req->base.error)
@@ -185,15 +185,15 @@ static int zsm_ce_post_slot(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
 	s->kind = req->base.type == ZSM_REQ_PUT	  ? ZSM_CE_KIND_PUT
 		  : req->base.type == ZSM_REQ_GET ? ZSM_CE_KIND_GET
 						  : ZSM_CE_KIND_SEND;
-	s->put_dst = req->base.rma.addr;
-	s->put_win = req->base.rma.dst_id;
-	s->sig_win = req->base.rma.sig_id;
-	s->sig_off = req->base.rma.sig_off;
-	s->sig_add = req->base.rma.sig_add;
+	s->put.dst = req->base.rma.addr;
+	s->put.win = req->base.rma.dst_id;
+	s->sig.win = req->base.rma.sig_id;
+	s->sig.off = req->base.rma.sig_off;
+	s->sig.add = req->base.rma.sig_add;
 	s->err = 0;
 	s->len = 0;
 	s->gpu = req->base.type != ZSM_REQ_GET && zsm_ce_gpu(req, 0);
-	s->vmm_fd = -1;
+	s->alloc.vmm_fd = -1;
 	req->src = s->addr;
 	if (s->gpu && (uintptr_t)req->base.data[0] != s->addr)
 		s->gpu = 0; /* staged out: host bytes now */
@@ -201,11 +201,11 @@ static int zsm_ce_post_slot(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
 		/* The receiver opens our allocation and copies from it. */
 		const struct zsm_ce_gpu_mr *g = zsm_ce_gpu(req, 0);
 
-		s->ipc = g->ipc;
-		s->ipc_off = s->addr - g->base;
-		s->vmm_fd = g->vmm_fd;
-		s->reg_id = g->reg_id;
-		s->alloc_size = g->alloc_size;
+		s->alloc.ipc = g->ipc;
+		s->alloc.off = s->addr - g->base;
+		s->alloc.vmm_fd = g->vmm_fd;
+		s->alloc.reg_id = g->reg_id;
+		s->alloc.size = g->alloc_size;
 	}
 	req->seq = ch->next;
 	zsm_ce_push(ch, req);
@@ -315,7 +315,7 @@ int zsm_ce_copy_pieces(struct zsm_ce_chan *ch, struct zsm_ce_slot *s,
 			return (int)got;
 		*off += (uint64_t)got;
 		*left -= (uint64_t)got;
-		ch->shared_bytes += (uint64_t)got;
+		ch->watch.shared_bytes += (uint64_t)got;
 		budget -= (uint64_t)got; /* got <= the length asked for */
 	}
 	return 1;
@@ -342,23 +342,23 @@ static int zsm_ce_help(struct zsm_ce_chan *ch)
 	if (atomic_load_explicit(&s->matched, memory_order_acquire) != mark ||
 	    atomic_load_explicit(&s->helped, memory_order_relaxed) == mark)
 		return 0;
-	if (ch->help_seq != mark) {
-		ch->help_seq = mark;
-		ch->help_left = 0;
+	if (ch->tx.help_seq != mark) {
+		ch->tx.help_seq = mark;
+		ch->tx.help_left = 0;
 		s->help_err = 0;
 	}
 	/* From where the receiver reads too (a staged window's mirror);
 	 * our own note of it, not the slot's, which the peer can write. */
 	ret = zsm_ce_copy_pieces(ch, s, req->base.len[0],
 				 (char *)(uintptr_t)req->src, s->dst,
-				 &ch->help_off, &ch->help_left);
+				 &ch->tx.help_off, &ch->tx.help_left);
 	if (ret > 0)
 		return 1; /* more next pass */
 	if (ret < 0) {
 		/* The receiver copies the rest of this piece itself. */
 		s->help_err = ret;
-		s->help_fail_off = ch->help_off;
-		s->help_fail_len = ch->help_left;
+		s->help_fail.off = ch->tx.help_off;
+		s->help_fail.len = ch->tx.help_left;
 	}
 	/* release: pairs with the acquire in zsm_ce_copy_shared; our bytes,
 	 * help_err and the failed range are written first. */
@@ -375,38 +375,38 @@ static int zsm_ce_help(struct zsm_ce_chan *ch)
 static int zsm_ce_get_read(struct zsm_ce_chan *ch, struct zsm_ce_req *req,
 			   const struct zsm_ce_slot *s)
 {
-	struct zsm_ce_slot *a = &ch->get_ans;
+	struct zsm_ce_slot *a = &ch->tx.get_ans;
 	const struct zsm_ce_gpu_mr *g = zsm_ce_gpu(req, 0);
 	char *dst = (char *)req->base.data[0] + req->got;
 	size_t len = req->base.len[0], n;
 	ssize_t got;
 	int err;
 
-	if (ch->get_seq != req->seq + 1) {
+	if (ch->tx.get_seq != req->seq + 1) {
 		/* Taken once: the receiver can write its slot at any time. */
-		ch->get_seq = req->seq + 1;
+		ch->tx.get_seq = req->seq + 1;
 		req->got = 0;
 		a->err = s->err;
 		a->addr = s->addr;
 		a->gpu = s->gpu;
-		a->ipc = s->ipc;
-		a->ipc_off = s->ipc_off;
-		a->vmm_fd = s->vmm_fd;
-		a->reg_id = s->reg_id;
-		a->alloc_size = s->alloc_size;
+		a->alloc.ipc = s->alloc.ipc;
+		a->alloc.off = s->alloc.off;
+		a->alloc.vmm_fd = s->alloc.vmm_fd;
+		a->alloc.reg_id = s->alloc.reg_id;
+		a->alloc.size = s->alloc.size;
 		if (a->err) {
 			req->base.error = a->err;
 			return 1;
 		}
 		/* Our copy must stay inside the allocation it opens. */
-		if (a->gpu && (a->ipc_off > a->alloc_size ||
-			       len > a->alloc_size - a->ipc_off)) {
+		if (a->gpu && (a->alloc.off > a->alloc.size ||
+			       len > a->alloc.size - a->alloc.off)) {
 			ZSM_WARN("ce: send comm %u: pid %d answered a get of %zu "
 				 "bytes with %llu bytes at %llu of a GPU "
 				 "allocation: past its end",
 				 ch->comm->id, (int)ch->peer_pid, len,
-				 (unsigned long long)a->alloc_size,
-				 (unsigned long long)a->ipc_off);
+				 (unsigned long long)a->alloc.size,
+				 (unsigned long long)a->alloc.off);
 			req->base.error = -EPROTO;
 			return 1;
 		}
@@ -422,11 +422,14 @@ static int zsm_ce_get_read(struct zsm_ce_chan *ch, struct zsm_ce_req *req,
 		got = -ENOMEM;
 	} else {
 		/* Host bytes up into our GPU memory, from pinned memory. */
-		got = zsm_ce_peer_io(ch, ch->bounce, a->addr + req->got, n, 0);
+		zsm_cu_deviceptr up =
+			(zsm_cu_deviceptr)(uintptr_t)ch->gpu.bounce;
+
+		got = zsm_ce_peer_io(ch, ch->gpu.bounce, a->addr + req->got, n,
+				     0);
 		err = got > 0 ? zsm_cuda_win_copy(
 					g->ctx, (zsm_cu_deviceptr)(uintptr_t)dst,
-					(zsm_cu_deviceptr)(uintptr_t)ch->bounce,
-					(size_t)got)
+					up, (size_t)got)
 			      : 0;
 		if (err)
 			got = err;
@@ -492,11 +495,11 @@ static uint64_t zsm_ce_fingerprint(const struct zsm_ce_chan *ch)
 {
 	uint64_t h = ch->next * 0x9e3779b97f4a7c15ULL ^ ch->oldest;
 
-	h = h * 31 + ch->cur_off;
+	h = h * 31 + ch->rx.off;
 	h = h * 31 + (uint64_t)(uintptr_t)ch->head;
-	h = h * 31 + (uint64_t)(uintptr_t)ch->cur_req;
-	h = h * 31 + (uint64_t)ch->gpu_busy;
-	h = h * 31 + ch->pipe_head * 64 + ch->pipe_n;
+	h = h * 31 + (uint64_t)(uintptr_t)ch->rx.req;
+	h = h * 31 + (uint64_t)ch->gpu.busy;
+	h = h * 31 + ch->gpu.pipe_head * 64 + ch->gpu.pipe_n;
 	h = h * 31 + (ch->head ? ch->head->got : 0);
 	return h * 31 + (ch->head ? ch->head->base.remaining : 0);
 }
@@ -525,7 +528,7 @@ static void zsm_ce_say_stall(struct zsm_ce_chan *ch)
 	/* acquire, both: pair with the releases in zsm_ce_post_send and
 	 * zsm_ce_complete; only read for the message.  A GPU copy that has
 	 * not finished in that time is wrong, not a quiet peer: WARN. */
-	ZSM_LOG_AT(ch->gpu_busy || ch->pipe_n ? ZSM_LOG_WARN : ZSM_LOG_INFO,
+	ZSM_LOG_AT(ch->gpu.busy || ch->gpu.pipe_n ? ZSM_LOG_WARN : ZSM_LOG_INFO,
 		 "ce: %s comm %u: no progress for %llu s: message %llu "
 		 "(slot seq %llu, done %llu, %llu B, tag %d, %s), oldest "
 		 "request %s%s, copy %s at %llu of %llu",
@@ -540,10 +543,10 @@ static void zsm_ce_say_stall(struct zsm_ce_chan *ch)
 		 (unsigned long long)s->size, s->tag, s->gpu ? "gpu" : "host",
 		 r ? zsm_req_what(&r->base) : "none",
 		 subs,
-		 ch->gpu_busy || ch->pipe_n ? zsm_ce_cuda_copy_state(ch)
-		 : ch->cur_req ? "host" : "none",
-		 (unsigned long long)ch->cur_off,
-		 (unsigned long long)ch->cur_end);
+		 ch->gpu.busy || ch->gpu.pipe_n ? zsm_ce_cuda_copy_state(ch)
+		 : ch->rx.req ? "host" : "none",
+		 (unsigned long long)ch->rx.off,
+		 (unsigned long long)ch->rx.end);
 }
 
 /* A receiver looks for puts while this process has windows. */
@@ -567,15 +570,15 @@ static int zsm_ce_progress(void *self)
 		 * notices name the sender's registrations: what a sender
 		 * opened of the receiver's windows (gets) stays until the
 		 * channel closes. */
-		if (ch->maps && ch->side == ZSM_CE_RECEIVER && !ch->gpu_busy &&
-		    !ch->pipe_n)
+		if (ch->gpu.maps && ch->side == ZSM_CE_RECEIVER &&
+		    !ch->gpu.busy && !ch->gpu.pipe_n)
 			events += zsm_ce_cuda_forget(ch);
 		/* A receiver always looks at its next slot (one load): a
 		 * put into a process without windows is refused, not left
 		 * waiting; with windows it also keeps the engine busy. */
 		if (ch->failed ||
 		    (!ch->head && ch->side != ZSM_CE_RECEIVER)) {
-			ch->last_event_ns = 0;
+			ch->watch.last_event_ns = 0;
 			continue;
 		}
 		got = ch->side == ZSM_CE_SENDER ? zsm_ce_progress_sender(ch)
@@ -584,25 +587,25 @@ static int zsm_ce_progress(void *self)
 		/* A copy in flight counts as an event every pass; what moved
 		 * is what tells a stall. */
 		print = zsm_ce_fingerprint(ch);
-		got = print != ch->last_print;
-		ch->last_print = print;
+		got = print != ch->watch.last_print;
+		ch->watch.last_print = print;
 		if (!ch->head) {
-			ch->last_event_ns = 0;
+			ch->watch.last_event_ns = 0;
 			continue;
 		}
 		if (!now)
 			now = zsm_now_ns();
-		if (got || !ch->last_event_ns) {
-			ch->last_event_ns = now;
-			ch->stall_said = 0;
-		} else if (!ch->stall_said &&
-			   now - ch->last_event_ns > ZSM_CE_STALL_NS) {
-			ch->stall_said = 1;
+		if (got || !ch->watch.last_event_ns) {
+			ch->watch.last_event_ns = now;
+			ch->watch.stall_said = 0;
+		} else if (!ch->watch.stall_said &&
+			   now - ch->watch.last_event_ns > ZSM_CE_STALL_NS) {
+			ch->watch.stall_said = 1;
 			zsm_ce_say_stall(ch);
 		}
-		if (now < ch->next_check_ns)
+		if (now < ch->watch.next_check_ns)
 			continue;
-		ch->next_check_ns = now + zsm_comm_check_ns();
+		ch->watch.next_check_ns = now + zsm_comm_check_ns();
 		if (zsm_ce_peer_gone(ch))
 			zsm_ce_fail(ch, -ECONNRESET,
 				    "the peer process has exited");

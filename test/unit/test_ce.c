@@ -150,9 +150,11 @@ static void test_ce_chan_large_message_in_pieces(void **state)
 		struct zsm_ce_slot *sl = &p->s->win->slots[s.seq %
 							   ZSM_CE_SLOTS];
 
-		assert_true(p->s->shared_bytes > 0);
-		assert_true(p->r->shared_bytes > 0);
-		zsm_assert_int_eq(p->s->shared_bytes + p->r->shared_bytes, len);
+		assert_true(p->s->watch.shared_bytes > 0);
+		assert_true(p->r->watch.shared_bytes > 0);
+		zsm_assert_int_eq(p->s->watch.shared_bytes +
+					  p->r->watch.shared_bytes,
+				  len);
 		zsm_assert_int_eq(atomic_load(&sl->helped), s.seq + 1);
 		zsm_assert_int_eq(sl->help_err, 0);
 	}
@@ -185,7 +187,7 @@ static void test_ce_chan_split_falls_back_when_sender_cannot_write(
 	zsm_assert_int_eq(state_of(&r), ZSM_REQ_DONE);
 	zsm_assert_int_eq(state_of(&s), ZSM_REQ_DONE);
 	assert_memory_equal(src, dst, len);
-	assert_true(p->r->no_help);
+	assert_true(p->r->rx.no_help);
 	free(src);
 	free(dst);
 }

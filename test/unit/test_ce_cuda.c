@@ -765,7 +765,7 @@ static void test_ce_cuda_unmap_off_keeps_mappings_until_close(void **state)
 	gpu_dereg(p, smr);
 	pump(2);
 	zsm_assert_int_eq(fk.unmaps, 0);
-	zsm_assert_int_eq(p->r->forget_tail,
+	zsm_assert_int_eq(p->r->gpu.forget_tail,
 			  atomic_load(&p->r->win->forget_head));
 	zsm_ce_chan_close(p->r, -ECANCELED);
 	p->r = NULL;
@@ -792,7 +792,7 @@ static void test_ce_cuda_forget_overflow_closes_everything(void **state)
 	pump(1);
 	closes_done();
 	zsm_assert_int_eq(fk.ipc_closes, 1);
-	zsm_assert_int_eq(p->r->maps == NULL, 1);
+	zsm_assert_int_eq(p->r->gpu.maps == NULL, 1);
 	gpu_dereg(p, smr);
 }
 
@@ -998,7 +998,7 @@ static void test_ce_cuda_full_pipe_takes_no_more(void **state)
 	}
 	pump(1);
 	zsm_assert_int_eq(fk.copies, ZSM_CE_PIPE);
-	zsm_assert_int_eq(p->r->cur_req == NULL, 1);
+	zsm_assert_int_eq(p->r->rx.req == NULL, 1);
 	pump_until_done(&s[N - 1]);
 	for (int i = 0; i < N; i++)
 		zsm_assert_int_eq(state_of(&r[i]), ZSM_REQ_DONE);
@@ -1497,11 +1497,11 @@ static void test_ce_cuda_get_answer_past_allocation_refused(void **state)
 	s = &p->s->win->slots[req.seq % ZSM_CE_SLOTS];
 	s->err = 0;
 	s->gpu = 1;
-	s->ipc = wmr->g.ipc;
-	s->vmm_fd = -1;
-	s->reg_id = wmr->g.reg_id;
-	s->alloc_size = 1024;
-	s->ipc_off = 1000;
+	s->alloc.ipc = wmr->g.ipc;
+	s->alloc.vmm_fd = -1;
+	s->alloc.reg_id = wmr->g.reg_id;
+	s->alloc.size = 1024;
+	s->alloc.off = 1000;
 	atomic_store(&s->done, req.seq + 1);
 	pump_until_done(&req);
 	zsm_assert_int_eq(state_of(&req), -EPROTO);
