@@ -290,7 +290,8 @@ def violations(root, tools=None):
 def check(root, tools=None, quiet=False):
     found = sorted(violations(root, tools))
     for rule, rel, name in found:
-        print(f'FAIL {rule}: plugin/{rel} names {name}')
+        where = rel if rel.startswith('tools/') else 'plugin/' + rel
+        print(f'FAIL {rule}: {where} names {name}')
     if not quiet:
         print('structure: %d violation(s) of the rules rank, nccl, '
               'ce-name, atomic, size (%d still over, listed)' %
