@@ -419,7 +419,12 @@ const struct zsm_comm_ops zsm_ce_comm_ops = {
 	.name = "ce",
 	.req_size = sizeof(struct zsm_ce_req),
 	.req_clear = sizeof(struct zsm_ce_req) - sizeof(struct zsm_req),
-	.post = zsm_ce_xfer_post,
+	.post = {
+		[ZSM_REQ_SEND] = zsm_ce_post_send,
+		[ZSM_REQ_RECV] = zsm_ce_post_recv,
+		[ZSM_REQ_PUT] = zsm_ce_post_rma,
+		[ZSM_REQ_GET] = zsm_ce_post_rma,
+	},
 	.close = zsm_ce_close_op,
 	.fail = zsm_ce_fail_op,
 	.reg_mr = zsm_ce_mr_reg,

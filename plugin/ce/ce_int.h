@@ -321,8 +321,11 @@ void zsm_ce_unmap_stop(unsigned timeout_ms);
 int zsm_ce_pidfd_getfd(int pidfd, int fd);
 /* ce_chan.c: whether the peer process has exited (its pidfd is readable). */
 int zsm_ce_peer_gone(const struct zsm_ce_chan *ch);
-/* ce_xfer.c: the comm ops' post (engine). */
-int zsm_ce_xfer_post(struct zsm_req *req);
+/* ce_xfer.c: the comm ops' posts, one per kind (engine): sends, puts
+ * and gets alike, receives; ce makes no flush requests. */
+int zsm_ce_post_send(struct zsm_req *req);
+int zsm_ce_post_rma(struct zsm_req *req);
+int zsm_ce_post_recv(struct zsm_req *req);
 /* ce_mr.c: the comm ops' registration hooks. */
 int zsm_ce_mr_reg(struct zsm_comm *c, void *data, size_t size, int type,
 		  int dmabuf_fd, uint64_t offset, struct zsm_mr **out);

@@ -233,40 +233,60 @@ static int zsm_ce_rma_check(struct zsm_ce_chan *ch, struct zsm_ce_req *req)
 	return 0;
 }
 
-int zsm_ce_xfer_post(struct zsm_req *b)
+/* The channel of b's comm, or NULL with b ended: the comm failed or
+ * closes. */
+static struct zsm_ce_chan *zsm_ce_post_chan(struct zsm_req *b)
 {
-	struct zsm_ce_req *req = zsm_ce_req_of(b);
 	struct zsm_comm *comm = b->comm;
-	struct zsm_ce_chan *ch = comm->tp;
 	int err = zsm_comm_error(comm);
 
-	if (comm->closing || !ch)
+	if (comm->closing || !comm->tp)
 		err = -ECANCELED;
-	if (err) {
-		req->base.error = err;
-		zsm_ce_publish(req);
+	if (!err)
+		return comm->tp;
+	b->error = err;
+	zsm_ce_publish(zsm_ce_req_of(b));
+	return NULL;
+}
+
+int zsm_ce_post_send(struct zsm_req *b)
+{
+	struct zsm_ce_chan *ch = zsm_ce_post_chan(b);
+
+	return ch ? zsm_ce_post_slot(ch, zsm_ce_req_of(b)) : 0;
+}
+
+/* A put or a get: its window checked first, a get of 0 bytes done. */
+int zsm_ce_post_rma(struct zsm_req *b)
+{
+	struct zsm_ce_req *req = zsm_ce_req_of(b);
+	struct zsm_ce_chan *ch = zsm_ce_post_chan(b);
+	int err;
+
+	if (!ch)
+		return 0;
+	err = zsm_ce_rma_check(ch, req);
+	if (err)
+		b->error = err;
+	if (err || (b->type == ZSM_REQ_GET && !b->len[0])) {
+		zsm_ce_publish(req); /* refused, or nothing to read */
 		return 0;
 	}
-	if (req->base.type == ZSM_REQ_PUT || req->base.type == ZSM_REQ_GET) {
-		err = zsm_ce_rma_check(ch, req);
-		if (err) {
-			req->base.error = err;
-			zsm_ce_publish(req);
-			return 0;
-		}
-	}
-	if (req->base.type == ZSM_REQ_GET && !req->base.len[0]) {
-		zsm_ce_publish(req); /* nothing to read */
+	return zsm_ce_post_slot(ch, req);
+}
+
+int zsm_ce_post_recv(struct zsm_req *b)
+{
+	struct zsm_ce_req *req = zsm_ce_req_of(b);
+	struct zsm_ce_chan *ch = zsm_ce_post_chan(b);
+
+	if (!ch)
 		return 0;
-	}
-	if (req->base.type == ZSM_REQ_SEND || req->base.type == ZSM_REQ_PUT ||
-	    req->base.type == ZSM_REQ_GET)
-		return zsm_ce_post_slot(ch, req);
-	for (int i = 0; i < req->base.n; i++) {
+	for (int i = 0; i < b->n; i++) {
 		req->sub[i] = 0;
-		req->base.sizes[i] = 0;
+		b->sizes[i] = 0;
 	}
-	req->base.remaining = req->base.n;
+	b->remaining = b->n;
 	zsm_ce_push(ch, req);
 	return 0;
 }

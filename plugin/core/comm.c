@@ -182,7 +182,13 @@ static int zsm_comm_post_desc(struct zsm_desc *d)
 		zsm_comm_close_locked(req->comm);
 		return 0;
 	}
-	return req->comm->ops->post(req);
+	if (!req->comm->ops->post[req->type]) {
+		/* Never made: a transport's flush that needs no read, say. */
+		req->error = -EOPNOTSUPP;
+		zsm_req_publish(req);
+		return 0;
+	}
+	return req->comm->ops->post[req->type](req);
 }
 
 /*

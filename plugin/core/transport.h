@@ -46,6 +46,7 @@ enum zsm_req_type {
 	ZSM_REQ_FLUSH = 4, /* a read of our own memory: iflush */
 	ZSM_REQ_PUT = 5,   /* one-sided, maybe with a signal after it */
 	ZSM_REQ_GET = 6,
+	ZSM_REQ_KINDS = 7, /* the bound of zsm_comm_ops.post's index */
 };
 
 /* A one-sided request's other end, at the comm's peer. */
@@ -141,11 +142,12 @@ struct zsm_comm_ops {
 	size_t req_size;
 	size_t req_clear;
 	/*
-	 * Engine: post a send, receive, flush, put or get: 0 when the
-	 * transport took it (finished or in flight), -EAGAIN to keep it and
-	 * retry later.
+	 * Engine: post a request, one function per kind, indexed by its
+	 * type (SEND, RECV, FLUSH, PUT, GET; CLOSE is the core's): 0 when
+	 * the transport took it (finished or in flight), -EAGAIN to keep
+	 * it and retry later.  NULL: the transport makes no such requests.
 	 */
-	int (*post)(struct zsm_req *req);
+	int (*post[ZSM_REQ_KINDS])(struct zsm_req *req);
 	/*
 	 * Engine: NCCL closed c.  The transport stops using it, ends its
 	 * requests, calls zsm_comm_quiet once it writes none of their

@@ -372,10 +372,11 @@ int zsm_net_ep_progress(struct zsm_net_ep *ep);
 /* Whether ep has work in flight, or comms whose handshake or hand-over
  * is not done: then it is polled every pass (engine). */
 int zsm_net_ep_busy(const struct zsm_net_ep *ep);
-/* Post operation i of a data request: 0, -EAGAIN (the provider refused,
- * or the receiver has not made room: retry), -ECANCELED (a send that
- * waits for room on a comm being closed), or -errno (logged). */
-int zsm_net_ep_post_op(struct zsm_net_req *req, int i);
+/* Posts operation i of req to the provider: 0, -EAGAIN or -errno. */
+typedef ssize_t (*zsm_net_op_fn)(struct zsm_net_req *req, int i);
+/* Post operation i of a receive again (a message without the comm's
+ * key took it): 0, -EAGAIN (the provider refused: retry) or -EIO. */
+int zsm_net_ep_post_recv_op(struct zsm_net_req *req, int i);
 /*
  * A peer's address, checked against our own endpoint's (length and,
  * for socket addresses, family and port) before libfabric ever sees it:
@@ -745,8 +746,12 @@ void zsm_net_req_undefer(struct zsm_net_req *req);
 /* Report the sends comm held whose receives the peer has now said are
  * posted; with err (the comm failed), every one, failed with err. */
 void zsm_net_req_report_held(struct zsm_net_comm *comm, int err);
-/* The comm ops' post: a send, receive or flush (net_ep.c). */
-int zsm_net_ep_post_req(struct zsm_req *req);
+/* The comm ops' posts, one per kind (net_ep.c): sends, receives,
+ * flushes, and puts and gets alike. */
+int zsm_net_ep_post_send(struct zsm_req *req);
+int zsm_net_ep_post_recv(struct zsm_req *req);
+int zsm_net_ep_post_flush(struct zsm_req *req);
+int zsm_net_ep_post_rma(struct zsm_req *req);
 /* The comm ops' flush (net_req.c). */
 int zsm_net_flush_op(struct zsm_comm *c, int n, void **data, const int *sizes,
 		     struct zsm_mr **mrs, struct zsm_req *req, int *flush);

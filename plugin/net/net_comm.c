@@ -811,7 +811,13 @@ const struct zsm_comm_ops zsm_net_comm_ops = {
 	.req_size = sizeof(struct zsm_net_req),
 	.req_clear = offsetof(struct zsm_net_req, mr_desc) -
 		     sizeof(struct zsm_req),
-	.post = zsm_net_ep_post_req,
+	.post = {
+		[ZSM_REQ_SEND] = zsm_net_ep_post_send,
+		[ZSM_REQ_RECV] = zsm_net_ep_post_recv,
+		[ZSM_REQ_FLUSH] = zsm_net_ep_post_flush,
+		[ZSM_REQ_PUT] = zsm_net_ep_post_rma,
+		[ZSM_REQ_GET] = zsm_net_ep_post_rma,
+	},
 	.close = zsm_net_comm_close_op,
 	.fail = zsm_net_comm_fail_op,
 	.reg_mr = zsm_net_mr_reg_op,

@@ -261,76 +261,127 @@ static ssize_t zsm_net_post_recv(struct zsm_net_req *req,
 			 &req->ops[i].fi_ctx);
 }
 
-int zsm_net_ep_post_op(struct zsm_net_req *req, int i)
+/* zsm's own refusals and the provider's read alike. */
+_Static_assert(FI_EAGAIN == EAGAIN, "libfabric's EAGAIN is the system's");
+
+/* Full by zsm's own count: req waits, as the provider would refuse
+ * it, until a completion frees some (-EAGAIN).  A receive's room is
+ * found for its whole request (zsm_net_ep_rx_room). */
+static int zsm_net_tx_full(struct zsm_net_req *req, struct zsm_net_ep *ep)
+{
+	if (ep->queue.tx_inflight < ep->queue.tx_budget)
+		return 0;
+	zsm_proxy_park(&req->base.desc, &ep->queue.tx_room, 1);
+	return -EAGAIN;
+}
+
+/* Operation i of a send: once the receiver posted for it, or for the
+ * early messages before it (its GRANT lets it go, net_credit.h). */
+static ssize_t zsm_net_op_send(struct zsm_net_req *req, int i)
 {
 	struct zsm_req *b = &req->base;
 	struct zsm_net_comm *comm = b->comm->tp;
 	struct zsm_net_ep *ep = comm->ep;
 	struct zsm_net_op *op = &req->ops[i];
-	void *buf = b->data[i], *desc = req->mr_desc[i];
+	uint64_t tag = zsm_tag_data(comm->remote.id, b->tag[i]);
 	size_t len = b->len[i];
-	int recv = b->type == ZSM_REQ_RECV;
-	ssize_t ret;
+	ssize_t ret = zsm_net_tx_full(req, ep);
 
-	/* Full by zsm's own count: refused, like the provider would, until
-	 * a completion frees some.  A receive's room was found for its
-	 * whole request (post_req). */
-	if (!recv && ep->queue.tx_inflight >= ep->queue.tx_budget) {
-		zsm_proxy_park(&b->desc, &ep->queue.tx_room, 1);
+	if (ret)
+		return ret;
+	if (!zsm_net_credit_may_send(&comm->credit, len > ep->queue.eager_max))
 		return -EAGAIN;
+	if (ep->fi.cq_data)
+		ret = fi_tsenddata(ep->fi.ep, b->data[i], len, req->mr_desc[i],
+				   req->cq_data, comm->remote.addr, tag,
+				   &op->fi_ctx);
+	else
+		ret = fi_tsend(ep->fi.ep, b->data[i], len, req->mr_desc[i],
+			       comm->remote.addr, tag, &op->fi_ctx);
+	if (!ret) {
+		ep->queue.tx_inflight++;
+		zsm_net_credit_on_send(&comm->credit);
+		req->get_seq = comm->credit.sent;
 	}
-	/* The receiver has not posted for it, nor for the early messages
-	 * before it: its GRANT lets this go (net_credit.h). */
-	if (b->type == ZSM_REQ_SEND &&
-	    !zsm_net_credit_may_send(&comm->credit, len > ep->queue.eager_max))
-		return -EAGAIN;
-	if (b->type == ZSM_REQ_SEND) {
-		if (ep->fi.cq_data)
-			ret = fi_tsenddata(ep->fi.ep, buf, len, desc,
-					   req->cq_data, comm->remote.addr,
-					   zsm_tag_data(comm->remote.id,
-							b->tag[i]),
-					   &op->fi_ctx);
-		else
-			ret = fi_tsend(ep->fi.ep, buf, len, desc,
-				       comm->remote.addr,
-				       zsm_tag_data(comm->remote.id, b->tag[i]),
-				       &op->fi_ctx);
-	} else if (b->type == ZSM_REQ_PUT || b->type == ZSM_REQ_GET) {
-		ret = zsm_net_rma_post_op(req, i);
-	} else if (b->type == ZSM_REQ_FLUSH) {
-		ret = fi_read(ep->fi.ep, buf, len, desc, ep->flush.self,
-			      req->rma_addr, req->rma_key, &op->fi_ctx);
-	} else {
-		ret = zsm_net_post_recv(req, comm, i);
-	}
-	if (ret == -FI_EAGAIN)
-		return -EAGAIN;
-	if (ret) {
-		ZSM_WARN("net: %s: posting a %s failed: %s",
-			 ep->dev->name, zsm_req_what(b),
-			 zsm_fi_strerror((int)-ret));
-		return -EIO;
-	}
-	op->posted = 1;
-	comm->posted.ops++;
-	comm->posted.data++;
-	comm->posted.recv += recv;
-	if (recv) {
+	return ret;
+}
+
+static ssize_t zsm_net_op_recv(struct zsm_net_req *req, int i)
+{
+	struct zsm_net_comm *comm = req->base.comm->tp;
+	struct zsm_net_ep *ep = comm->ep;
+	size_t len = req->base.len[i];
+	ssize_t ret = zsm_net_post_recv(req, comm, i);
+
+	if (!ret) {
+		comm->posted.recv++;
 		ep->queue.rx_inflight++;
 		if (len > comm->posted.recv_max)
 			comm->posted.recv_max = len;
 		zsm_net_credit_on_post(&comm->credit, 1,
 				       len > ep->queue.eager_max);
-	} else if (b->type == ZSM_REQ_SEND) {
-		ep->queue.tx_inflight++;
-		zsm_net_credit_on_send(&comm->credit);
-		req->get_seq = comm->credit.sent;
-	} else {
-		ep->queue.tx_inflight++;
 	}
-	zsm_net_ep_pump_hint(ep);
+	return ret;
+}
+
+/* A flush: a read of our own buffer back through the NIC. */
+static ssize_t zsm_net_op_flush(struct zsm_net_req *req, int i)
+{
+	struct zsm_net_ep *ep =
+		((struct zsm_net_comm *)req->base.comm->tp)->ep;
+	ssize_t ret = zsm_net_tx_full(req, ep);
+
+	if (!ret)
+		ret = fi_read(ep->fi.ep, req->base.data[i], req->base.len[i],
+			      req->mr_desc[i], ep->flush.self, req->rma_addr,
+			      req->rma_key, &req->ops[i].fi_ctx);
+	if (!ret)
+		ep->queue.tx_inflight++;
+	return ret;
+}
+
+/* A put's or get's operation i (its bytes, or a put's signal). */
+static ssize_t zsm_net_op_rma(struct zsm_net_req *req, int i)
+{
+	struct zsm_net_ep *ep =
+		((struct zsm_net_comm *)req->base.comm->tp)->ep;
+	ssize_t ret = zsm_net_tx_full(req, ep);
+
+	if (!ret)
+		ret = zsm_net_rma_post_op(req, i);
+	if (!ret)
+		ep->queue.tx_inflight++;
+	return ret;
+}
+
+/* Post operation i of req by its kind's poster: 0, -EAGAIN, or -EIO
+ * (said). */
+static int zsm_net_ep_post_with(struct zsm_net_req *req, int i,
+				zsm_net_op_fn post)
+{
+	struct zsm_req *b = &req->base;
+	struct zsm_net_comm *comm = b->comm->tp;
+	ssize_t ret = post(req, i);
+
+	/* Refused: by the provider, or by zsm (its -EAGAIN is the same). */
+	if (ret == -FI_EAGAIN)
+		return -EAGAIN;
+	if (ret) {
+		ZSM_WARN("net: %s: posting a %s failed: %s",
+			 comm->ep->dev->name, zsm_req_what(b),
+			 zsm_fi_strerror((int)-ret));
+		return -EIO;
+	}
+	req->ops[i].posted = 1;
+	comm->posted.ops++;
+	comm->posted.data++;
+	zsm_net_ep_pump_hint(comm->ep);
 	return 0;
+}
+
+int zsm_net_ep_post_recv_op(struct zsm_net_req *req, int i)
+{
+	return zsm_net_ep_post_with(req, i, zsm_net_op_recv);
 }
 
 /* The provider operations req posts: one per buffer, or a put's or
@@ -410,8 +461,9 @@ static int zsm_net_ep_refused(struct zsm_net_req *req,
 	return -EAGAIN;
 }
 
-/* Post the not-yet-posted operations of a send or receive request. */
-int zsm_net_ep_post_req(struct zsm_req *b)
+/* The posting every kind shares: first post, checks, each operation by
+ * post, and the end of those it never posted. */
+static int zsm_net_ep_post_req(struct zsm_req *b, zsm_net_op_fn post)
 {
 	struct zsm_net_req *req = zsm_net_req_of(b);
 	struct zsm_net_comm *comm = b->comm->tp;
@@ -453,7 +505,7 @@ int zsm_net_ep_post_req(struct zsm_req *b)
 		/* Refused for now: no room, no credit, an earlier write or
 		 * ack to wait for (NCCL tests none of a closed comm's
 		 * requests any more). */
-		err = zsm_net_ep_post_op(req, i);
+		err = zsm_net_ep_post_with(req, i, post);
 		if (err == -EAGAIN)
 			err = zsm_net_ep_refused(req, comm);
 		if (err == -EAGAIN)
@@ -484,6 +536,26 @@ fail_rest:
 			zsm_net_req_op_done(&req->ops[idx[j]], err, 0, 0);
 	}
 	return 0;
+}
+
+int zsm_net_ep_post_send(struct zsm_req *b)
+{
+	return zsm_net_ep_post_req(b, zsm_net_op_send);
+}
+
+int zsm_net_ep_post_recv(struct zsm_req *b)
+{
+	return zsm_net_ep_post_req(b, zsm_net_op_recv);
+}
+
+int zsm_net_ep_post_flush(struct zsm_req *b)
+{
+	return zsm_net_ep_post_req(b, zsm_net_op_flush);
+}
+
+int zsm_net_ep_post_rma(struct zsm_req *b)
+{
+	return zsm_net_ep_post_req(b, zsm_net_op_rma);
 }
 
 void zsm_net_ep_tick(struct zsm_net_ep *ep, uint64_t now)

@@ -62,13 +62,13 @@ static int zsm_net_req_repost(struct zsm_net_req *req, int i)
 	req->ops[i].posted = 0;
 	/* The same receive again, not one more for the sender to fill. */
 	comm->credit.posted--;
-	return zsm_net_ep_post_op(req, i);
+	return zsm_net_ep_post_recv_op(req, i);
 }
 
 /*
  * What a receive op got, once the provider is done with it: a message
  * longer than the receive (its tail went to the spill buffer, see
- * zsm_net_ep_post_op) is the receive's error, and with ZSM_CHECKSUM the
+ * zsm_net_post_recv) is the receive's error, and with ZSM_CHECKSUM the
  * bytes must be the ones sent.  Returns the op's error; *len becomes the
  * size NCCL sees.
  */
@@ -135,7 +135,7 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
 	int orphan = atomic_load_explicit(&b->orphan, memory_order_relaxed);
 	int was_posted = op->posted == 1;
 
-	/* Posted ones leave the endpoint's count (see zsm_net_ep_post_op);
+	/* Posted ones leave the endpoint's count (the op posters);
 	 * fail_rest completes some that never were. */
 	if (was_posted) {
 		if (b->type == ZSM_REQ_RECV)

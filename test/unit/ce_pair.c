@@ -87,7 +87,7 @@ void post_send(struct pair *p, struct zsm_ce_req *req, void *buf, size_t len,
 	req->base.len[0] = len;
 	req->base.tag[0] = tag;
 	req->base.mh[0] = mh ? &mh->base : NULL;
-	zsm_assert_int_eq(zsm_ce_comm_ops.post(&req->base), 0);
+	zsm_assert_int_eq(zsm_ce_comm_ops.post[req->base.type](&req->base), 0);
 }
 
 void post_recv(struct pair *p, struct zsm_ce_req *req, int n, void **bufs,
@@ -100,7 +100,7 @@ void post_recv(struct pair *p, struct zsm_ce_req *req, int n, void **bufs,
 		req->base.tag[i] = tags[i];
 		req->base.mh[i] = mhs && mhs[i] ? &mhs[i]->base : NULL;
 	}
-	zsm_assert_int_eq(zsm_ce_comm_ops.post(&req->base), 0);
+	zsm_assert_int_eq(zsm_ce_comm_ops.post[req->base.type](&req->base), 0);
 }
 
 void pump(int passes)

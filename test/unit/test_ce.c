@@ -206,7 +206,9 @@ static void test_ce_chan_full_window_refuses(void **state)
 	s[ZSM_CE_SLOTS].base.data[0] = &byte;
 	s[ZSM_CE_SLOTS].base.len[0] = 1;
 	s[ZSM_CE_SLOTS].base.tag[0] = 9;
-	zsm_assert_int_eq(zsm_ce_comm_ops.post(&s[ZSM_CE_SLOTS].base), -EAGAIN);
+	zsm_assert_int_eq(
+		zsm_ce_comm_ops.post[ZSM_REQ_SEND](&s[ZSM_CE_SLOTS].base),
+		-EAGAIN);
 	zsm_assert_int_eq(state_of(&s[ZSM_CE_SLOTS]), ZSM_REQ_PENDING);
 	/* Closing ends them all (teardown would otherwise do it). */
 	zsm_ce_chan_close(p->s, -ECANCELED);

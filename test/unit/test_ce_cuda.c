@@ -1118,7 +1118,7 @@ static void post_put(struct pair *p, struct zsm_ce_req *req, void *src,
 	req->base.rma.sig_id = sig ? sig->id : 0;
 	req->base.rma.sig_off = sig_off;
 	req->base.rma.sig_add = add;
-	zsm_assert_int_eq(zsm_ce_comm_ops.post(&req->base), 0);
+	zsm_assert_int_eq(zsm_ce_comm_ops.post[req->base.type](&req->base), 0);
 }
 
 /*
@@ -1299,7 +1299,7 @@ static void post_get(struct pair *p, struct zsm_ce_req *req, void *dst,
 	req->base.rma.key = src->key;
 	req->base.rma.dst_id = src->id;
 	req->base.rma.dst_flags = src->flags;
-	zsm_assert_int_eq(zsm_ce_comm_ops.post(&req->base), 0);
+	zsm_assert_int_eq(zsm_ce_comm_ops.post[req->base.type](&req->base), 0);
 }
 
 /* Get len bytes at off of window src into dst + 1 (dst poisoned first),
