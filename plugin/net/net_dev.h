@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/* net's devices (one per libfabric domain) and their handles (net_dev.c, net_init.c). */
+#ifndef ZSM_NET_DEV_H
+#define ZSM_NET_DEV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+
+#include "common/cuda_win.h"
+#include "common/idmap.h"
+#include "core/transport.h"
+#include "net/net_credit.h"
+#include "net/net_fi_lib.h"
+#include "net/net_hmem.h"
+#include "net/net_rma_plan.h"
+#include "net/net_txpool.h"
+#include "net/net_wire.h"
+#include "proxy/proxy.h"
+
+#define ZSM_NET_MAX_DEVS 32
+
+/* Encode/decode, unit tested.  Decode refuses foreign or damaged handles. */
+void zsm_net_handle_encode(struct zsm_net_handle *h, uint32_t listen_id,
+			   uint32_t nonce, const void *addr, size_t addr_len,
+			   uint64_t host_hash);
+int zsm_net_handle_check(const struct zsm_net_handle *h);
+
+struct zsm_net_dev {
+	struct fi_info *info; /* the chosen provider offer, dup'ed */
+	char name[64];
+	char *pci_path;
+	uint64_t guid;
+	int speed_mbps;
+	int hmem;	       /* info is the provider's FI_HMEM offer */
+	int read;	       /* info has RMA reads, which flush */
+	/*
+	 * The largest message the provider sends eagerly when it cannot
+	 * take a truncated one of that size without dropping the
+	 * connection every comm to that peer shares (the tcp core under
+	 * rxm); 0 when truncation is safe.  Receives smaller than this get
+	 * the endpoint's spill buffer as a second part, so that whatever
+	 * arrives fits (net_ep.c).
+	 */
+	size_t trunc_unsafe;
+	/* The largest message the provider keeps for a receive not yet
+	 * posted, where zsm knows it (0: its inject size): a send no
+	 * larger may go early (net_credit.h). */
+	size_t eager;
+	/*
+	 * Early messages the receive comms of one peer may be allowed in
+	 * all (UINT32_MAX: no limit): the provider stops reading a peer that has
+	 * more unmatched messages than it keeps (libfabric's own tcp RDM
+	 * endpoint), and every comm of that peer would wait behind them.
+	 */
+	uint32_t early_peer;
+	struct zsm_net_hmem_plan gdr; /* GPU buffers over this device */
+	/* One-sided operations: how signals are built, and the offer the
+	 * RMA endpoints open (NULL: none). */
+	struct zsm_net_rma_plan rma;
+	struct fi_info *rma_info;
+	struct zsm_net_ep *ep; /* where new comms go */
+	/* ZSM_NET_DUPLEX: where listeners and the comms they accept go,
+	 * so that bytes coming in and bytes going out are each moved by an
+	 * endpoint of their own, with a thread of its own (net_pump.c);
+	 * NULL otherwise (ep takes both). */
+	struct zsm_net_ep *ep_rx;
+	int duplex;
+	int tx_pumps; /* duplex: pump threads of the sending endpoint */
+	char duplex_why[96]; /* what ZSM_NET_DUPLEX decided, and why */
+	/* Endpoints retired after a peer went silent (see zsm_net_ep_retire):
+	 * they serve their comms and close when the last one does. */
+	struct zsm_net_ep *retired;
+};
+
+/* The process's view of what libfabric offers (built once, immutable). */
+struct zsm_net_topo {
+	int ndevs;
+	struct zsm_net_dev devs[ZSM_NET_MAX_DEVS];
+	struct fi_info *all; /* every offer, for zsm-info */
+};
+
+int zsm_net_topo_discover(struct zsm_net_topo *topo);
+void zsm_net_topo_free(struct zsm_net_topo *topo);
+/* Why an offer was not taken ("" when it was). */
+const char *zsm_net_topo_why(const struct zsm_net_topo *topo,
+			     const struct fi_info *fi, char *buf, size_t len);
+void zsm_net_dev_props(const struct zsm_net_dev *dev, int index,
+		       struct zsm_props *props);
+/* Decide dev->gdr: does the device take GPU buffers (net_hmem.h)?  cuda:
+ * a driver with a device; min_cc: the lowest compute capability;
+ * cuda_dmabuf: every GPU exports dma-bufs. */
+void zsm_net_dev_plan_gdr(struct zsm_net_dev *dev, int cuda, int min_cc,
+			  int cuda_dmabuf);
+/* Decide dev->rma from what the provider grants (net_rma_dev.c). */
+void zsm_net_dev_plan_rma(struct zsm_net_dev *dev);
+
+/* Every device of the process (net_init.c). */
+extern struct zsm_net_topo zsm_net_topo;
+
+#endif
