@@ -17,12 +17,14 @@
 #
 #   -r ROUNDS  rounds (default 5)
 #   -c         also judge issue 13's limits on the paired medians: ce
-#              ping-pong B/A <= 0.9, tcp ping-pong B - A <= 0.3 us,
-#              every stream B/A >= 0.97 (exit 1 when one is missed)
+#              ping-pong B/A <= 0.9, tcp ping-pong and any putsignal
+#              B - A <= 0.3 us, every stream or put B/A >= 0.97 (exit 1
+#              when one is missed)
 # One zsm-bench (tools/zsm-bench, from build/ unless ZSM_BENCH says) runs
 # both builds, so only the plugin differs.  ZSM_AB_CASES picks other
-# cases, space-separated CE:TEST:SIZE (TEST pingpong, stream, or put: a
-# put through the RMA table, ZSM_RMA=1).
+# cases, space-separated CE:TEST:SIZE (TEST pingpong, stream, or put or
+# putsignal: through the RMA table, ZSM_RMA=1; putsignal is its 8-byte
+# put-with-signal ping-pong, half a round trip in usec).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 bench=${ZSM_BENCH:-$top/build/tools/zsm-bench}
@@ -47,11 +49,12 @@ trap 'rm -rf "$dir"' EXIT
 # ping-pong, GB/s for a stream or a put, through the RMA table).
 one() {
 	local col out rma=()
-	col=$([ "$3" = pingpong ] && echo 4 || echo 3)
-	[ "$3" = put ] && rma=(--rma)
+	col=$(case $3 in pingpong | putsignal) echo 4 ;; *) echo 3 ;; esac)
+	case $3 in put | putsignal) rma=(--rma) ;; esac
 	out=$(ZSM_CE=$2 ZSM_RMA=1 "$bench" --plugin "$1" "${rma[@]}" \
 		--test "$3" --sizes "$4" \
-		--iters "$([ "$3" = pingpong ] && echo 20000 || echo 200)" \
+		--iters "$(case $3 in pingpong) echo 20000 ;; putsignal) echo 2000 ;;
+			*) echo 200 ;; esac)" \
 		--reps 3 2>&1) || { echo "zsm-bench failed: $out" >&2; return 1; }
 	echo "$out" | awk -v t="$3" -v c="$col" '$1 == t { print $c }'
 }
@@ -86,15 +89,15 @@ for k in $cases; do
 	paired "$fa" "$fb" diff >"$dir/diff"
 	ratio=$(printf '%.3f' "$(median "$dir/ratio")")
 	diff=$(printf '%.2f' "$(median "$dir/diff")")
-	unit=$([ "$t" = pingpong ] && echo us || echo GB/s)
+	unit=$(case $t in pingpong | putsignal) echo us ;; *) echo GB/s ;; esac)
 	path=$([ "$ce" = 1 ] && echo ce || echo tcp)
 	printf '%-5s %-9s %5s %9s %s %9s %s %8s %9s\n' "$path" "$t" "$s" "$ma" "$unit" "$mb" "$unit" "$ratio" "$diff"
 	[ $check = 1 ] || continue
 	bad=""
 	if [ "$t" = pingpong ] && [ "$ce" = 1 ]; then
 		awk -v r="$ratio" 'BEGIN { exit !(r > 0.9) }' && bad="ce ping-pong B/A $ratio > 0.9"
-	elif [ "$t" = pingpong ]; then
-		awk -v d="$diff" 'BEGIN { exit !(d > 0.3) }' && bad="tcp ping-pong B - A = $diff us > 0.3"
+	elif [ "$t" = pingpong ] || [ "$t" = putsignal ]; then
+		awk -v d="$diff" 'BEGIN { exit !(d > 0.3) }' && bad="$path $t B - A = $diff us > 0.3"
 	else
 		awk -v r="$ratio" 'BEGIN { exit !(r < 0.97) }' && bad="$path stream $s B/A $ratio < 0.97"
 	fi
