@@ -69,16 +69,16 @@ void zsm_api_op_free(struct zsm_api_op *op)
 void zsm_api_agent_push(struct zsm_api_comm *c, struct zsm_api_op *op)
 {
 	op->next = NULL;
-	if (c->in_tail)
-		c->in_tail->next = op;
+	if (c->agent_q.tail)
+		c->agent_q.tail->next = op;
 	else
-		c->in_head = op;
-	c->in_tail = op;
+		c->agent_q.head = op;
+	c->agent_q.tail = op;
 	/* Relaxed: the count is a gauge; the queue itself is under the
 	 * lock, and retirement's release decrement is what callers pair
 	 * with. */
 	atomic_fetch_add_explicit(&c->outstanding, 1, memory_order_relaxed);
-	pthread_cond_signal(&c->wake);
+	pthread_cond_signal(&c->agent_q.wake);
 }
 
 static void zsm_api_retire(struct zsm_api_agent *a, struct zsm_api_fifo *f)
@@ -466,8 +466,8 @@ static struct zsm_api_op *zsm_api_take(struct zsm_api_agent *a, int *stop,
 	for (;;) {
 		struct timespec ts;
 
-		in = c->in_head;
-		*stop = c->stop;
+		in = c->agent_q.head;
+		*stop = c->agent_q.stop;
 		for (unsigned int i = 0; i < nfifo && !*queued; i++)
 			*queued = a->fifo[i].head != NULL;
 		if (in || *stop || *queued)
@@ -478,9 +478,9 @@ static struct zsm_api_op *zsm_api_take(struct zsm_api_agent *a, int *stop,
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000L;
 		}
-		pthread_cond_timedwait(&c->wake, &c->lock, &ts);
+		pthread_cond_timedwait(&c->agent_q.wake, &c->lock, &ts);
 	}
-	c->in_head = c->in_tail = NULL;
+	c->agent_q.head = c->agent_q.tail = NULL;
 	pthread_mutex_unlock(&c->lock);
 	return in;
 }
@@ -575,28 +575,29 @@ int zsm_api_agent_start(struct zsm_api_comm *c)
 		return -ENOMEM;
 	a->c = c;
 	a->fifo = calloc((size_t)c->nranks + 1, sizeof(*a->fifo));
-	if (!a->fifo || pthread_create(&c->agent, NULL, zsm_api_agent_main, a)) {
+	if (!a->fifo ||
+	    pthread_create(&c->agent_q.thread, NULL, zsm_api_agent_main, a)) {
 		free(a->fifo);
 		free(a);
 		return -ENOMEM;
 	}
-	(void)pthread_setname_np(c->agent, "zsm-api-agent");
-	c->have_agent = 1;
+	(void)pthread_setname_np(c->agent_q.thread, "zsm-api-agent");
+	c->agent_q.running = 1;
 	return 0;
 }
 
 void zsm_api_agent_stop(struct zsm_api_comm *c)
 {
-	if (!c->have_agent)
+	if (!c->agent_q.running)
 		return;
 	/* Acquire: pairs with the agent's release decrement. */
 	if (atomic_load_explicit(&c->outstanding, memory_order_acquire))
 		zsm_api_comm_fail(c, -ECANCELED,
 				  "destroyed with operations in flight");
 	pthread_mutex_lock(&c->lock);
-	c->stop = 1;
-	pthread_cond_signal(&c->wake);
+	c->agent_q.stop = 1;
+	pthread_cond_signal(&c->agent_q.wake);
 	pthread_mutex_unlock(&c->lock);
-	pthread_join(c->agent, NULL);
-	c->have_agent = 0;
+	pthread_join(c->agent_q.thread, NULL);
+	c->agent_q.running = 0;
 }

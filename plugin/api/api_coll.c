@@ -145,13 +145,15 @@ static int zsm_api_copy_run(void *arg, zsm_cu_stream stream)
 	if (zsm_cuda_ptr_is_device(k->src))
 		zsm_cuda_ptr_device(k->src, &ds);
 	if (dd >= 0 && dd == ds) {
-		res = d->memcpy_async((zsm_cu_deviceptr)(uintptr_t)k->c->stage,
+		zsm_cu_deviceptr stage =
+			(zsm_cu_deviceptr)(uintptr_t)k->c->staging.buf;
+
+		res = d->memcpy_async(stage,
 				      (zsm_cu_deviceptr)(uintptr_t)k->src,
 				      k->bytes, stream);
 		if (res == ZSM_CU_SUCCESS)
 			res = d->memcpy_async(
-				(zsm_cu_deviceptr)(uintptr_t)k->dst,
-				(zsm_cu_deviceptr)(uintptr_t)k->c->stage,
+				(zsm_cu_deviceptr)(uintptr_t)k->dst, stage,
 				k->bytes, stream);
 	} else {
 		res = d->memcpy_async((zsm_cu_deviceptr)(uintptr_t)k->dst,
@@ -172,7 +174,7 @@ static int zsm_api_stage_ensure(struct zsm_api_comm *c, size_t bytes)
 	void *p;
 	int ret;
 
-	if (!c->gpu || c->stage_size >= bytes)
+	if (!c->gpu || c->staging.size >= bytes)
 		return 0;
 	/* The stream may still copy through the old one. */
 	ret = zsm_api_comm_quiesce(c);
@@ -180,9 +182,9 @@ static int zsm_api_stage_ensure(struct zsm_api_comm *c, size_t bytes)
 		ret = zsm_api_host_alloc(c, bytes, &p);
 	if (ret)
 		return ret;
-	zsm_api_host_free(c, c->stage);
-	c->stage = p;
-	c->stage_size = bytes;
+	zsm_api_host_free(c, c->staging.buf);
+	c->staging.buf = p;
+	c->staging.size = bytes;
 	return 0;
 }
 
@@ -197,13 +199,13 @@ static int zsm_api_bounce_ensure(struct zsm_api_comm *c, size_t bytes)
 	void *p;
 	int ret;
 
-	if (c->bounce && c->bounce->size >= bytes)
+	if (c->staging.bounce && c->staging.bounce->size >= bytes)
 		return 0;
 	ret = zsm_api_comm_quiesce(c);
-	if (!ret && c->bounce) {
-		ret = zsm_api_win_deregister(c, c->bounce);
-		zsm_api_host_free(c, c->bounce_buf);
-		c->bounce_buf = NULL;
+	if (!ret && c->staging.bounce) {
+		ret = zsm_api_win_deregister(c, c->staging.bounce);
+		zsm_api_host_free(c, c->staging.bounce_buf);
+		c->staging.bounce_buf = NULL;
 	}
 	if (!ret)
 		ret = zsm_api_host_alloc(c, bytes, &p);
@@ -214,8 +216,8 @@ static int zsm_api_bounce_ensure(struct zsm_api_comm *c, size_t bytes)
 		zsm_api_host_free(c, p);
 		return ret;
 	}
-	c->bounce = w;
-	c->bounce_buf = p;
+	c->staging.bounce = w;
+	c->staging.bounce_buf = p;
 	return 0;
 }
 
@@ -269,7 +271,7 @@ static int zsm_api_coll_block(struct zsm_api_comm *c,
 	if (x->kind == ZSM_API_ALLGATHER)
 		off += x->sw ? 0 : (uint64_t)c->rank * x->bytes;
 	else if (x->in_place)
-		src = c->bounce, off = (uint64_t)p * x->bytes;
+		src = c->staging.bounce, off = (uint64_t)p * x->bytes;
 	else
 		off += (uint64_t)p * x->bytes;
 	do {
@@ -384,7 +386,7 @@ static int zsm_api_coll(struct zsm_api_comm *c, int kind, const char *call,
 	}
 	/* In-place AlltoAll: our blocks go to the bounce window before our
 	 * Ready lets peers overwrite them. */
-	stage = (struct zsm_api_copy){c, c->bounce_buf, recv, x.total};
+	stage = (struct zsm_api_copy){c, c->staging.bounce_buf, recv, x.total};
 	return zsm_api_batch_finish(
 		b, stream, a2a_in_place ? zsm_api_copy_run : NULL,
 		x.in_place ? NULL : zsm_api_copy_run,

@@ -202,8 +202,8 @@ static void zsm_api_comm_free(struct zsm_api_comm *c)
 		zsm_cuda_door_free(c->ops);
 		zsm_cuda_door_free(c->sig);
 	}
-	zsm_api_host_free(c, c->bounce_buf);
-	zsm_api_host_free(c, c->stage);
+	zsm_api_host_free(c, c->staging.bounce_buf);
+	zsm_api_host_free(c, c->staging.buf);
 	if (c->boot) {
 		/* A rank that goes on purpose is not taken for dead. */
 		if (!zsm_api_comm_error(c))
@@ -212,7 +212,7 @@ static void zsm_api_comm_free(struct zsm_api_comm *c)
 	}
 	if (c->plugin)
 		zsm_finalize(c->plugin);
-	pthread_cond_destroy(&c->wake);
+	pthread_cond_destroy(&c->agent_q.wake);
 	pthread_mutex_destroy(&c->lock);
 	free(c->seq);
 	free(c->expect);
@@ -231,7 +231,7 @@ int zsm_api_comm_init(const struct zsm_boot_id *id, int nranks, int rank,
 	c->nranks = nranks;
 	c->rank = rank;
 	pthread_mutex_init(&c->lock, NULL);
-	pthread_cond_init(&c->wake, NULL);
+	pthread_cond_init(&c->agent_q.wake, NULL);
 	atomic_init(&c->outstanding, 0);
 	atomic_init(&c->err, 0);
 	atomic_init(&c->watching, 0);

@@ -222,7 +222,7 @@ int zsm_comm_window_deregister(zsm_comm_t comm, zsm_window_t win)
 	if (!ret)
 		ret = zsm_api_win_get("comm_window_deregister", c,
 				      (uint64_t)(uintptr_t)win, &w);
-	if (!ret && w == c->bounce) {
+	if (!ret && w == c->staging.bounce) {
 		ZSM_WARN("api: comm_window_deregister: not a window of yours");
 		ret = -EINVAL;
 	}

@@ -110,6 +110,25 @@ struct zsm_api_win {
 	uint64_t handle;
 };
 
+/* The registered bounce window for in-place AlltoAll, and the pinned
+ * staging buffer for a GPU's own block. */
+struct zsm_api_comm_staging {
+	struct zsm_api_win *bounce; /* its memory: bounce_buf */
+	void *bounce_buf;
+	void *buf;
+	size_t size;
+};
+
+/* The agent thread and the operations queued for it, oldest first
+ * (under the communicator's lock). */
+struct zsm_api_comm_agent {
+	struct zsm_api_op *head, *tail;
+	pthread_cond_t wake;
+	int stop;
+	pthread_t thread;
+	int running;
+};
+
 struct zsm_api_comm {
 	int nranks, rank;
 	int gpu; /* GPU mode: a CUDA context was current at init */
@@ -129,18 +148,8 @@ struct zsm_api_comm {
 	uint64_t *expect; /* [sig slot]: counts waits have asked for */
 	uint64_t colls;	  /* collectives so far (their Ready/Complete) */
 	struct zsm_api_win *wins;
-	/* The registered bounce window for in-place AlltoAll, and the pinned
-	 * staging buffer for a GPU's own block. */
-	struct zsm_api_win *bounce; /* its memory: bounce_buf */
-	void *bounce_buf;
-	void *stage;
-	size_t stage_size;
-	/* Operations queued for the agent, oldest first. */
-	struct zsm_api_op *in_head, *in_tail;
-	pthread_cond_t wake;
-	int stop;
-	pthread_t agent;
-	int have_agent;
+	struct zsm_api_comm_staging staging;
+	struct zsm_api_comm_agent agent_q;
 	/* Operations queued and not yet retired by the agent. */
 	atomic_long outstanding;
 	_Atomic int err; /* the failure, or 0 */

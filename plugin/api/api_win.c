@@ -90,8 +90,8 @@ int zsm_api_win_deregister(struct zsm_api_comm *c, struct zsm_api_win *w)
 		return ret;
 	pthread_mutex_lock(&c->lock);
 	zsm_api_win_unlink(c, w);
-	if (c->bounce == w)
-		c->bounce = NULL;
+	if (c->staging.bounce == w)
+		c->staging.bounce = NULL;
 	pthread_mutex_unlock(&c->lock);
 	zsm_handle_close(w->handle, ZSM_H_API_WIN, &obj);
 	ret = zsm_rma_dereg_sym(c->coll, w->sym);

@@ -65,10 +65,9 @@ RANK = {f: r for r, folders, _ in RANKS for f in folders}
 MAX_MEMBERS = 25
 MAX_FUNC_LINES = 80
 MAX_FILE_LINES = 1000
-# Still over a size limit (issue 33 takes them apart): (kind, file, name).
-OVER = {
-    ('struct', 'api/api_int.h', 'zsm_api_comm'),
-}
+# Still over a size limit, if any: (kind, file, name).  Empty since
+# issue 33 took the last ones apart; a new one must not be added.
+OVER = set()
 
 # The transport choice: the one place outside plugin/ce that knows the
 # transports by name.
