@@ -50,7 +50,7 @@ void zsm_ce_init_checks(int gpu);
 void zsm_ce_fini(unsigned timeout_ms);
 
 /*
- * The handshake, run by the core's registry over net.  The connector
+ * The handshake, run by the transport choice over net.  The connector
  * offers a word of its memory to read (offer: the payload's length);
  * the listener reads it, makes the shared window and answers; the
  * connector takes the window from the listener's process, the one its

@@ -35,8 +35,8 @@
  *   accept() returns R
  *
  * The offer, answer and word of what was taken are opaque to net: the
- * core's registry fills and reads them (another transport for the data
- * of a same-host comm, see core/transport.h).
+ * transport choice fills and reads them through the core's hooks
+ * (another transport for the data of a same-host comm; entry/select.c).
  *
  * A CONN_REQ that names no listener, or the wrong nonce, is answered at
  * once with a refusing CONN_ACK.  PING and PONG probe a silent peer
