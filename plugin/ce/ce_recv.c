@@ -341,17 +341,10 @@ static int zsm_ce_match(struct zsm_ce_chan *ch)
 	m->size = s->size;
 	m->tag = s->tag;
 	m->gpu = s->gpu;
-	m->alloc.off = s->alloc.off;
-	m->alloc.vmm_fd = s->alloc.vmm_fd;
-	m->alloc.ipc = s->alloc.ipc;
-	m->alloc.reg_id = s->alloc.reg_id;
-	m->alloc.size = s->alloc.size;
+	m->alloc = s->alloc;
 	m->kind = s->kind;
-	m->put.dst = s->put.dst;
-	m->put.win = s->put.win;
-	m->sig.win = s->sig.win;
-	m->sig.off = s->sig.off;
-	m->sig.add = s->sig.add;
+	m->put = s->put;
+	m->sig = s->sig;
 	if (m->kind == ZSM_CE_KIND_PUT)
 		return zsm_ce_take_put(ch, s);
 	if (m->kind == ZSM_CE_KIND_GET)

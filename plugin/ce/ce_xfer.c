@@ -409,11 +409,7 @@ static int zsm_ce_get_read(struct zsm_ce_chan *ch, struct zsm_ce_req *req,
 		a->err = s->err;
 		a->addr = s->addr;
 		a->gpu = s->gpu;
-		a->alloc.ipc = s->alloc.ipc;
-		a->alloc.off = s->alloc.off;
-		a->alloc.vmm_fd = s->alloc.vmm_fd;
-		a->alloc.reg_id = s->alloc.reg_id;
-		a->alloc.size = s->alloc.size;
+		a->alloc = s->alloc;
 		if (a->err) {
 			req->base.error = a->err;
 			return 1;

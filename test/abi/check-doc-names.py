@@ -79,10 +79,8 @@ def path_exists(token, files, doc_dir):
     cands += [os.path.normpath(os.path.join(h, token)) for h in HOMES]
     if any(c in files for c in cands):
         return True
-    # A bare file name anywhere in the tree (plugin/net's net_ep.c).
-    if '/' not in token:
-        return any(f.endswith('/' + token) for f in files)
-    # A path under a folder the text already named (net/net_ep.c).
+    # A bare file name anywhere in the tree (plugin/net's net_ep.c), or
+    # a path under a folder the text already named (net/net_ep.c).
     return any(f.endswith('/' + token) for f in files)
 
 
