@@ -84,6 +84,27 @@ int zsm_iget(void *send_comm, void *dst, size_t size, void *mh,
  * -errno.
  */
 int zsm_comm_reserve(void *send_comm, int sets);
+/*
+ * Handle-free calls, for zsm's own API (plugin/api): it resolves its
+ * comms and registrations once, when it makes them, and then moves data
+ * with no handle look-up, no allocation and no lock of its own.
+ */
+struct zsm_comm;
+struct zsm_mr;
+struct zsm_req;
+/* The send comm behind a handle, and the registration behind mh (NULL
+ * for NULL); they stay valid until closed and deregistered. */
+int zsm_entry_comm_of(void *send_comm, struct zsm_comm **out);
+int zsm_entry_mr_of(void *mh, struct zsm_mr **out);
+/* zsm_iput on c with src's registration mr (the request holds it): a
+ * NULL *out with 0 says none is free now, call again. */
+int zsm_entry_put(struct zsm_comm *c, void *src, size_t size,
+		  struct zsm_mr *mr, const struct zsm_rma_window *dst,
+		  uint64_t dst_off, const struct zsm_rma_window *sig,
+		  uint64_t sig_off, uint64_t sig_add, struct zsm_req **out);
+/* zsm_test of req: *done 1 once it ended (it is freed then), with its
+ * result. */
+int zsm_entry_req_test(struct zsm_req *req, int *done);
 /* A progress pass for a caller that polls now and then (NCCL's
  * rmaProgress): 0, or -errno where the plugin cannot be used. */
 int zsm_progress(void);

@@ -231,22 +231,12 @@ int zsm_progress(void)
 	return ret;
 }
 
-int zsm_test(void *request, int *done, int *sizes)
+/* test() of req, found: done or not, its sizes and result. */
+static int zsm_entry_req_end(struct zsm_req *req, int *done, int *sizes)
 {
-	struct zsm_req *req;
-	int state, ret;
-
-	if (!done)
-		return zsm_entry_null("test", "done");
-	*done = 0;
-	ret = zsm_entry_life_enter("test");
-	if (!ret)
-		ret = zsm_entry_lookup("test", request, ZSM_H_REQ,
-				       (void **)&req);
-	if (ret)
-		return ret;
 	/* acquire: pairs with the release that publishes the result. */
-	state = atomic_load_explicit(&req->state, memory_order_acquire);
+	int state = atomic_load_explicit(&req->state, memory_order_acquire);
+
 	if (state == ZSM_REQ_PENDING) {
 		/* A pass for a one-sided request whatever the caller polled
 		 * before: NCCL's RMA proxy goes round its puts and peers, which
@@ -282,4 +272,25 @@ int zsm_test(void *request, int *done, int *sizes)
 				 : strerror(-state));
 	zsm_req_free(req);
 	return state < 0 ? state : 0;
+}
+
+int zsm_test(void *request, int *done, int *sizes)
+{
+	struct zsm_req *req;
+	int ret;
+
+	if (!done)
+		return zsm_entry_null("test", "done");
+	*done = 0;
+	ret = zsm_entry_life_enter("test");
+	if (!ret)
+		ret = zsm_entry_lookup("test", request, ZSM_H_REQ,
+				       (void **)&req);
+	return ret ? ret : zsm_entry_req_end(req, done, sizes);
+}
+
+int zsm_entry_req_test(struct zsm_req *req, int *done)
+{
+	*done = 0;
+	return zsm_entry_req_end(req, done, NULL);
 }

@@ -267,7 +267,7 @@ _Static_assert(FI_EAGAIN == EAGAIN, "libfabric's EAGAIN is the system's");
 /* Full by zsm's own count: req waits, as the provider would refuse
  * it, until a completion frees some (-EAGAIN).  A receive's room is
  * found for its whole request (zsm_net_ep_rx_room). */
-static int zsm_net_tx_full(struct zsm_net_req *req, struct zsm_net_ep *ep)
+int zsm_net_ep_tx_full(struct zsm_net_req *req, struct zsm_net_ep *ep)
 {
 	if (ep->queue.tx_inflight < ep->queue.tx_budget)
 		return 0;
@@ -285,7 +285,7 @@ static ssize_t zsm_net_op_send(struct zsm_net_req *req, int i)
 	struct zsm_net_op *op = &req->ops[i];
 	uint64_t tag = zsm_tag_data(comm->remote.id, b->tag[i]);
 	size_t len = b->len[i];
-	ssize_t ret = zsm_net_tx_full(req, ep);
+	ssize_t ret = zsm_net_ep_tx_full(req, ep);
 
 	if (ret)
 		return ret;
@@ -329,26 +329,12 @@ static ssize_t zsm_net_op_flush(struct zsm_net_req *req, int i)
 {
 	struct zsm_net_ep *ep =
 		((struct zsm_net_comm *)req->base.comm->tp)->ep;
-	ssize_t ret = zsm_net_tx_full(req, ep);
+	ssize_t ret = zsm_net_ep_tx_full(req, ep);
 
 	if (!ret)
 		ret = fi_read(ep->fi.ep, req->base.data[i], req->base.len[i],
 			      req->mr_desc[i], ep->flush.self, req->rma_addr,
 			      req->rma_key, &req->ops[i].fi_ctx);
-	if (!ret)
-		ep->queue.tx_inflight++;
-	return ret;
-}
-
-/* A put's or get's operation i (its bytes, or a put's signal). */
-static ssize_t zsm_net_op_rma(struct zsm_net_req *req, int i)
-{
-	struct zsm_net_ep *ep =
-		((struct zsm_net_comm *)req->base.comm->tp)->ep;
-	ssize_t ret = zsm_net_tx_full(req, ep);
-
-	if (!ret)
-		ret = zsm_net_rma_post_op(req, i);
 	if (!ret)
 		ep->queue.tx_inflight++;
 	return ret;
@@ -555,7 +541,7 @@ int zsm_net_ep_post_flush(struct zsm_req *b)
 
 int zsm_net_ep_post_rma(struct zsm_req *b)
 {
-	return zsm_net_ep_post_req(b, zsm_net_op_rma);
+	return zsm_net_ep_post_req(b, zsm_net_rma_post_op);
 }
 
 void zsm_net_ep_tick(struct zsm_net_ep *ep, uint64_t now)

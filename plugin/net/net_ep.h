@@ -146,6 +146,10 @@ int zsm_net_ep_progress(struct zsm_net_ep *ep);
 /* Whether ep has work in flight, or comms whose handshake or hand-over
  * is not done: then it is polled every pass (engine). */
 int zsm_net_ep_busy(const struct zsm_net_ep *ep);
+/* Full by zsm's own count of sends in flight: req is parked until a
+ * completion frees some, -EAGAIN; else 0.  Call it before each post of
+ * a sending operation. */
+int zsm_net_ep_tx_full(struct zsm_net_req *req, struct zsm_net_ep *ep);
 /* Posts operation i of req to the provider: 0, -EAGAIN or -errno. */
 typedef ssize_t (*zsm_net_op_fn)(struct zsm_net_req *req, int i);
 /* Post operation i of a receive again (a message without the comm's

@@ -172,29 +172,6 @@ static int zsm_net_rma_source(struct zsm_net_req *req, void **buf)
 					buf);
 }
 
-/* A put's write whose completion says its bytes are at the target. */
-static ssize_t zsm_net_rma_write_delivered(struct zsm_net_req *req,
-					   struct zsm_net_op *op, void *buf)
-{
-	struct zsm_req *b = &req->base;
-	struct zsm_net_comm *comm = b->comm->tp;
-	struct iovec iov = {.iov_base = buf, .iov_len = b->len[0]};
-	struct fi_rma_iov rma = {.addr = b->rma.addr, .len = b->len[0],
-				 .key = b->rma.key};
-	struct fi_msg_rma msg = {
-		.msg_iov = &iov,
-		.desc = &req->mr_desc[0],
-		.iov_count = 1,
-		.addr = comm->remote.addr,
-		.rma_iov = &rma,
-		.rma_iov_count = 1,
-		.context = &op->fi_ctx,
-	};
-
-	return fi_writemsg(comm->ep->fi.ep, &msg,
-			   FI_DELIVERY_COMPLETE | FI_COMPLETION);
-}
-
 /*
  * A write or read of ours ended with an error while the comm stood: the
  * peer's provider refused it (a window the peer does not have: a stale
@@ -355,55 +332,18 @@ static ssize_t zsm_net_rma_post_add(struct zsm_net_req *req,
 	return ret;
 }
 
-/* Op i of a put or get: the write or read of its bytes, the SIGNAL after
- * them, or (atomic) the NIC's add (net_rma_op_of). */
-ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
+/* A put's SIGNAL, after its bytes (net_rma_op_of). */
+static ssize_t zsm_net_rma_post_signal(struct zsm_net_req *req,
+				       struct zsm_net_op *op)
 {
 	struct zsm_req *b = &req->base;
 	struct zsm_net_comm *comm = b->comm->tp;
-	struct zsm_net_ep *ep = comm->ep;
-	struct zsm_net_op *op = &req->ops[i];
 	struct zsm_sig_msg *m = &req->sig;
-	enum zsm_net_rma_op what;
 
-	if (b->type == ZSM_REQ_GET)
-		return zsm_net_rma_get_post(req, i);
-	what = zsm_net_rma_op_of(b, i);
-	if (what == ZSM_NET_RMA_ADD)
-		return zsm_net_rma_post_add(req, op);
-	if (what == ZSM_NET_RMA_BYTES) {
-		ssize_t ret;
-		void *buf;
-
-		if (zsm_net_rma_source(req, &buf))
-			return -FI_EIO;
-		/* saw too: a write completes once its bytes landed, so one
-		 * the peer's provider refuses fails here, rather than be
-		 * reported done while tcp drops it and the link's later
-		 * writes with it. */
-		if (ep->rma == ZSM_RMA_MECH_FENCE ||
-		    ep->rma == ZSM_RMA_MECH_SAW)
-			ret = zsm_net_rma_write_delivered(req, op, buf);
-		else if (ep->rma == ZSM_RMA_MECH_WRITEDATA)
-			ret = fi_writedata(ep->fi.ep, buf, b->len[0],
-					   req->mr_desc[0], comm->remote.id,
-					   comm->remote.addr, b->rma.addr,
-					   b->rma.key, &op->fi_ctx);
-		else
-			ret = fi_write(ep->fi.ep, buf, b->len[0],
-				       req->mr_desc[0], comm->remote.addr,
-				       b->rma.addr, b->rma.key, &op->fi_ctx);
-		if (!ret) {
-			comm->rma.writes++;
-			comm->rma.posted++;
-			comm->rma.bytes += b->len[0];
-		}
-		return ret;
-	}
 	/* fence: the signal goes once every earlier write of the comm was
 	 * delivered; the request waits in the comm's fifo, and so do the
 	 * comm's later ones. */
-	if (ep->rma == ZSM_RMA_MECH_FENCE && comm->rma.writes)
+	if (comm->ep->rma == ZSM_RMA_MECH_FENCE && comm->rma.writes)
 		return -FI_EAGAIN;
 	zsm_net_rma_msg_head(comm, m, ZSM_CTRL_SIGNAL);
 	/* A signal the NIC adds is not the message's (its put's notice). */
@@ -419,6 +359,65 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 		m->put_len = b->len[0];
 	}
 	return zsm_net_rma_send_msg(req, op, ZSM_CTRL_SIGNAL);
+}
+
+/*
+ * Op i of a put or get: the write or read of its bytes, the SIGNAL after
+ * them, or (atomic) the NIC's add (net_rma_op_of).  The write is here, not
+ * in a helper: it is the end of a small put's path (docs/design.md,
+ * "The API's path").
+ */
+ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
+{
+	struct zsm_req *b = &req->base;
+	struct zsm_net_comm *comm = b->comm->tp;
+	struct zsm_net_ep *ep = comm->ep;
+	struct zsm_net_op *op = &req->ops[i];
+	struct iovec iov = {.iov_len = b->len[0]};
+	struct fi_rma_iov rma = {.addr = b->rma.addr, .len = b->len[0],
+				 .key = b->rma.key};
+	struct fi_msg_rma msg = {.msg_iov = &iov, .desc = &req->mr_desc[0],
+				 .iov_count = 1, .addr = comm->remote.addr,
+				 .rma_iov = &rma, .rma_iov_count = 1,
+				 .context = &op->fi_ctx};
+	enum zsm_net_rma_op what = ZSM_NET_RMA_BYTES;
+	ssize_t ret = zsm_net_ep_tx_full(req, ep);
+
+	if (!ret && b->type != ZSM_REQ_GET)
+		what = zsm_net_rma_op_of(b, i);
+	if (ret)
+		return ret;
+	if (b->type == ZSM_REQ_GET)
+		ret = zsm_net_rma_get_post(req, i);
+	else if (what == ZSM_NET_RMA_ADD)
+		ret = zsm_net_rma_post_add(req, op);
+	else if (what != ZSM_NET_RMA_BYTES)
+		ret = zsm_net_rma_post_signal(req, op);
+	else if (zsm_net_rma_source(req, &iov.iov_base))
+		return -FI_EIO;
+	/* saw too: a write completes once its bytes landed, so one the
+	 * peer's provider refuses fails here, rather than be reported done
+	 * while tcp drops it and the link's later writes with it. */
+	else if (ep->rma == ZSM_RMA_MECH_FENCE || ep->rma == ZSM_RMA_MECH_SAW)
+		ret = fi_writemsg(ep->fi.ep, &msg,
+				  FI_DELIVERY_COMPLETE | FI_COMPLETION);
+	else if (ep->rma == ZSM_RMA_MECH_WRITEDATA)
+		ret = fi_writedata(ep->fi.ep, iov.iov_base, b->len[0],
+				   req->mr_desc[0], comm->remote.id,
+				   comm->remote.addr, b->rma.addr, b->rma.key,
+				   &op->fi_ctx);
+	else
+		ret = fi_write(ep->fi.ep, iov.iov_base, b->len[0],
+			       req->mr_desc[0], comm->remote.addr, b->rma.addr,
+			       b->rma.key, &op->fi_ctx);
+	if (!ret && what == ZSM_NET_RMA_BYTES && b->type != ZSM_REQ_GET) {
+		comm->rma.writes++;
+		comm->rma.posted++;
+		comm->rma.bytes += b->len[0];
+	}
+	if (!ret)
+		ep->queue.tx_inflight++;
+	return ret;
 }
 
 struct zsm_net_mr *zsm_net_rma_window(struct zsm_net_ep *ep, uint64_t id)

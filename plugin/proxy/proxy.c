@@ -319,6 +319,29 @@ static int zsm_proxy_rooms_retry(void)
 	return events;
 }
 
+/* The next submitted descriptor, no longer counted as queued (before
+ * it is posted: a close's post may free its fifo). */
+static struct zsm_desc *zsm_proxy_take(void)
+{
+	struct zsm_desc *d = zsm_ring_pop(&zsm_proxy.queue);
+
+	/* relaxed: read only under the engine lock, which we hold, or by
+	 * its own submitter after its increment (zsm_proxy_submit_drive). */
+	if (d)
+		atomic_fetch_sub_explicit(&d->fifo->queued, 1,
+					  memory_order_relaxed);
+	return d;
+}
+
+/* Post d unless its owner has some held before it; held when refused. */
+static void zsm_proxy_post(struct zsm_desc *d)
+{
+	if (!d->fifo->held)
+		d->fifo->park = NULL;
+	if (d->fifo->held || d->post(d) == -EAGAIN)
+		zsm_proxy_hold(d);
+}
+
 int zsm_proxy_pass_locked(void)
 {
 	struct zsm_proxy_fifo *f, *next;
@@ -344,12 +367,9 @@ int zsm_proxy_pass_locked(void)
 	 * ones wait for the next pass). */
 	events += zsm_proxy_rooms_retry();
 	if (zsm_proxy.queue.slots) {
-		while ((d = zsm_ring_pop(&zsm_proxy.queue)) != NULL) {
+		while ((d = zsm_proxy_take()) != NULL) {
 			events++;
-			if (!d->fifo->held)
-				d->fifo->park = NULL;
-			if (d->fifo->held || d->post(d) == -EAGAIN)
-				zsm_proxy_hold(d);
+			zsm_proxy_post(d);
 		}
 	}
 	for (int i = 0; i < zsm_proxy.ntransports; i++)
@@ -418,9 +438,22 @@ void zsm_proxy_caller_leave(void)
 		zsm_proxy_wake();
 }
 
+/* Into the submission queue: 0, or -EAGAIN when it is full. */
+static int zsm_proxy_push(struct zsm_desc *desc)
+{
+	/* relaxed: see zsm_proxy_take; the push publishes the descriptor. */
+	atomic_fetch_add_explicit(&desc->fifo->queued, 1,
+				  memory_order_relaxed);
+	if (!zsm_ring_push(&zsm_proxy.queue, desc))
+		return 0;
+	atomic_fetch_sub_explicit(&desc->fifo->queued, 1,
+				  memory_order_relaxed);
+	return -EAGAIN;
+}
+
 int zsm_proxy_submit(struct zsm_desc *desc)
 {
-	if (zsm_ring_push(&zsm_proxy.queue, desc))
+	if (zsm_proxy_push(desc))
 		return -EAGAIN;
 	if (zsm_proxy.have_thread)
 		zsm_proxy_wake();
@@ -527,8 +560,18 @@ int zsm_proxy_submit_drive(struct zsm_desc *desc)
 			zsm_proxy_pass();
 		return ret;
 	}
-	/* Our own pass takes it: no need to wake the thread for it. */
-	ret = zsm_ring_push(&zsm_proxy.queue, desc) ? -EAGAIN : 0;
+	/* Nothing of its owner waits in the queue or is held: it goes to
+	 * its transport now, as the pass would take it (the submission
+	 * queue's hand-off is most of a small put's cost).  Otherwise our
+	 * own pass takes it: no need to wake the thread for it either way.
+	 * relaxed: the engine lock orders the engine's decrements before
+	 * this look, and ours came before it on this thread. */
+	ret = 0;
+	if (!desc->fifo->held &&
+	    !atomic_load_explicit(&desc->fifo->queued, memory_order_relaxed))
+		zsm_proxy_post(desc);
+	else
+		ret = zsm_proxy_push(desc);
 	zsm_proxy_drive_locked();
 	return ret;
 }
@@ -863,7 +906,7 @@ static int zsm_proxy_cancel_all_locked(void)
 		zsm_proxy_list_unlink(&zsm_proxy.held, f);
 		n += zsm_proxy_cancel_fifo(f);
 	}
-	while ((d = zsm_ring_pop(&zsm_proxy.queue)) != NULL) {
+	while ((d = zsm_proxy_take()) != NULL) {
 		if (d->cancel)
 			d->cancel(d);
 		n++;

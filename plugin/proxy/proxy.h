@@ -13,6 +13,7 @@
 #define ZSM_PROXY_H
 
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "common/clock.h"
@@ -56,6 +57,9 @@ struct zsm_proxy_fifo {
 	struct zsm_proxy_room *room; /* parked there; NULL: held list */
 	struct zsm_proxy_room *park; /* what its last refusal waits for */
 	int held;		     /* on one of those lists */
+	/* Its descriptors in the submission queue, not yet taken: a caller
+	 * that finds none (and none held) may post its next one itself. */
+	atomic_uint queued;
 };
 
 /* Fifos in order, oldest first.  Engine only. */
@@ -123,9 +127,10 @@ void zsm_proxy_assist(const void *waiting);
  * test() pass.  With ZSM_PROXY_ASSIST=0 only a yield.
  */
 void zsm_proxy_drive(void);
-/* Submit desc and drive (above): the caller's own pass posts it where
- * the engine is free, without waking the thread for it.  0, or -EAGAIN
- * when the queue is full. */
+/* Submit desc and drive (above): where the engine is free the caller
+ * posts it itself (straight to its transport when nothing of its owner
+ * waits before it) and runs a pass, without waking the thread for it.
+ * 0, or -EAGAIN when the queue is full. */
 int zsm_proxy_submit_drive(struct zsm_desc *desc);
 /* Who may run passes from test() (ZSM_PROXY_ASSIST). */
 enum zsm_proxy_assist_mode {

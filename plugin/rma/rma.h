@@ -46,6 +46,17 @@ int zsm_rma_dereg_sym(void *coll, void *sym);
 /* The size of rank's copy of sym (as it registered it), for checks made
  * before a put is queued: 0, or -EINVAL said. */
 int zsm_rma_sym_size(void *sym, int rank, uint64_t *size);
+/*
+ * For zsm's own API, which moves data through the entry points' handle-
+ * free calls and borrows only this layer's set-up (the join and the
+ * symmetric registrations): coll's send comm to rank, and rank's
+ * descriptor of sym with our registration of sym for that link.  They
+ * stay valid until coll is closed and sym deregistered.
+ */
+int zsm_rma_coll_link(void *coll, int rank, void **send_comm);
+struct zsm_rma_window;
+int zsm_rma_sym_link(void *sym, int rank, const struct zsm_rma_window **win,
+		     void **mh);
 int zsm_rma_ctx_create(void *coll, int ncontexts, void **ctx);
 int zsm_rma_ctx_destroy(void *ctx);
 

@@ -458,3 +458,19 @@ int zsm_rma_close_coll(void *coll)
 	zsm_rma_coll_free(c);
 	return 0;
 }
+
+int zsm_rma_coll_link(void *coll, int rank, void **send_comm)
+{
+	struct zsm_rma_coll *c;
+	int ret = zsm_rma_lookup("coll_link", coll, ZSM_H_RMA_COLL,
+				 (void **)&c);
+
+	if (!ret && (rank < 0 || rank >= c->nranks || rank == c->rank)) {
+		ZSM_WARN("rma: coll_link: rank %d of %d (this is rank %d)",
+			 rank, c->nranks, c->rank);
+		ret = -EINVAL;
+	}
+	if (!ret)
+		*send_comm = c->send[rank];
+	return ret;
+}

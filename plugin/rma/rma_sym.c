@@ -134,3 +134,22 @@ int zsm_rma_sym_size(void *sym, int rank, uint64_t *size)
 				       : zsm_rma_sym_win(s, rank)->size;
 	return 0;
 }
+
+int zsm_rma_sym_link(void *sym, int rank, const struct zsm_rma_window **win,
+		     void **mh)
+{
+	struct zsm_rma_sym *s;
+	int ret = zsm_rma_lookup("sym_link", sym, ZSM_H_RMA_SYM, (void **)&s);
+
+	if (!ret && (rank < 0 || rank >= s->coll->nranks ||
+		     rank == s->coll->rank)) {
+		ZSM_WARN("rma: sym_link: rank %d of %d (this is rank %d)",
+			 rank, s->coll->nranks, s->coll->rank);
+		ret = -EINVAL;
+	}
+	if (ret)
+		return ret;
+	*win = zsm_rma_sym_win(s, rank);
+	*mh = zsm_rma_sym_mh(s, rank);
+	return 0;
+}
