@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Owns a communicator's agent: the thread that watches the operation
- * door's ready words, hands each operation the stream (or a host-memory
- * call) has reached to the engine as an RMA put, publishes its done word
- * once it completes, and watches waits for their signals and for time.
- * It makes no CUDA call.  Any failure (a put refused or failed, a peer's
- * link down, a wait past ZSM_WAIT_TIMEOUT_MS) fails the communicator,
- * which releases every stream.
+ * Owns a communicator's agent: what watches the operation door's ready
+ * words, hands each operation the stream (or a host-memory call) has
+ * reached to the engine as a put (entry.h's handle-free zsm_entry_put),
+ * publishes its done word once it completes, and watches waits for their
+ * signals and for time.  In GPU mode a thread of its own runs it, fed by
+ * a list callers push to without a lock; in host-memory mode the calling
+ * thread runs it until its call is over.  It makes no CUDA call.  Any
+ * failure (a put refused or failed, a peer's link down, a wait past
+ * ZSM_WAIT_TIMEOUT_MS) fails the communicator, which releases every
+ * stream.
  */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,10 +41,14 @@
 #define ZSM_API_NAP_MIN_NS 2000L
 #define ZSM_API_NAP_MAX_NS 50000L
 /* Puts in flight per peer: the link holds ZSM_MAX_REQUESTS requests per
- * set, and a put that finds none would wait, then fail the comm. */
+ * set, and a put that finds none waits in its queue for one. */
 #define ZSM_API_INFLIGHT 128
-/* With nothing queued, it sleeps until woken, looking this often. */
+/* With nothing queued, the thread sleeps until woken, looking this
+ * often. */
 #define ZSM_API_IDLE_NS 100000000L
+/* A host-memory call ends a wait the agent could not end (its own
+ * timeout fails the comm first) this long after ZSM_WAIT_TIMEOUT_MS. */
+#define ZSM_API_BACKSTOP_MS 60000
 
 /* Per ops slot, agent only: operations in order. */
 struct zsm_api_fifo {
@@ -55,30 +64,80 @@ struct zsm_api_agent {
 	 * when the comm fails for it. */
 	uint64_t mismatch;
 	char mismatch_why[224];
+	/* GPU mode: what callers queued, newest first, taken whole. */
+	_Atomic(struct zsm_api_op *) in;
+	sem_t wake;
+	atomic_int sleeping; /* the thread is in, or going into, its wait */
+	atomic_int stop;
+	pthread_t thread;
+	int running;
+	/* Its pace: when it last moved anything, and its next nap. */
+	uint64_t last_move;
+	long nap;
 };
 
-void zsm_api_op_free(struct zsm_api_op *op)
+void zsm_api_agent_push(struct zsm_api_comm *c, struct zsm_api_op *head,
+			long n)
 {
-	if (!op)
-		return;
-	free(op->wslot);
-	free(op->wval);
-	free(op);
+	struct zsm_api_agent *a = c->agent;
+	struct zsm_api_op *first = head, *rev = NULL, *top;
+
+	/* Relaxed: the count is a gauge; retirement's release decrement is
+	 * what callers pair with. */
+	atomic_fetch_add_explicit(&c->outstanding, n, memory_order_relaxed);
+	/* The list is newest first: the chain goes on reversed, its first
+	 * operation last. */
+	while (head) {
+		struct zsm_api_op *next = head->next;
+
+		head->next = rev;
+		rev = head;
+		head = next;
+	}
+	/* relaxed: a failed exchange only tries again. */
+	top = atomic_load_explicit(&a->in, memory_order_relaxed);
+	do
+		first->next = top;
+	/* release: pairs with the acquire exchange in zsm_api_take. */
+	while (!atomic_compare_exchange_weak_explicit(&a->in, &top, rev,
+						      memory_order_release,
+						      memory_order_relaxed));
+	/* seq_cst: pairs with the fence in zsm_api_sleep (Dekker): either
+	 * the agent sees our push, or we see it going to sleep. */
+	atomic_thread_fence(memory_order_seq_cst);
+	/* relaxed: ordered by the fence above. */
+	if (atomic_load_explicit(&a->sleeping, memory_order_relaxed))
+		sem_post(&a->wake);
 }
 
-void zsm_api_agent_push(struct zsm_api_comm *c, struct zsm_api_op *op)
+/* Each of in (a chain, in order) to its slot's fifo: 1 when there were
+ * any. */
+static int zsm_api_sort(struct zsm_api_agent *a, struct zsm_api_op *in)
 {
-	op->next = NULL;
-	if (c->agent_q.tail)
-		c->agent_q.tail->next = op;
-	else
-		c->agent_q.head = op;
-	c->agent_q.tail = op;
-	/* Relaxed: the count is a gauge; the queue itself is under the
-	 * lock, and retirement's release decrement is what callers pair
-	 * with. */
-	atomic_fetch_add_explicit(&c->outstanding, 1, memory_order_relaxed);
-	pthread_cond_signal(&c->agent_q.wake);
+	int moved = 0;
+
+	while (in) {
+		struct zsm_api_op *next = in->next;
+		struct zsm_api_fifo *f = &a->fifo[in->slot];
+
+		in->next = NULL;
+		if (f->tail)
+			f->tail->next = in;
+		else
+			f->head = in;
+		f->tail = in;
+		in = next;
+		moved = 1;
+	}
+	return moved;
+}
+
+void zsm_api_agent_hold(struct zsm_api_comm *c, struct zsm_api_op *head,
+			long n)
+{
+	/* Relaxed: as in zsm_api_agent_push; this thread retires them. */
+	atomic_fetch_add_explicit(&c->outstanding, n, memory_order_relaxed);
+	zsm_api_sort(c->agent, head);
 }
 
 static void zsm_api_retire(struct zsm_api_agent *a, struct zsm_api_fifo *f)
@@ -89,7 +148,7 @@ static void zsm_api_retire(struct zsm_api_agent *a, struct zsm_api_fifo *f)
 	if (!f->head)
 		f->tail = NULL;
 	zsm_cuda_door_done(a->c->ops, op->slot, op->seq);
-	zsm_api_op_free(op);
+	zsm_api_pool_put(&a->c->pool, op);
 	/* Release: pairs with the acquire in zsm_api_comm_quiesce. */
 	atomic_fetch_sub_explicit(&a->c->outstanding, 1, memory_order_release);
 }
@@ -262,47 +321,56 @@ static int zsm_api_pre(struct zsm_api_agent *a, struct zsm_api_op *op,
 	return -1;
 }
 
-/* Hand op to the engine: 0, or the comm failed. */
-static int zsm_api_issue(struct zsm_api_agent *a, struct zsm_api_op *op)
+int zsm_api_op_issue(struct zsm_api_comm *c, struct zsm_api_op *op)
 {
-	struct zsm_api_comm *c = a->c;
-	struct zsm_rma_signal sig = {
-		.sym = c->sig_sym,
-		.off = zsm_cuda_door_done_at(op->sig_row *
-						     (unsigned int)c->nranks +
-					     (unsigned int)c->rank),
-		.value = op->sig_add,
-		.op = op->sig_add ? ZSM_RMA_SIGNAL_ADD : ZSM_RMA_SIGNAL_INC,
-	};
-	char why[160];
-	int ret = zsm_rma_iput(c->rctx, 0, op->src_off, op->src_sym,
-			       op->size, op->dst_off, op->dst_sym,
-			       (uint32_t)op->peer,
-			       op->sig_row == ZSM_API_ROW_NONE ? NULL : &sig,
-			       &op->req);
+	const struct zsm_api_target *src = op->src ? &op->src->at[op->peer]
+						   : NULL;
+	const struct zsm_api_target *dst = op->dst ? &op->dst->at[op->peer]
+						   : NULL;
+	int sig = op->sig_row != ZSM_API_ROW_NONE;
 
-	if (ret) {
-		snprintf(why, sizeof(why), "a put to rank %d was refused",
-			 op->peer);
-		zsm_api_fail(a, ret, why);
-	}
-	return ret;
+	return zsm_entry_put(
+		c->link[op->peer], src ? op->src->base + op->src_off : NULL,
+		op->size, src ? src->mr : NULL, dst ? dst->win : NULL,
+		op->dst_off, sig ? c->sig_win.at[op->peer].win : NULL,
+		sig ? zsm_cuda_door_done_at(op->sig_row *
+						    (unsigned int)c->nranks +
+					    (unsigned int)c->rank)
+		    : 0,
+		op->sig_add ? op->sig_add : 1, &op->req);
+}
+
+/* Hand op to the engine: 1 issued, 0 no request free now (it stays
+ * queued), -1 the comm failed. */
+static int zsm_api_issue(struct zsm_api_agent *a, struct zsm_api_op *op,
+			 uint64_t now)
+{
+	char why[160];
+	int ret = zsm_api_op_issue(a->c, op);
+
+	if (!ret && op->req)
+		return 1;
+	if (!ret && !zsm_api_overdue(op, now))
+		return 0;
+	snprintf(why, sizeof(why), "a put to rank %d was %s", op->peer,
+		 ret ? "refused" : "given no request within ZSM_WAIT_TIMEOUT_MS");
+	zsm_api_fail(a, ret ? ret : -ETIMEDOUT, why);
+	return -1;
 }
 
 /* Test op, in flight: 1 when it ended (done, or the comm failed). */
 static int zsm_api_test(struct zsm_api_agent *a, struct zsm_api_op *op)
 {
 	char why[160];
-	int done = 0, ret = zsm_rma_test(a->c->coll, op->req, &done);
+	int done = 0, ret = zsm_entry_req_test(op->req, &done);
 
-	if (!ret && !done)
+	if (!done)
 		return 0;
-	/* A request that reported its error has ended: never tested
-	 * again. */
+	/* A request that reported its end is freed: never tested again. */
 	op->req = NULL;
 	op->size = 0;
-	op->dst_sym = NULL;
-	op->src_sym = NULL;
+	op->dst = NULL;
+	op->src = NULL;
 	if (ret) {
 		snprintf(why, sizeof(why), "a put to rank %u failed",
 			 op->slot);
@@ -338,14 +406,14 @@ static int zsm_api_puts(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 			continue;
 		}
 		go = zsm_api_pre(a, op, now);
+		if (go > 0)
+			go = zsm_api_issue(a, op, now);
 		if (go < 0)
 			return 1;
 		if (!go) {
 			issuing = 0;
 			continue;
 		}
-		if (zsm_api_issue(a, op))
-			return 1;
 		inflight++;
 		a->inflight++;
 		moved = 1;
@@ -420,7 +488,7 @@ static void zsm_api_links(struct zsm_api_agent *a, uint64_t now)
 		zsm_api_fail(a, -ECONNRESET, why);
 		return;
 	}
-	if (!zsm_rma_last_error(c->rctx, &failed) && failed)
+	if (!zsm_rma_last_error(c->rma.ctx, &failed) && failed)
 		zsm_api_fail(a, -ECONNRESET,
 			     "a link to a peer failed (the peer died or its "
 			     "network went away)");
@@ -437,9 +505,11 @@ static int zsm_api_drain(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 
 		/* At stop, a request still pending is left to the link's
 		 * close, which ends it. */
-		if (op->req && !stop &&
-		    !zsm_rma_test(a->c->coll, op->req, &done) && !done)
-			return 0;
+		if (op->req && !stop) {
+			(void)zsm_entry_req_test(op->req, &done);
+			if (!done)
+				return 0;
+		}
 		op->req = NULL;
 		zsm_api_retire(a, f);
 	}
@@ -453,151 +523,237 @@ static void zsm_api_nap(long ns)
 	nanosleep(&ts, NULL);
 }
 
-/* The operations queued for us, once there are any, or we are to stop,
- * or we still hold some (*queued). */
-static struct zsm_api_op *zsm_api_take(struct zsm_api_agent *a, int *stop,
-				       int *queued)
+/* Whether any fifo holds an operation. */
+static int zsm_api_queued(const struct zsm_api_agent *a)
 {
-	struct zsm_api_comm *c = a->c;
-	unsigned int nfifo = (unsigned int)c->nranks + 1;
-	struct zsm_api_op *in;
+	for (int i = 0; i <= a->c->nranks; i++)
+		if (a->fifo[i].head)
+			return 1;
+	return 0;
+}
 
-	pthread_mutex_lock(&c->lock);
-	for (;;) {
-		struct timespec ts;
+/* What callers queued, oldest first (NULL: nothing). */
+static struct zsm_api_op *zsm_api_take(struct zsm_api_agent *a)
+{
+	/* acquire: pairs with the release exchange in zsm_api_agent_push,
+	 * so the operations' fields are ours to read. */
+	struct zsm_api_op *in =
+		atomic_exchange_explicit(&a->in, NULL, memory_order_acquire);
+	struct zsm_api_op *rev = NULL;
 
-		in = c->agent_q.head;
-		*stop = c->agent_q.stop;
-		for (unsigned int i = 0; i < nfifo && !*queued; i++)
-			*queued = a->fifo[i].head != NULL;
-		if (in || *stop || *queued)
-			break;
+	while (in) {
+		struct zsm_api_op *next = in->next;
+
+		in->next = rev;
+		rev = in;
+		in = next;
+	}
+	return rev;
+}
+
+/* The thread with nothing to do: sleep until a push or a stop wakes it,
+ * or ZSM_API_IDLE_NS passed. */
+static void zsm_api_sleep(struct zsm_api_agent *a)
+{
+	struct timespec ts;
+
+	/* relaxed: ordered by the fence below. */
+	atomic_store_explicit(&a->sleeping, 1, memory_order_relaxed);
+	/* seq_cst: pairs with the fence in zsm_api_agent_push (Dekker). */
+	atomic_thread_fence(memory_order_seq_cst);
+	/* relaxed: ordered by the fence above; the take that follows
+	 * acquires. */
+	if (!atomic_load_explicit(&a->in, memory_order_relaxed) &&
+	    !atomic_load_explicit(&a->stop, memory_order_relaxed)) {
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += ZSM_API_IDLE_NS;
 		if (ts.tv_nsec >= 1000000000L) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000L;
 		}
-		pthread_cond_timedwait(&c->agent_q.wake, &c->lock, &ts);
+		(void)sem_timedwait(&a->wake, &ts);
 	}
-	c->agent_q.head = c->agent_q.tail = NULL;
-	pthread_mutex_unlock(&c->lock);
-	return in;
+	atomic_store_explicit(&a->sleeping, 0, memory_order_relaxed);
 }
 
-/* Each of in to its slot's fifo, in order: 1 when there were any. */
-static int zsm_api_sort(struct zsm_api_agent *a, struct zsm_api_op *in)
+/* After a failure: drain every fifo; 1 once all are empty. */
+static int zsm_api_drain_all(struct zsm_api_agent *a, int stop)
 {
-	int moved = 0;
+	int empty = 1;
 
-	while (in) {
-		struct zsm_api_op *next = in->next;
-		struct zsm_api_fifo *f = &a->fifo[in->slot];
+	for (int i = 0; i <= a->c->nranks; i++)
+		empty &= zsm_api_drain(a, &a->fifo[i], stop);
+	return empty;
+}
 
-		in->next = NULL;
-		if (f->tail)
-			f->tail->next = in;
-		else
-			f->head = in;
-		f->tail = in;
-		in = next;
-		moved = 1;
-	}
+/* One turn of the agent over what it holds: 1 when anything moved. */
+static int zsm_api_pass(struct zsm_api_agent *a, int news)
+{
+	struct zsm_api_comm *c = a->c;
+	int n = c->nranks, moved = 0;
+	uint64_t now = zsm_now_ns();
+
+	/* A pass of the engine now, as NCCL's RMA proxy asks for one
+	 * (rmaProgress) while it has work: signals coming in are applied
+	 * without waiting for the proxy thread's next look. */
+	if (news || zsm_api_queued(a))
+		zsm_progress();
+	a->inflight = 0;
+	for (int i = 0; i < n; i++)
+		if (a->fifo[i].head)
+			moved |= zsm_api_puts(a, &a->fifo[i], now);
+	moved |= zsm_api_waits(a, &a->fifo[n], now);
+	if (a->mismatch)
+		zsm_api_mismatch_fail(a);
+	if (zsm_api_queued(a))
+		zsm_api_links(a, now);
 	return moved;
+}
+
+/* Between passes: yield while things move or puts are in flight, nap
+ * (growing) once nothing moved for a while. */
+static void zsm_api_pace(struct zsm_api_agent *a, int moved)
+{
+	uint64_t now = zsm_now_ns();
+
+	if (moved) {
+		a->last_move = now;
+		a->nap = ZSM_API_NAP_MIN_NS;
+	} else if (now - a->last_move > ZSM_API_SPIN_NS && !a->inflight) {
+		zsm_api_nap(a->nap);
+		if (a->nap < ZSM_API_NAP_MAX_NS)
+			a->nap *= 2;
+	} else {
+		sched_yield();
+	}
 }
 
 static void *zsm_api_agent_main(void *arg)
 {
 	struct zsm_api_agent *a = arg;
 	struct zsm_api_comm *c = a->c;
-	unsigned int nfifo = (unsigned int)c->nranks + 1;
-	uint64_t last_move = zsm_now_ns();
-	long nap = ZSM_API_NAP_MIN_NS;
 
+	a->last_move = zsm_now_ns();
 	for (;;) {
-		struct zsm_api_op *in;
-		int moved = 0, queued = 0, stop;
-		uint64_t now;
+		/* relaxed: a stop is seen on some later turn; the join
+		 * orders the rest. */
+		int stop = atomic_load_explicit(&a->stop, memory_order_relaxed);
+		int moved = zsm_api_sort(a, zsm_api_take(a));
 
-		in = zsm_api_take(a, &stop, &queued);
-		moved = zsm_api_sort(a, in);
-		now = zsm_now_ns();
 		if (zsm_api_comm_error(c)) {
-			int empty = 1;
-
-			for (unsigned int i = 0; i < nfifo; i++)
-				empty &= zsm_api_drain(a, &a->fifo[i], stop);
-			if (stop && empty)
+			if (zsm_api_drain_all(a, stop) && stop)
 				break;
 			zsm_api_nap(ZSM_API_NAP_MAX_NS);
 			continue;
 		}
-		/* A pass of the engine now, as NCCL's RMA proxy asks for
-		 * one (rmaProgress) while it has work: signals coming in are
-		 * applied without waiting for the proxy thread's next look. */
-		if (queued || moved)
-			zsm_progress();
-		a->inflight = 0;
-		for (unsigned int i = 0; i + 1 < nfifo; i++)
-			if (a->fifo[i].head)
-				moved |= zsm_api_puts(a, &a->fifo[i], now);
-		moved |= zsm_api_waits(a, &a->fifo[nfifo - 1], now);
-		if (a->mismatch)
-			zsm_api_mismatch_fail(a);
-		queued = 0;
-		for (unsigned int i = 0; i < nfifo && !queued; i++)
-			queued = a->fifo[i].head != NULL;
-		if (queued)
-			zsm_api_links(a, now);
-		if (stop && !queued)
-			break;
-		if (moved) {
-			last_move = now;
-			nap = ZSM_API_NAP_MIN_NS;
-		} else if (now - last_move > ZSM_API_SPIN_NS && !a->inflight) {
-			zsm_api_nap(nap);
-			if (nap < ZSM_API_NAP_MAX_NS)
-				nap *= 2;
-		} else {
-			sched_yield();
+		moved |= zsm_api_pass(a, moved);
+		if (!zsm_api_queued(a)) {
+			if (stop)
+				break;
+			zsm_api_sleep(a);
+			continue;
 		}
+		zsm_api_pace(a, moved);
 	}
-	free(a->fifo);
-	free(a);
 	return NULL;
 }
 
-int zsm_api_agent_start(struct zsm_api_comm *c)
+/* Whether every slot s with last[s] is done up to it. */
+static int zsm_api_all_done(const struct zsm_api_comm *c,
+			    const uint64_t *last)
+{
+	for (unsigned int s = 0; s <= (unsigned int)c->nranks; s++)
+		if (last[s] && !zsm_cuda_door_geq(zsm_cuda_door_done_get(
+							  c->ops, s),
+						  last[s]))
+			return 0;
+	return 1;
+}
+
+int zsm_api_agent_run(struct zsm_api_comm *c, const uint64_t *last)
+{
+	struct zsm_api_agent *a = c->agent;
+	int ms = zsm_api_wait_timeout_ms(), news = 1;
+	uint64_t start = zsm_now_ns();
+
+	ms = ms && ms < INT_MAX - ZSM_API_BACKSTOP_MS
+		     ? ms + ZSM_API_BACKSTOP_MS
+		     : INT_MAX;
+	a->last_move = start;
+	while (!zsm_api_comm_error(c) && !zsm_api_all_done(c, last)) {
+		zsm_api_pace(a, zsm_api_pass(a, news));
+		news = 0;
+		if (zsm_now_ns() - start > (uint64_t)ms * 1000000u)
+			zsm_api_comm_fail(c, -ETIMEDOUT,
+					  "a host-memory call waited too long");
+	}
+	/* What a failed call leaves stays queued until the destroy: its
+	 * requests in flight end with their links. */
+	return zsm_api_comm_error(c);
+}
+
+int zsm_api_agent_new(struct zsm_api_comm *c)
 {
 	struct zsm_api_agent *a = calloc(1, sizeof(*a));
 
 	if (!a)
 		return -ENOMEM;
 	a->c = c;
+	a->nap = ZSM_API_NAP_MIN_NS;
 	a->fifo = calloc((size_t)c->nranks + 1, sizeof(*a->fifo));
-	if (!a->fifo ||
-	    pthread_create(&c->agent_q.thread, NULL, zsm_api_agent_main, a)) {
+	if (!a->fifo || sem_init(&a->wake, 0, 0)) {
 		free(a->fifo);
 		free(a);
 		return -ENOMEM;
 	}
-	(void)pthread_setname_np(c->agent_q.thread, "zsm-api-agent");
-	c->agent_q.running = 1;
+	atomic_init(&a->in, NULL);
+	atomic_init(&a->sleeping, 0);
+	atomic_init(&a->stop, 0);
+	c->agent = a;
+	return 0;
+}
+
+void zsm_api_agent_free(struct zsm_api_comm *c)
+{
+	struct zsm_api_agent *a = c->agent;
+
+	if (!a)
+		return;
+	sem_destroy(&a->wake);
+	free(a->fifo);
+	free(a);
+	c->agent = NULL;
+}
+
+int zsm_api_agent_start(struct zsm_api_comm *c)
+{
+	struct zsm_api_agent *a = c->agent;
+
+	if (pthread_create(&a->thread, NULL, zsm_api_agent_main, a))
+		return -ENOMEM;
+	(void)pthread_setname_np(a->thread, "zsm-api-agent");
+	a->running = 1;
 	return 0;
 }
 
 void zsm_api_agent_stop(struct zsm_api_comm *c)
 {
-	if (!c->agent_q.running)
+	struct zsm_api_agent *a = c->agent;
+
+	if (!a)
 		return;
 	/* Acquire: pairs with the agent's release decrement. */
 	if (atomic_load_explicit(&c->outstanding, memory_order_acquire))
 		zsm_api_comm_fail(c, -ECANCELED,
 				  "destroyed with operations in flight");
-	pthread_mutex_lock(&c->lock);
-	c->agent_q.stop = 1;
-	pthread_cond_signal(&c->agent_q.wake);
-	pthread_mutex_unlock(&c->lock);
-	pthread_join(c->agent_q.thread, NULL);
-	c->agent_q.running = 0;
+	if (!a->running) {
+		/* Host-memory mode: what a failed call left. */
+		zsm_api_drain_all(a, 1);
+		return;
+	}
+	/* relaxed: the post wakes it, and it looks again every turn. */
+	atomic_store_explicit(&a->stop, 1, memory_order_relaxed);
+	sem_post(&a->wake);
+	pthread_join(a->thread, NULL);
+	a->running = 0;
 }

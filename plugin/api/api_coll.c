@@ -53,34 +53,48 @@ int zsm_api_put_signal(struct zsm_api_comm *c, const void *src, size_t size,
 		       int peer, struct zsm_api_win *dst, size_t dst_off,
 		       int ctx, zsm_cu_stream stream)
 {
-	struct zsm_api_batch *b;
+	struct zsm_api_batch b;
 	struct zsm_api_win *sw = NULL;
-	uint64_t soff = 0;
+	struct zsm_api_op *op;
+	uint64_t soff = 0, *last = c->scratch.last;
 	int ret = zsm_api_batch_new(c, &b);
 
-	if (ret)
-		return ret;
-	if (size)
+	if (!ret && size)
 		ret = zsm_api_locate(c, "put_signal", "localbuff", src, size,
 				     &sw, &soff);
 	if (!ret && size)
 		ret = zsm_api_fits("put_signal", dst, peer, dst_off, size);
 	if (!ret)
 		ret = zsm_api_batch_put(
-			b, &(struct zsm_api_op){
-				   .peer = peer,
-				   .src_sym = sw ? sw->sym : NULL,
-				   .src_off = soff,
-				   .size = size,
-				   .dst_sym = size ? dst->sym : NULL,
-				   .dst_off = dst_off,
-				   .sig_row = (unsigned int)ctx,
-			   });
-	if (ret) {
-		zsm_api_batch_drop(b);
+			&b, &(struct zsm_api_op){
+				    .peer = peer,
+				    .src = sw,
+				    .src_off = soff,
+				    .size = size,
+				    .dst = size ? dst : NULL,
+				    .dst_off = dst_off,
+				    .sig_row = (unsigned int)ctx,
+			    });
+	if (ret || c->gpu) {
+		if (!ret)
+			return zsm_api_batch_finish(&b, stream, NULL, NULL, NULL);
+		zsm_api_batch_drop(&b);
 		return ret;
 	}
-	return zsm_api_batch_finish(b, stream, NULL, NULL, NULL);
+	/* Host-memory mode: issued from here, the shortest way to the
+	 * provider (docs/design.md, "The API's path"); the agent, run by
+	 * this thread, sees it issued and waits for it.  Nothing of this
+	 * slot is queued: every earlier call ended with its operations. */
+	op = b.head;
+	memset(last, 0, ((size_t)c->nranks + 1) * sizeof(*last));
+	last[peer] = op->seq = ++c->seq[peer];
+	ret = zsm_cuda_door_ring(c->ops, NULL, 1, &op->slot, &op->seq);
+	zsm_api_agent_hold(c, op, 1);
+	if (!ret)
+		ret = zsm_api_op_issue(c, op);
+	if (ret)
+		zsm_api_comm_fail(c, ret, "a put was refused");
+	return ret ? zsm_api_comm_error(c) : zsm_api_agent_run(c, last);
 }
 
 int zsm_api_signal(struct zsm_api_comm *c, int peer, int ctx,
@@ -89,30 +103,33 @@ int zsm_api_signal(struct zsm_api_comm *c, int peer, int ctx,
 	return zsm_api_put_signal(c, NULL, 0, peer, NULL, 0, ctx, stream);
 }
 
-int zsm_api_wait_signal(struct zsm_api_comm *c, int n, const int *peers,
-			const int *ctxs, const int *counts,
+int zsm_api_wait_signal(struct zsm_api_comm *c, int n,
+			const struct zsm_api_wait_desc *w,
 			zsm_cu_stream stream)
 {
-	struct zsm_api_batch *b;
+	struct zsm_api_batch b;
 	int ret = zsm_api_batch_new(c, &b);
 
-	/* A failed comm gives no batch to drop. */
-	if (ret)
-		return ret;
 	for (int i = 0; !ret && i < n; i++) {
-		unsigned int slot = (unsigned int)ctxs[i] *
-					    (unsigned int)c->nranks +
-				    (unsigned int)peers[i];
+		const char *d = w->base + (size_t)i * w->stride;
+		int peer, ctx, count;
+		unsigned int slot;
 
-		c->expect[slot] += (uint64_t)counts[i];
-		ret = zsm_api_batch_wait(b, peers[i], (unsigned int)ctxs[i],
+		memcpy(&peer, d + w->peer_at, sizeof(peer));
+		memcpy(&ctx, d + w->ctx_at, sizeof(ctx));
+		memcpy(&count, d + w->count_at, sizeof(count));
+		slot = (unsigned int)ctx * (unsigned int)c->nranks +
+		       (unsigned int)peer;
+
+		c->expect[slot] += (uint64_t)count;
+		ret = zsm_api_batch_wait(&b, peer, (unsigned int)ctx,
 					 c->expect[slot]);
 	}
 	if (ret) {
-		zsm_api_batch_drop(b);
+		zsm_api_batch_drop(&b);
 		return ret;
 	}
-	return zsm_api_batch_finish(b, stream, NULL, NULL, NULL);
+	return zsm_api_batch_finish(&b, stream, NULL, NULL, NULL);
 }
 
 /* A copy within this process that never runs on SMs: one copy-engine
@@ -233,7 +250,7 @@ struct zsm_api_call {
 	uint64_t roff, soff, k, word;
 };
 
-/* Lock held: the windows of x's buffers, and room in every peer's
+/* The windows of x's buffers, and room in every peer's
  * recvbuff.  Count 0 looks at no buffer. */
 static int zsm_api_coll_locate(struct zsm_api_comm *c,
 			       struct zsm_api_call *x)
@@ -281,10 +298,10 @@ static int zsm_api_coll_block(struct zsm_api_comm *c,
 		ret = zsm_api_batch_put(
 			b, &(struct zsm_api_op){
 				   .peer = p,
-				   .src_sym = len ? src->sym : NULL,
+				   .src = len ? src : NULL,
 				   .src_off = off + at,
 				   .size = len,
-				   .dst_sym = len ? x->rw->sym : NULL,
+				   .dst = len ? x->rw : NULL,
 				   .dst_off = x->roff +
 					      (uint64_t)c->rank * x->bytes + at,
 				   .sig_row = at + len == x->bytes
@@ -302,7 +319,7 @@ static int zsm_api_coll_block(struct zsm_api_comm *c,
 }
 
 /*
- * Lock held: call x's operations.  Every Ready first, so that no peer
+ * Call x's operations.  Every Ready first, so that no peer
  * waits behind our data; each adds to our parity word at the peer the
  * difference from what our last Ready of that parity left there (which
  * the unused slot of our own rank in expect keeps).
@@ -343,7 +360,7 @@ static int zsm_api_coll(struct zsm_api_comm *c, int kind, const char *call,
 				 .bytes = bytes,
 				 .total = n * bytes};
 	struct zsm_api_copy own = {c, NULL, NULL, bytes}, stage;
-	struct zsm_api_batch *b;
+	struct zsm_api_batch b;
 	int ret, a2a_in_place;
 
 	if (bytes > ZSM_API_COLL_BYTES_MAX || x.total / n != bytes) {
@@ -370,12 +387,12 @@ static int zsm_api_coll(struct zsm_api_comm *c, int kind, const char *call,
 	if (!ret) {
 		x.k = ++c->colls;
 		x.word = zsm_api_ready_word(x.k, kind, bytes);
-		ret = zsm_api_coll_queue(c, b, &x);
+		ret = zsm_api_coll_queue(c, &b, &x);
 		if (ret)
 			c->colls--;
 	}
 	if (ret) {
-		zsm_api_batch_drop(b);
+		zsm_api_batch_drop(&b);
 		return ret;
 	}
 	if (!x.in_place && bytes) {
@@ -388,7 +405,7 @@ static int zsm_api_coll(struct zsm_api_comm *c, int kind, const char *call,
 	 * Ready lets peers overwrite them. */
 	stage = (struct zsm_api_copy){c, c->staging.bounce_buf, recv, x.total};
 	return zsm_api_batch_finish(
-		b, stream, a2a_in_place ? zsm_api_copy_run : NULL,
+		&b, stream, a2a_in_place ? zsm_api_copy_run : NULL,
 		x.in_place ? NULL : zsm_api_copy_run,
 		/* before and between take different copies */
 		x.in_place ? (void *)&stage : (void *)&own);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Owns the API's communicators: the bootstrap that finds the ranks, the
- * RMA collective comm that joins them (plugin/rma), the two doors, the
- * signal counters registered on every rank, and the agent thread.
+ * RMA collective comm that joins them (plugin/rma's set-up, whose send
+ * comms it then uses directly), the two doors, the signal counters
+ * registered on every rank, the operations and scratch every call uses,
+ * and the agent (a thread in GPU mode).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -136,7 +138,7 @@ static int zsm_api_comm_join(struct zsm_api_comm *c)
 	if (!ret)
 		ret = zsm_rma_listen(c->plugin, 0,
 				     handles + (size_t)c->rank * ZSM_HANDLE_BYTES,
-				     &c->listen);
+				     &c->rma.listen);
 	/* A rank that failed still joins the exchange with a zeroed handle,
 	 * so that the others do not wait for it; connect then fails. */
 	if (c->boot) {
@@ -149,11 +151,53 @@ static int zsm_api_comm_join(struct zsm_api_comm *c)
 		hp[p] = handles + (size_t)p * ZSM_HANDLE_BYTES;
 	if (!ret)
 		ret = zsm_rma_connect(c->plugin, hp, c->nranks, c->rank,
-				      c->listen, &c->coll);
+				      c->rma.listen, &c->rma.coll);
 	if (!ret)
-		ret = zsm_rma_ctx_create(c->coll, 1, &c->rctx);
+		ret = zsm_rma_ctx_create(c->rma.coll, 1, &c->rma.ctx);
 	free(handles);
 	free(hp);
+	return ret;
+}
+
+/* The send comm to every peer, resolved once: the agent's puts name
+ * it directly (entry.h's handle-free calls). */
+static int zsm_api_comm_links(struct zsm_api_comm *c)
+{
+	c->link = calloc((size_t)c->nranks, sizeof(*c->link));
+	if (!c->link)
+		return -ENOMEM;
+	for (int p = 0; p < c->nranks; p++) {
+		void *h;
+		int ret;
+
+		if (p == c->rank)
+			continue;
+		ret = zsm_rma_coll_link(c->rma.coll, p, &h);
+		if (!ret)
+			ret = zsm_entry_comm_of(h, &c->link[p]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* What a call needs, made now so that calls allocate nothing: the
+ * operations (for a few calls of every peer) and the ring's scratch. */
+static int zsm_api_comm_scratch(struct zsm_api_comm *c)
+{
+	struct zsm_api_scratch *k = &c->scratch;
+	size_t n = (size_t)c->nranks;
+	int ret = zsm_api_pool_init(&c->pool,
+				    (unsigned int)(4 * c->nranks + 60));
+
+	k->last = calloc(n + 1, sizeof(*k->last));
+	k->slots = calloc(n, sizeof(*k->slots));
+	k->seqs = calloc(n, sizeof(*k->seqs));
+	k->o = calloc(ZSM_API_DOOR_OPS, sizeof(*k->o));
+	if (!ret && (!k->last || !k->slots || !k->seqs || !k->o))
+		ret = -ENOMEM;
+	if (!ret)
+		ret = zsm_api_agent_new(c);
 	return ret;
 }
 
@@ -161,7 +205,6 @@ static int zsm_api_comm_doors(struct zsm_api_comm *c)
 {
 	unsigned int nsig = (unsigned int)(ZSM_API_ROWS * c->nranks);
 	void *base;
-	size_t bytes;
 	int ret;
 
 	ret = zsm_cuda_door_new(c->cuctx, (unsigned int)c->nranks + 1,
@@ -176,23 +219,28 @@ static int zsm_api_comm_doors(struct zsm_api_comm *c)
 		return ret;
 	/* The counters peers add into: one window, the same layout on every
 	 * rank, registered on every link like any other. */
-	zsm_cuda_door_region(c->sig, &base, &bytes);
-	return zsm_rma_reg_sym(c->coll, base, bytes, ZSM_MEM_HOST, 0,
-			       &c->sig_sym);
+	zsm_cuda_door_region(c->sig, &base, &c->sig_win.size);
+	c->sig_win.base = base;
+	c->sig_win.comm = c;
+	ret = zsm_rma_reg_sym(c->rma.coll, c->sig_win.base, c->sig_win.size,
+			      ZSM_MEM_HOST, 0, &c->sig_win.sym);
+	return ret ? ret : zsm_api_win_targets(c, c->sig_win.sym,
+					       &c->sig_win.at);
 }
 
 static void zsm_api_comm_free(struct zsm_api_comm *c)
 {
 	zsm_api_agent_stop(c);
 	zsm_api_win_free_all(c);
-	if (c->sig_sym)
-		zsm_rma_dereg_sym(c->coll, c->sig_sym);
-	if (c->rctx)
-		zsm_rma_ctx_destroy(c->rctx);
-	if (c->coll)
-		zsm_rma_close_coll(c->coll);
-	if (c->listen)
-		zsm_rma_close_listen(c->listen);
+	if (c->sig_win.sym)
+		zsm_rma_dereg_sym(c->rma.coll, c->sig_win.sym);
+	free(c->sig_win.at);
+	if (c->rma.ctx)
+		zsm_rma_ctx_destroy(c->rma.ctx);
+	if (c->rma.coll)
+		zsm_rma_close_coll(c->rma.coll);
+	if (c->rma.listen)
+		zsm_rma_close_listen(c->rma.listen);
 	/*
 	 * A failed comm's streams were released but may not have drained
 	 * yet, and a device could still write ready words: its door words
@@ -212,8 +260,14 @@ static void zsm_api_comm_free(struct zsm_api_comm *c)
 	}
 	if (c->plugin)
 		zsm_finalize(c->plugin);
-	pthread_cond_destroy(&c->agent_q.wake);
+	zsm_api_agent_free(c);
+	zsm_api_pool_fini(&c->pool);
 	pthread_mutex_destroy(&c->lock);
+	free(c->scratch.last);
+	free(c->scratch.slots);
+	free(c->scratch.seqs);
+	free(c->scratch.o);
+	free(c->link);
 	free(c->seq);
 	free(c->expect);
 	free(c);
@@ -231,7 +285,6 @@ int zsm_api_comm_init(const struct zsm_boot_id *id, int nranks, int rank,
 	c->nranks = nranks;
 	c->rank = rank;
 	pthread_mutex_init(&c->lock, NULL);
-	pthread_cond_init(&c->agent_q.wake, NULL);
 	atomic_init(&c->outstanding, 0);
 	atomic_init(&c->err, 0);
 	atomic_init(&c->watching, 0);
@@ -253,8 +306,13 @@ int zsm_api_comm_init(const struct zsm_boot_id *id, int nranks, int rank,
 	if (!ret)
 		ret = zsm_api_comm_join(c);
 	if (!ret)
-		ret = zsm_api_comm_doors(c);
+		ret = zsm_api_comm_links(c);
 	if (!ret)
+		ret = zsm_api_comm_scratch(c);
+	if (!ret)
+		ret = zsm_api_comm_doors(c);
+	/* Host-memory mode: each call runs the agent itself. */
+	if (!ret && c->gpu)
 		ret = zsm_api_agent_start(c);
 	/* Everyone ready before anyone's first put reaches a peer. */
 	if (!ret)

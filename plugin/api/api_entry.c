@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,7 +321,7 @@ int zsm_wait_signal(int ndesc, const zsm_wait_signal_desc_t *descs,
 {
 	struct zsm_api_comm *c;
 	int ret = zsm_api_comm_of("wait_signal", comm, &c);
-	int *peers = NULL, *ctxs = NULL, *counts = NULL;
+	struct zsm_api_wait_desc w = {0};
 
 	if (!ret && (ndesc < 0 || (ndesc && !descs))) {
 		ZSM_WARN("api: wait_signal: %d descriptors at %p", ndesc,
@@ -338,25 +339,16 @@ int zsm_wait_signal(int ndesc, const zsm_wait_signal_desc_t *descs,
 	}
 	if (!ret)
 		ret = zsm_api_enter("wait_signal", c, stream);
-	if (!ret && ndesc) {
-		peers = malloc((size_t)ndesc * sizeof(int));
-		ctxs = malloc((size_t)ndesc * sizeof(int));
-		counts = malloc((size_t)ndesc * sizeof(int));
-		if (!peers || !ctxs || !counts)
-			ret = -ENOMEM;
-	}
-	for (int i = 0; !ret && i < ndesc; i++) {
-		peers[i] = descs[i].peer;
-		ctxs[i] = descs[i].ctx;
-		counts[i] = descs[i].op_cnt;
-	}
-	if (!ret)
-		ret = zsm_api_wait_signal(c, ndesc, peers, ctxs, counts,
-					  (zsm_cu_stream)stream);
-	free(peers);
-	free(ctxs);
-	free(counts);
-	return ret;
+	if (ret || !ndesc)
+		return ret ? ret
+			   : zsm_api_wait_signal(c, 0, &w,
+						 (zsm_cu_stream)stream);
+	w.base = (const char *)descs;
+	w.stride = sizeof(descs[0]);
+	w.peer_at = offsetof(zsm_wait_signal_desc_t, peer);
+	w.ctx_at = offsetof(zsm_wait_signal_desc_t, ctx);
+	w.count_at = offsetof(zsm_wait_signal_desc_t, op_cnt);
+	return zsm_api_wait_signal(c, ndesc, &w, (zsm_cu_stream)stream);
 }
 
 static int zsm_api_coll_args(const char *call, zsm_comm_t comm,

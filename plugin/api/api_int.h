@@ -72,6 +72,22 @@ static inline int zsm_api_ready_same_call(uint64_t word, uint64_t want)
 	return word >> 49 == want >> 49;
 }
 
+/* Wait entries an operation holds in place; more go to the heap, kept
+ * with the operation for its next use. */
+#define ZSM_API_WAIT_INLINE 4
+
+struct zsm_comm;
+struct zsm_mr;
+struct zsm_req;
+struct zsm_rma_window;
+
+/* A window as one peer sees it, resolved when it is registered: the
+ * peer's descriptor, and our registration for the link to it. */
+struct zsm_api_target {
+	const struct zsm_rma_window *win;
+	struct zsm_mr *mr;
+};
+
 struct zsm_api_op {
 	struct zsm_api_op *next;
 	/* Of the operation door: a peer's (a put with signal, or a signal
@@ -80,7 +96,7 @@ struct zsm_api_op {
 	uint64_t seq;
 	/* PUT */
 	int peer;
-	void *src_sym, *dst_sym; /* plugin/rma registrations */
+	const struct zsm_api_win *src, *dst; /* NULL: a signal alone */
 	uint64_t src_off, dst_off;
 	size_t size;
 	unsigned int sig_row;
@@ -91,11 +107,14 @@ struct zsm_api_op {
 	unsigned int pre_row;
 	uint64_t pre_val;
 	uint64_t coll; /* the collective it is part of (0: none) */
-	void *req;
-	/* WAIT: signal door slots and the counts each must reach */
-	unsigned int nwait;
+	struct zsm_req *req; /* in flight */
+	/* WAIT: signal door slots and the counts each must reach, in
+	 * place or (wcap above ZSM_API_WAIT_INLINE) on the heap */
+	unsigned int nwait, wcap;
 	unsigned int *wslot;
 	uint64_t *wval;
+	unsigned int wslot_in[ZSM_API_WAIT_INLINE];
+	uint64_t wval_in[ZSM_API_WAIT_INLINE];
 	/* When the stream reached it (0: not yet), for the timeout. */
 	uint64_t reached_ns;
 };
@@ -105,6 +124,7 @@ struct zsm_api_win {
 	char *base;
 	size_t size;
 	void *sym;
+	struct zsm_api_target *at; /* [nranks] (ours: unused) */
 	int device; /* GPU memory */
 	struct zsm_api_win *next;
 	uint64_t handle;
@@ -119,14 +139,32 @@ struct zsm_api_comm_staging {
 	size_t size;
 };
 
-/* The agent thread and the operations queued for it, oldest first
- * (under the communicator's lock). */
-struct zsm_api_comm_agent {
-	struct zsm_api_op *head, *tail;
-	pthread_cond_t wake;
-	int stop;
-	pthread_t thread;
-	int running;
+/* Operations to reuse (api_pool.c): the caller takes from own, and the
+ * agent gives retired ones back on back, which the caller takes whole
+ * when own runs out; every operation lives in one of chunks. */
+struct zsm_api_chunk;
+struct zsm_api_pool {
+	struct zsm_api_op *own;
+	_Atomic(struct zsm_api_op *) back;
+	struct zsm_api_chunk *chunks;
+	unsigned int size; /* operations in chunks */
+};
+
+/* Door operations rung in one go. */
+#define ZSM_API_DOOR_OPS 256
+/* Scratch for ringing a call's operations on a stream, made at init. */
+struct zsm_api_scratch {
+	uint64_t *last;		    /* [nranks + 1]: a slot's last sequence */
+	unsigned int *slots;	    /* [nranks] */
+	uint64_t *seqs;		    /* [nranks] */
+	struct zsm_cuda_door_op *o; /* [ZSM_API_DOOR_OPS] */
+};
+
+struct zsm_api_agent;
+
+/* plugin/rma's objects: the join and its context. */
+struct zsm_api_comm_rma {
+	void *listen, *coll, *ctx;
 };
 
 struct zsm_api_comm {
@@ -135,22 +173,27 @@ struct zsm_api_comm {
 	zsm_cu_context cuctx;
 	void *plugin; /* the core's init context */
 	struct zsm_boot *boot;
-	void *listen, *coll, *rctx; /* plugin/rma's objects */
+	struct zsm_api_comm_rma rma;
+	struct zsm_comm **link;	    /* [nranks]: the send comm to each */
 	/* Operation door: slot p for puts to rank p, slot nranks for
 	 * waits. */
 	struct zsm_cuda_door *ops;
-	/* Signal door: the counters (see ZSM_API_ROWS). */
+	/* Signal door: the counters (see ZSM_API_ROWS), a window. */
 	struct zsm_cuda_door *sig;
-	void *sig_sym;
-	/* Callers' state, under lock. */
+	struct zsm_api_win sig_win;
+	/* For window registration and destroy; never on the data path. */
 	pthread_mutex_t lock;
+	/* The callers' (docs/api.md: calls on one communicator are never
+	 * concurrent). */
 	uint64_t *seq;	  /* [ops slot]: the last sequence number given */
 	uint64_t *expect; /* [sig slot]: counts waits have asked for */
 	uint64_t colls;	  /* collectives so far (their Ready/Complete) */
 	struct zsm_api_win *wins;
 	struct zsm_api_comm_staging staging;
-	struct zsm_api_comm_agent agent_q;
-	/* Operations queued and not yet retired by the agent. */
+	struct zsm_api_pool pool;
+	struct zsm_api_scratch scratch;
+	struct zsm_api_agent *agent;
+	/* Operations queued and not yet retired. */
 	atomic_long outstanding;
 	_Atomic int err; /* the failure, or 0 */
 	/* The bootstrap's set-up is over: the agent watches its links. */
@@ -184,23 +227,59 @@ int zsm_api_win_deregister(struct zsm_api_comm *c, struct zsm_api_win *w);
 void zsm_api_win_free_all(struct zsm_api_comm *c);
 int zsm_api_win_get(const char *call, struct zsm_api_comm *c, uint64_t h,
 		    struct zsm_api_win **out);
-/* The window holding [p, p + len), or NULL.  Lock held. */
+/* The window holding [p, p + len), or NULL. */
 struct zsm_api_win *zsm_api_win_find(struct zsm_api_comm *c, const void *p,
 				     size_t len);
 
-/* api_agent.c */
+/* The targets of sym on every peer (*at: [nranks], freed by the
+ * caller). */
+int zsm_api_win_targets(struct zsm_api_comm *c, void *sym,
+			struct zsm_api_target **at);
+
+/* api_pool.c */
+int zsm_api_pool_init(struct zsm_api_pool *p, unsigned int n);
+void zsm_api_pool_fini(struct zsm_api_pool *p);
+/* An operation, cleared (its wait room kept): NULL only when none is
+ * left and no more memory.  The calling thread only. */
+struct zsm_api_op *zsm_api_pool_get(struct zsm_api_pool *p);
+/* Give op back: any one thread at a time (the agent's). */
+void zsm_api_pool_put(struct zsm_api_pool *p, struct zsm_api_op *op);
+/* Room for n wait entries in op: 0 or -ENOMEM. */
+int zsm_api_op_wait_room(struct zsm_api_op *op, unsigned int n);
+
+/* api_agent.c.  In GPU mode a thread runs the agent; in host-memory
+ * mode the calling thread does, until its call is over. */
+int zsm_api_agent_new(struct zsm_api_comm *c);
+void zsm_api_agent_free(struct zsm_api_comm *c);
 int zsm_api_agent_start(struct zsm_api_comm *c);
 void zsm_api_agent_stop(struct zsm_api_comm *c);
-/* Queue op for the agent (lock held). */
-void zsm_api_agent_push(struct zsm_api_comm *c, struct zsm_api_op *op);
-void zsm_api_op_free(struct zsm_api_op *op);
+/* Queue n operations (a chain, in order) for the agent thread. */
+void zsm_api_agent_push(struct zsm_api_comm *c, struct zsm_api_op *head,
+			long n);
+/* Host-memory mode: n operations (a chain, in order) to the agent's
+ * queues now. */
+void zsm_api_agent_hold(struct zsm_api_comm *c, struct zsm_api_op *head,
+			long n);
+/* Host-memory mode: run the agent until every slot s of the operation
+ * door with last[s] has done last[s] (last: [nranks + 1], 0 for none),
+ * or the comm failed. */
+int zsm_api_agent_run(struct zsm_api_comm *c, const uint64_t *last);
+/* Hand op to the engine: 0 (op->req NULL: no request free now, try
+ * again), or -errno. */
+int zsm_api_op_issue(struct zsm_api_comm *c, struct zsm_api_op *op);
 
-/* api_ops.c.  A batch holds the comm's lock from _new to _finish (or
- * _drop), so that sequence numbers follow the stream's order. */
-struct zsm_api_batch;
-int zsm_api_batch_new(struct zsm_api_comm *c, struct zsm_api_batch **out);
+/* api_ops.c.  A batch lives on its caller's stack from _new to _finish
+ * (or _drop); sequence numbers follow the stream's order because calls
+ * on one communicator are never concurrent. */
+struct zsm_api_batch {
+	struct zsm_api_comm *c;
+	struct zsm_api_op *head, *tail; /* the puts, in order */
+	long n;
+	struct zsm_api_op *wait; /* NULL: nothing to wait for */
+};
+int zsm_api_batch_new(struct zsm_api_comm *c, struct zsm_api_batch *b);
 /* A put as put describes it (struct zsm_api_op's fields from peer to
- * coll): size bytes (0: the signal alone, NULL syms) to peer, adding
+ * coll): size bytes (0: the signal alone, NULL windows) to peer, adding
  * sig_add (0: 1) to its word on sig_row (ZSM_API_ROW_NONE: no signal),
  * issued once pre_row's condition holds. */
 int zsm_api_batch_put(struct zsm_api_batch *b,
@@ -213,13 +292,13 @@ int zsm_api_batch_wait(struct zsm_api_batch *b, int peer, unsigned int row,
  * now); before(arg) runs before the ring and between(arg) after it, both
  * with stream (a collective's staging and own-block copies; either may be
  * NULL); then the stream waits for the puts and signals (host-memory
- * mode: this call waits).  Frees b, unlocks.
+ * mode: this call waits).
  */
 int zsm_api_batch_finish(struct zsm_api_batch *b, zsm_cu_stream stream,
 			 int (*before)(void *arg, zsm_cu_stream stream),
 			 int (*between)(void *arg, zsm_cu_stream stream),
 			 void *arg);
-/* Give up b (an argument was wrong): nothing queued, unlocks. */
+/* Give up b (an argument was wrong): nothing queued. */
 void zsm_api_batch_drop(struct zsm_api_batch *b);
 
 /* api_coll.c */
@@ -228,8 +307,15 @@ int zsm_api_put_signal(struct zsm_api_comm *c, const void *src, size_t size,
 		       int ctx, zsm_cu_stream stream);
 int zsm_api_signal(struct zsm_api_comm *c, int peer, int ctx,
 		   zsm_cu_stream stream);
-int zsm_api_wait_signal(struct zsm_api_comm *c, int n, const int *peers,
-			const int *ctxs, const int *counts,
+/* The caller's wait descriptors as they lie, without a copy: entry i at
+ * base + i * stride, its peer, context and count (ints) at those offsets
+ * of it. */
+struct zsm_api_wait_desc {
+	const char *base;
+	size_t stride, peer_at, ctx_at, count_at;
+};
+int zsm_api_wait_signal(struct zsm_api_comm *c, int n,
+			const struct zsm_api_wait_desc *w,
 			zsm_cu_stream stream);
 int zsm_api_all_gather(struct zsm_api_comm *c, const void *send, void *recv,
 		       size_t bytes, zsm_cu_stream stream);

@@ -2,75 +2,49 @@
 /*
  * Owns batches: the operations of one call, numbered on their door slots,
  * handed to the agent, and rung on the stream in one go (api_int.h says
- * how the doors work).
+ * how the doors work).  A batch lives on its caller's stack and its
+ * operations come from the communicator's pool: a call allocates nothing.
  */
 #include <errno.h>
 #include <limits.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "api/api_int.h"
 #include "common/cuda.h"
 #include "common/log.h"
 
-struct zsm_api_batch {
-	struct zsm_api_comm *c;
-	struct zsm_api_op *head, *tail; /* the puts, in order */
-	unsigned int nput;
-	struct zsm_api_op *wait; /* NULL: nothing to wait for */
-	unsigned int wmax;
-};
-
-int zsm_api_batch_new(struct zsm_api_comm *c, struct zsm_api_batch **out)
+int zsm_api_batch_new(struct zsm_api_comm *c, struct zsm_api_batch *b)
 {
-	struct zsm_api_batch *b = calloc(1, sizeof(*b));
-	int ret;
-
-	*out = NULL;
-	if (!b)
-		return -ENOMEM;
-	pthread_mutex_lock(&c->lock);
-	ret = zsm_api_comm_error(c);
-	if (ret) {
-		pthread_mutex_unlock(&c->lock);
-		free(b);
-		return ret;
-	}
+	memset(b, 0, sizeof(*b));
 	b->c = c;
-	*out = b;
-	return 0;
+	return zsm_api_comm_error(c);
 }
 
-static void zsm_api_batch_free(struct zsm_api_batch *b)
+void zsm_api_batch_drop(struct zsm_api_batch *b)
 {
 	while (b->head) {
 		struct zsm_api_op *op = b->head;
 
 		b->head = op->next;
-		zsm_api_op_free(op);
+		zsm_api_pool_put(&b->c->pool, op);
 	}
-	zsm_api_op_free(b->wait);
-	free(b);
-}
-
-void zsm_api_batch_drop(struct zsm_api_batch *b)
-{
-	pthread_mutex_unlock(&b->c->lock);
-	zsm_api_batch_free(b);
+	if (b->wait)
+		zsm_api_pool_put(&b->c->pool, b->wait);
+	b->wait = NULL;
 }
 
 int zsm_api_batch_put(struct zsm_api_batch *b, const struct zsm_api_op *put)
 {
-	struct zsm_api_op *op = calloc(1, sizeof(*op));
+	struct zsm_api_op *op = zsm_api_pool_get(&b->c->pool);
 
 	if (!op)
 		return -ENOMEM;
 	op->slot = (unsigned int)put->peer;
 	op->peer = put->peer;
-	op->src_sym = put->src_sym;
+	op->src = put->src;
 	op->src_off = put->src_off;
 	op->size = put->size;
-	op->dst_sym = put->dst_sym;
+	op->dst = put->dst;
 	op->dst_off = put->dst_off;
 	op->sig_row = put->sig_row;
 	op->sig_add = put->sig_add;
@@ -82,7 +56,7 @@ int zsm_api_batch_put(struct zsm_api_batch *b, const struct zsm_api_op *put)
 	else
 		b->head = op;
 	b->tail = op;
-	b->nput++;
+	b->n++;
 	return 0;
 }
 
@@ -92,41 +66,43 @@ int zsm_api_batch_wait(struct zsm_api_batch *b, int peer, unsigned int row,
 	struct zsm_api_op *w = b->wait;
 
 	if (!w) {
-		w = calloc(1, sizeof(*w));
+		w = zsm_api_pool_get(&b->c->pool);
 		if (!w)
 			return -ENOMEM;
 		w->slot = (unsigned int)b->c->nranks;
+		w->peer = -1;
 		b->wait = w;
 	}
-	if (w->nwait == b->wmax) {
-		unsigned int m = b->wmax ? 2 * b->wmax : 8;
-		unsigned int *s = realloc(w->wslot, m * sizeof(*s));
-		uint64_t *v;
-
-		if (!s)
-			return -ENOMEM;
-		w->wslot = s;
-		v = realloc(w->wval, m * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		w->wval = v;
-		b->wmax = m;
-	}
+	if (zsm_api_op_wait_room(w, w->nwait + 1))
+		return -ENOMEM;
 	w->wslot[w->nwait] = row * (unsigned int)b->c->nranks +
 			     (unsigned int)peer;
 	w->wval[w->nwait++] = value;
 	return 0;
 }
 
-/* Sequence numbers for the batch's operations, in order. */
-static void zsm_api_batch_number(struct zsm_api_batch *b)
+/* Sequence numbers for the batch's operations, in order, and each slot's
+ * last in last[] (zeroed first: [nranks + 1]). */
+static void zsm_api_batch_number(struct zsm_api_batch *b, uint64_t *last)
 {
 	struct zsm_api_comm *c = b->c;
 
+	memset(last, 0, ((size_t)c->nranks + 1) * sizeof(*last));
 	for (struct zsm_api_op *op = b->head; op; op = op->next)
-		op->seq = ++c->seq[op->slot];
+		last[op->slot] = op->seq = ++c->seq[op->slot];
 	if (b->wait)
-		b->wait->seq = ++c->seq[c->nranks];
+		last[c->nranks] = b->wait->seq = ++c->seq[c->nranks];
+}
+
+/* One more door operation into o, rung once o is full: 0 or -errno. */
+static int zsm_api_ring_add(zsm_cu_stream stream, struct zsm_cuda_door_op *o,
+			    unsigned int *n, struct zsm_cuda_door_op op)
+{
+	o[(*n)++] = op;
+	if (*n < ZSM_API_DOOR_OPS)
+		return 0;
+	*n = 0;
+	return zsm_cuda_door_batch(stream, ZSM_API_DOOR_OPS, o);
 }
 
 /*
@@ -143,83 +119,72 @@ static int zsm_api_batch_ring_gpu(struct zsm_api_batch *b,
 				  void *arg)
 {
 	struct zsm_api_comm *c = b->c;
-	/* o holds the second batch: the wait's ready, the done waits, the
-	 * counter waits. */
-	unsigned int n = 0, max = (unsigned int)c->nranks + 1 +
-				  (b->wait ? b->wait->nwait : 0);
-	struct zsm_cuda_door_op *o = calloc(max, sizeof(*o));
-	uint64_t *last = calloc((size_t)c->nranks, sizeof(*last));
-	unsigned int *slots = calloc((size_t)c->nranks, sizeof(*slots));
-	uint64_t *seqs = calloc((size_t)c->nranks, sizeof(*seqs));
-	int ret = o && last && slots && seqs ? 0 : -ENOMEM;
+	struct zsm_api_scratch *k = &c->scratch;
+	const uint64_t *last = k->last;
+	unsigned int n = 0;
+	int ret = 0;
 
-	for (struct zsm_api_op *op = b->head; !ret && op; op = op->next)
-		last[op->slot] = op->seq;
-	for (int p = 0; !ret && p < c->nranks; p++)
+	for (int p = 0; p < c->nranks; p++)
 		if (last[p]) {
-			slots[n] = (unsigned int)p;
-			seqs[n++] = last[p];
+			k->slots[n] = (unsigned int)p;
+			k->seqs[n++] = last[p];
 		}
-	if (!ret && n)
-		ret = zsm_cuda_door_post(c->ops, stream, n, slots, seqs, NULL);
+	if (n)
+		ret = zsm_cuda_door_post(c->ops, stream, n, k->slots, k->seqs,
+					 NULL);
 	if (!ret && between)
 		ret = between(arg, stream);
 	n = 0;
 	if (!ret && b->wait)
-		o[n++] = (struct zsm_cuda_door_op){c->ops, b->wait->slot, 0,
-						   b->wait->seq};
+		ret = zsm_api_ring_add(stream, k->o, &n,
+				       (struct zsm_cuda_door_op){
+					       c->ops, b->wait->slot, 0,
+					       b->wait->seq});
 	for (int p = 0; !ret && p < c->nranks; p++)
 		if (last[p])
-			o[n++] = (struct zsm_cuda_door_op){c->ops, (unsigned)p,
-							   1, last[p]};
+			ret = zsm_api_ring_add(stream, k->o, &n,
+					       (struct zsm_cuda_door_op){
+						       c->ops, (unsigned)p, 1,
+						       last[p]});
 	for (unsigned int i = 0; !ret && b->wait && i < b->wait->nwait; i++)
-		o[n++] = (struct zsm_cuda_door_op){c->sig, b->wait->wslot[i],
-						   1, b->wait->wval[i]};
+		ret = zsm_api_ring_add(stream, k->o, &n,
+				       (struct zsm_cuda_door_op){
+					       c->sig, b->wait->wslot[i], 1,
+					       b->wait->wval[i]});
 	if (!ret && n)
-		ret = zsm_cuda_door_batch(stream, n, o);
-	free(o);
-	free(last);
-	free(slots);
-	free(seqs);
+		ret = zsm_cuda_door_batch(stream, n, k->o);
 	return ret;
 }
 
-/* Host-memory mode, lock held: the ready words, now. */
-static int zsm_api_batch_ring_host(struct zsm_api_comm *c, const uint64_t *last,
-				   uint64_t wseq)
+/* Host-memory mode: the ready words, now. */
+static int zsm_api_batch_ring_host(struct zsm_api_comm *c,
+				   const uint64_t *last)
 {
-	unsigned int slot;
 	int ret = 0;
 
-	for (int p = 0; !ret && p < c->nranks; p++) {
-		slot = (unsigned int)p;
-		if (last[p])
-			ret = zsm_cuda_door_ring(c->ops, NULL, 1, &slot,
-						 &last[p]);
-	}
-	slot = (unsigned int)c->nranks;
-	if (!ret && wseq)
-		ret = zsm_cuda_door_ring(c->ops, NULL, 1, &slot, &wseq);
+	for (unsigned int s = 0; !ret && s <= (unsigned int)c->nranks; s++)
+		if (last[s])
+			ret = zsm_cuda_door_ring(c->ops, NULL, 1, &s, &last[s]);
 	return ret;
 }
 
-/* Host-memory mode, unlocked: wait here for the puts and the wait. */
-static int zsm_api_batch_wait_host(struct zsm_api_comm *c,
-				   const uint64_t *last, uint64_t wseq)
+/* The batch's operations as one chain, in order (the wait last). */
+static struct zsm_api_op *zsm_api_batch_chain(struct zsm_api_batch *b,
+					      long *n)
 {
-	int ms = zsm_api_wait_timeout_ms(), ret = 0;
+	struct zsm_api_op *head = b->head;
 
-	/* The agent fails the comm first (ZSM_WAIT_TIMEOUT_MS); this only
-	 * ends a wait the agent could not. */
-	ms = ms && ms < INT_MAX - 60000 ? ms + 60000 : INT_MAX;
-	for (int p = 0; !ret && p < c->nranks; p++)
-		if (last[p])
-			ret = zsm_cuda_door_wait_host(c->ops, (unsigned int)p,
-						      last[p], ms);
-	if (!ret && wseq)
-		ret = zsm_cuda_door_wait_host(c->ops, (unsigned int)c->nranks,
-					      wseq, ms);
-	return ret;
+	*n = b->n;
+	if (b->wait) {
+		if (b->tail)
+			b->tail->next = b->wait;
+		else
+			head = b->wait;
+		b->wait->next = NULL;
+		++*n;
+	}
+	b->head = b->tail = b->wait = NULL;
+	return head;
 }
 
 int zsm_api_batch_finish(struct zsm_api_batch *b, zsm_cu_stream stream,
@@ -228,48 +193,31 @@ int zsm_api_batch_finish(struct zsm_api_batch *b, zsm_cu_stream stream,
 			 void *arg)
 {
 	struct zsm_api_comm *c = b->c;
-	uint64_t *last = calloc((size_t)c->nranks, sizeof(*last));
-	uint64_t wseq = 0;
-	int ret = last ? 0 : -ENOMEM;
+	uint64_t *last = c->scratch.last;
+	struct zsm_api_op *head;
+	long n;
+	int ret = before ? before(arg, stream) : 0;
 
-	if (!ret && before)
-		ret = before(arg, stream);
 	if (ret) {
-		free(last);
 		zsm_api_batch_drop(b);
 		return ret;
 	}
-	zsm_api_batch_number(b);
-	for (struct zsm_api_op *op = b->head; op; op = op->next)
-		last[op->slot] = op->seq;
-	if (b->wait)
-		wseq = b->wait->seq;
-	if (c->gpu)
-		ret = zsm_api_batch_ring_gpu(b, stream, between, arg);
-	else
-		ret = zsm_api_batch_ring_host(c, last, wseq);
+	zsm_api_batch_number(b, last);
+	ret = c->gpu ? zsm_api_batch_ring_gpu(b, stream, between, arg)
+		     : zsm_api_batch_ring_host(c, last);
 	/* The agent owns the operations from here, rung or not: a ring
 	 * that failed fails the comm, which drops them. */
-	while (b->head) {
-		struct zsm_api_op *op = b->head;
-
-		b->head = op->next;
-		zsm_api_agent_push(c, op);
-	}
-	if (b->wait)
-		zsm_api_agent_push(c, b->wait);
-	b->wait = NULL;
-	pthread_mutex_unlock(&c->lock);
+	head = zsm_api_batch_chain(b, &n);
+	if (c->gpu && head)
+		zsm_api_agent_push(c, head, n);
+	else if (head)
+		zsm_api_agent_hold(c, head, n);
 	if (ret)
 		zsm_api_comm_fail(c, ret, "the stream refused the operations");
 	if (!ret && !c->gpu && between)
 		ret = between(arg, NULL);
 	if (!ret && !c->gpu)
-		ret = zsm_api_batch_wait_host(c, last, wseq);
-	if (ret == -ETIMEDOUT)
-		zsm_api_comm_fail(c, ret, "a host-memory call waited too long");
-	free(last);
-	zsm_api_batch_free(b);
+		ret = zsm_api_agent_run(c, last);
 	/* A failure found by the agent is the comm's error. */
 	return ret ? (zsm_api_comm_error(c) ? zsm_api_comm_error(c) : ret)
 		   : 0;

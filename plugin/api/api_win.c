@@ -2,7 +2,8 @@
 /*
  * Owns the API's windows: memory every rank registers in the same order
  * (plugin/rma's symmetric registrations), found again by address for the
- * buffers calls name.
+ * buffers calls name, with each peer's descriptor and our registration
+ * for the link to it resolved once, here, for the agent's puts.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,6 +14,26 @@
 #include "common/log.h"
 #include "entry/entry.h"
 #include "rma/rma.h"
+
+int zsm_api_win_targets(struct zsm_api_comm *c, void *sym,
+			struct zsm_api_target **at)
+{
+	int ret = 0;
+
+	*at = calloc((size_t)c->nranks, sizeof(**at));
+	if (!*at)
+		return -ENOMEM;
+	for (int p = 0; !ret && p < c->nranks; p++) {
+		void *mh = NULL;
+
+		if (p == c->rank)
+			continue;
+		ret = zsm_rma_sym_link(sym, p, &(*at)[p].win, &mh);
+		if (!ret)
+			ret = zsm_entry_mr_of(mh, &(*at)[p].mr);
+	}
+	return ret;
+}
 
 int zsm_api_win_register(struct zsm_api_comm *c, void *buf, size_t size,
 			 struct zsm_api_win **out)
@@ -35,10 +56,10 @@ int zsm_api_win_register(struct zsm_api_comm *c, void *buf, size_t size,
 			 "communicator is in host-memory mode (no CUDA context "
 			 "was current at init)",
 			 buf);
-		ret = zsm_rma_reg_sym(c->coll, NULL, 0, ZSM_MEM_HOST, 0,
+		ret = zsm_rma_reg_sym(c->rma.coll, NULL, 0, ZSM_MEM_HOST, 0,
 				      &w->sym);
 		if (!ret)
-			zsm_rma_dereg_sym(c->coll, w->sym);
+			zsm_rma_dereg_sym(c->rma.coll, w->sym);
 		free(w);
 		return -EINVAL;
 	}
@@ -48,11 +69,19 @@ int zsm_api_win_register(struct zsm_api_comm *c, void *buf, size_t size,
 	 * still joins the exchange, saying so: it fails on every rank. */
 	reserved = !zsm_handle_reserve(ZSM_H_API_WIN, w, &slot);
 	if (!reserved)
-		ret = zsm_rma_reg_sym_refuse(c->coll, -ENOMEM);
+		ret = zsm_rma_reg_sym_refuse(c->rma.coll, -ENOMEM);
 	else
-		ret = zsm_rma_reg_sym(c->coll, buf, size,
+		ret = zsm_rma_reg_sym(c->rma.coll, buf, size,
 				      w->device ? ZSM_MEM_CUDA : ZSM_MEM_HOST,
 				      0, &w->sym);
+	/* A registration made everywhere that this rank cannot resolve
+	 * (no memory) fails here alone: its puts would have no target. */
+	if (!ret)
+		ret = zsm_api_win_targets(c, w->sym, &w->at);
+	if (ret && w->sym) {
+		zsm_rma_dereg_sym(c->rma.coll, w->sym);
+		w->sym = NULL;
+	}
 	if (!ret) {
 		w->handle = zsm_handle_arm(slot);
 		w->next = c->wins;
@@ -62,6 +91,7 @@ int zsm_api_win_register(struct zsm_api_comm *c, void *buf, size_t size,
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (ret) {
+		free(w->at);
 		free(w);
 		return ret;
 	}
@@ -94,7 +124,8 @@ int zsm_api_win_deregister(struct zsm_api_comm *c, struct zsm_api_win *w)
 		c->staging.bounce = NULL;
 	pthread_mutex_unlock(&c->lock);
 	zsm_handle_close(w->handle, ZSM_H_API_WIN, &obj);
-	ret = zsm_rma_dereg_sym(c->coll, w->sym);
+	ret = zsm_rma_dereg_sym(c->rma.coll, w->sym);
+	free(w->at);
 	free(w);
 	return ret;
 }
@@ -107,7 +138,8 @@ void zsm_api_win_free_all(struct zsm_api_comm *c)
 
 		c->wins = w->next;
 		zsm_handle_close(w->handle, ZSM_H_API_WIN, &obj);
-		zsm_rma_dereg_sym(c->coll, w->sym);
+		zsm_rma_dereg_sym(c->rma.coll, w->sym);
+		free(w->at);
 		free(w);
 	}
 }
