@@ -3,8 +3,9 @@
 # Installs what building and testing zsm needs on Debian 12, skipping what
 # is already there.  Run as root.
 set -eu
+# gdb: test api-put-chain reads the call stack of a put at its write.
 pkgs="gcc pkg-config meson ninja-build libfabric-dev libfabric-bin
-libcmocka-dev valgrind python3"
+libcmocka-dev valgrind python3 gdb"
 # libfabric 2.6's source in ../shared is a git archive: autogen needs these
 # (scripts/build-lf26.sh; scripts/test.sh builds it where it is there).
 here=$(cd "$(dirname "$0")/.." && pwd)

@@ -567,11 +567,16 @@ int zsm_proxy_submit_drive(struct zsm_desc *desc)
 	 * relaxed: the engine lock orders the engine's decrements before
 	 * this look, and ours came before it on this thread. */
 	ret = 0;
-	if (!desc->fifo->held &&
-	    !atomic_load_explicit(&desc->fifo->queued, memory_order_relaxed))
-		zsm_proxy_post(desc);
-	else
+	if (desc->fifo->held ||
+	    atomic_load_explicit(&desc->fifo->queued, memory_order_relaxed))
 		ret = zsm_proxy_push(desc);
+	/* As zsm_proxy_post, written out: this is on a small put's path
+	 * (docs/design.md, "The API's path"). */
+	else {
+		desc->fifo->park = NULL;
+		if (desc->post(desc) == -EAGAIN)
+			zsm_proxy_hold(desc);
+	}
 	zsm_proxy_drive_locked();
 	return ret;
 }

@@ -315,6 +315,13 @@ static int rank_main(int idfd, const char *idhex)
 		status = api_errors_run(comm);
 	else if (strcmp(sc, "mismatch") == 0)
 		status = api_mismatch_run(comm);
+	else if (strcmp(sc, "alloc") == 0 && api_alloc_run)
+		status = api_alloc_run(comm);
+	else if (strcmp(sc, "alloc") == 0)
+		API_FAIL("alloc runs in api_ranks_alloc, which counts "
+			 "allocations");
+	else if (strcmp(sc, "chain") == 0)
+		status = api_chain_run(comm);
 	else
 		/* Destroys the comm itself in a survivor. */
 		return api_kill_run(comm);
@@ -330,6 +337,25 @@ static int rank_main(int idfd, const char *idhex)
 		printf("rank %d (host %d): %s: PASS\n", api_rank,
 		       api_opt.hosts[api_rank], sc);
 	return status;
+}
+
+/* Rank 0 under gdb with the script API_RANK0_GDB names (put-chain.sh):
+ * returns only when gdb cannot be started. */
+static void exec_under_gdb(char **args)
+{
+	static char exe[4096];
+	char *argv[256] = {"gdb", "-q", "-batch", "-nx", "-x",
+			   getenv("API_RANK0_GDB"), "--args", exe};
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	int k = 8;
+
+	if (len <= 0)
+		return;
+	exe[len] = 0;
+	for (int i = 1; args[i] && k < 255; i++)
+		argv[k++] = args[i];
+	argv[k] = NULL;
+	execvp("gdb", argv);
 }
 
 static pid_t spawn(char **argv, int argc, int r, int idfd, const char *idhex)
@@ -366,6 +392,8 @@ static pid_t spawn(char **argv, int argc, int r, int idfd, const char *idhex)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		setrlimit(RLIMIT_CORE, &no_core);
 		setenv("ZSM_HOSTID", host, 1);
+		if (r == 0 && getenv("API_RANK0_GDB"))
+			exec_under_gdb(args);
 		execv("/proc/self/exe", args);
 		perror("execv");
 		_exit(127);

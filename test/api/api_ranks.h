@@ -91,6 +91,9 @@ int api_errors_run(zsm_comm_t comm);
 /* After zsm_comm_destroy: the handle is refused. */
 int api_errors_after_destroy(zsm_comm_t comm);
 int api_mismatch_run(zsm_comm_t comm);
+/* In api_ranks_alloc only (api_alloc.c): NULL elsewhere. */
+int api_alloc_run(zsm_comm_t comm) __attribute__((weak));
+int api_chain_run(zsm_comm_t comm);
 /* May _exit(API_VICTIM_EXIT) in the victim rank. */
 int api_kill_run(zsm_comm_t comm);
 
