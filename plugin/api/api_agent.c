@@ -147,7 +147,7 @@ static void zsm_api_retire(struct zsm_api_agent *a, struct zsm_api_fifo *f)
 	f->head = op->next;
 	if (!f->head)
 		f->tail = NULL;
-	zsm_cuda_door_done(a->c->ops, op->slot, op->seq);
+	zsm_api_door_done(a->c->ops, op->slot, op->seq);
 	zsm_api_pool_put(&a->c->pool, op);
 	/* Release: pairs with the acquire in zsm_api_comm_quiesce. */
 	atomic_fetch_sub_explicit(&a->c->outstanding, 1, memory_order_release);
@@ -166,14 +166,14 @@ static int zsm_api_overdue(struct zsm_api_op *op, uint64_t now)
 static int zsm_api_reached(const struct zsm_api_comm *c,
 			   const struct zsm_api_op *op)
 {
-	return zsm_cuda_door_geq(zsm_cuda_door_ready(c->ops, op->slot),
+	return zsm_api_door_geq(zsm_api_door_ready(c->ops, op->slot),
 				 op->seq);
 }
 
 static uint64_t zsm_api_counter(const struct zsm_api_comm *c,
 				unsigned int row, int peer)
 {
-	return zsm_cuda_door_done_get(c->sig,
+	return zsm_api_door_done_get(c->sig,
 				      row * (unsigned int)c->nranks +
 					      (unsigned int)peer);
 }
@@ -195,9 +195,9 @@ static void zsm_api_dump(struct zsm_api_agent *a)
 			 "%#llx)",
 			 c->rank, s < c->nranks ? "puts to rank" : "waits, slot",
 			 s,
-			 (unsigned long long)zsm_cuda_door_ready(c->ops,
+			 (unsigned long long)zsm_api_door_ready(c->ops,
 								 (unsigned)s),
-			 (unsigned long long)zsm_cuda_door_done_get(
+			 (unsigned long long)zsm_api_door_done_get(
 				 c->ops, (unsigned)s),
 			 n, op ? (unsigned long long)op->seq : 0ULL,
 			 op && op->req ? " (issued)" : "",
@@ -333,7 +333,7 @@ int zsm_api_op_issue(struct zsm_api_comm *c, struct zsm_api_op *op)
 		c->link[op->peer], src ? op->src->base + op->src_off : NULL,
 		op->size, src ? src->mr : NULL, dst ? dst->win : NULL,
 		op->dst_off, sig ? c->sig_win.at[op->peer].win : NULL,
-		sig ? zsm_cuda_door_done_at(op->sig_row *
+		sig ? zsm_api_door_done_at(op->sig_row *
 						    (unsigned int)c->nranks +
 					    (unsigned int)c->rank)
 		    : 0,
@@ -438,7 +438,7 @@ static int zsm_api_waits(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 	if (!op || !zsm_api_reached(c, op))
 		return 0;
 	for (unsigned int i = 0; i < op->nwait; i++) {
-		if (zsm_cuda_door_geq(zsm_cuda_door_done_get(c->sig,
+		if (zsm_api_door_geq(zsm_api_door_done_get(c->sig,
 							     op->wslot[i]),
 				      op->wval[i]))
 			continue;
@@ -450,7 +450,7 @@ static int zsm_api_waits(struct zsm_api_agent *a, struct zsm_api_fifo *f,
 				 op->wslot[i] % (unsigned int)c->nranks,
 				 op->wslot[i] / (unsigned int)c->nranks,
 				 (unsigned long long)op->wval[i],
-				 (unsigned long long)zsm_cuda_door_done_get(
+				 (unsigned long long)zsm_api_door_done_get(
 					 c->sig, op->wslot[i]));
 			zsm_api_dump(a);
 			zsm_api_fail(a, -ETIMEDOUT, why);
@@ -663,7 +663,7 @@ static int zsm_api_all_done(const struct zsm_api_comm *c,
 			    const uint64_t *last)
 {
 	for (unsigned int s = 0; s <= (unsigned int)c->nranks; s++)
-		if (last[s] && !zsm_cuda_door_geq(zsm_cuda_door_done_get(
+		if (last[s] && !zsm_api_door_geq(zsm_api_door_done_get(
 							  c->ops, s),
 						  last[s]))
 			return 0;

@@ -88,7 +88,7 @@ int zsm_api_put_signal(struct zsm_api_comm *c, const void *src, size_t size,
 	op = b.head;
 	memset(last, 0, ((size_t)c->nranks + 1) * sizeof(*last));
 	last[peer] = op->seq = ++c->seq[peer];
-	ret = zsm_cuda_door_ring(c->ops, NULL, 1, &op->slot, &op->seq);
+	ret = zsm_api_door_ring(c->ops, NULL, 1, &op->slot, &op->seq);
 	zsm_api_agent_hold(c, op, 1);
 	if (!ret)
 		ret = zsm_api_op_issue(c, op);

@@ -45,9 +45,9 @@ void zsm_api_comm_fail(struct zsm_api_comm *c, int err, const char *why)
 		ZSM_WARN("api: rank %d of %d: the communicator failed: %s (%s)",
 			 c->rank, c->nranks, why, strerror(-err));
 	if (c->ops)
-		zsm_cuda_door_fail(c->ops, err);
+		zsm_api_door_fail(c->ops, err);
 	if (c->sig)
-		zsm_cuda_door_fail(c->sig, err);
+		zsm_api_door_fail(c->sig, err);
 }
 
 int zsm_api_comm_get(const char *call, uint64_t h, struct zsm_api_comm **out)
@@ -207,10 +207,10 @@ static int zsm_api_comm_doors(struct zsm_api_comm *c)
 	void *base;
 	int ret;
 
-	ret = zsm_cuda_door_new(c->cuctx, (unsigned int)c->nranks + 1,
+	ret = zsm_api_door_new(c->cuctx, (unsigned int)c->nranks + 1,
 				&c->ops);
 	if (!ret)
-		ret = zsm_cuda_door_new(c->cuctx, nsig, &c->sig);
+		ret = zsm_api_door_new(c->cuctx, nsig, &c->sig);
 	c->seq = calloc((size_t)c->nranks + 1, sizeof(*c->seq));
 	c->expect = calloc(nsig, sizeof(*c->expect));
 	if (!ret && (!c->seq || !c->expect))
@@ -219,7 +219,7 @@ static int zsm_api_comm_doors(struct zsm_api_comm *c)
 		return ret;
 	/* The counters peers add into: one window, the same layout on every
 	 * rank, registered on every link like any other. */
-	zsm_cuda_door_region(c->sig, &base, &c->sig_win.size);
+	zsm_api_door_region(c->sig, &base, &c->sig_win.size);
 	c->sig_win.base = base;
 	c->sig_win.comm = c;
 	ret = zsm_rma_reg_sym(c->rma.coll, c->sig_win.base, c->sig_win.size,
@@ -247,8 +247,8 @@ static void zsm_api_comm_free(struct zsm_api_comm *c)
 	 * are left allocated (a few KiB) rather than freed under a stream.
 	 */
 	if (!zsm_api_comm_error(c) || !c->gpu) {
-		zsm_cuda_door_free(c->ops);
-		zsm_cuda_door_free(c->sig);
+		zsm_api_door_free(c->ops);
+		zsm_api_door_free(c->sig);
 	}
 	zsm_api_host_free(c, c->staging.bounce_buf);
 	zsm_api_host_free(c, c->staging.buf);

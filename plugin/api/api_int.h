@@ -6,7 +6,7 @@
  *
  * How a call moves data: the caller queues operations for the comm's agent
  * thread and rings the comm's operation door on the stream (a ready word
- * per slot, cuda_door.h); the agent, seeing a slot's ready word reach an
+ * per slot, api_door.h); the agent, seeing a slot's ready word reach an
  * operation, hands it to the engine as an RMA put (plugin/rma) and, once
  * it completes, publishes the slot's done word, which the stream waits on.
  * Signals land in the comm's signal door: its done words are the signal
@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "boot/boot.h"
-#include "common/cuda_door.h"
+#include "api/api_door.h"
 #include "common/cuda_drv.h"
 
 /* Signal contexts callers may use (zsm.h's ZSM_MAX_CTX, asserted there). */
@@ -157,7 +157,7 @@ struct zsm_api_scratch {
 	uint64_t *last;		    /* [nranks + 1]: a slot's last sequence */
 	unsigned int *slots;	    /* [nranks] */
 	uint64_t *seqs;		    /* [nranks] */
-	struct zsm_cuda_door_op *o; /* [ZSM_API_DOOR_OPS] */
+	struct zsm_api_door_op *o; /* [ZSM_API_DOOR_OPS] */
 };
 
 struct zsm_api_agent;
@@ -177,9 +177,9 @@ struct zsm_api_comm {
 	struct zsm_comm **link;	    /* [nranks]: the send comm to each */
 	/* Operation door: slot p for puts to rank p, slot nranks for
 	 * waits. */
-	struct zsm_cuda_door *ops;
+	struct zsm_api_door *ops;
 	/* Signal door: the counters (see ZSM_API_ROWS), a window. */
-	struct zsm_cuda_door *sig;
+	struct zsm_api_door *sig;
 	struct zsm_api_win sig_win;
 	/* For window registration and destroy; never on the data path. */
 	pthread_mutex_t lock;

@@ -95,14 +95,14 @@ static void zsm_api_batch_number(struct zsm_api_batch *b, uint64_t *last)
 }
 
 /* One more door operation into o, rung once o is full: 0 or -errno. */
-static int zsm_api_ring_add(zsm_cu_stream stream, struct zsm_cuda_door_op *o,
-			    unsigned int *n, struct zsm_cuda_door_op op)
+static int zsm_api_ring_add(zsm_cu_stream stream, struct zsm_api_door_op *o,
+			    unsigned int *n, struct zsm_api_door_op op)
 {
 	o[(*n)++] = op;
 	if (*n < ZSM_API_DOOR_OPS)
 		return 0;
 	*n = 0;
-	return zsm_cuda_door_batch(stream, ZSM_API_DOOR_OPS, o);
+	return zsm_api_door_batch(stream, ZSM_API_DOOR_OPS, o);
 }
 
 /*
@@ -110,7 +110,7 @@ static int zsm_api_ring_add(zsm_cu_stream stream, struct zsm_cuda_door_op *o,
  * per slot covers the earlier ones), between's copies, then the wait's
  * ready word and the waits: the puts' done words and the counters.  On a
  * stream with nothing left to run the ready words are stored now
- * (zsm_cuda_door_post): the puts need not wait for the GPU to schedule
+ * (zsm_api_door_post): the puts need not wait for the GPU to schedule
  * the stream, which under another process's kernels is a time slice.
  */
 static int zsm_api_batch_ring_gpu(struct zsm_api_batch *b,
@@ -130,29 +130,29 @@ static int zsm_api_batch_ring_gpu(struct zsm_api_batch *b,
 			k->seqs[n++] = last[p];
 		}
 	if (n)
-		ret = zsm_cuda_door_post(c->ops, stream, n, k->slots, k->seqs,
+		ret = zsm_api_door_post(c->ops, stream, n, k->slots, k->seqs,
 					 NULL);
 	if (!ret && between)
 		ret = between(arg, stream);
 	n = 0;
 	if (!ret && b->wait)
 		ret = zsm_api_ring_add(stream, k->o, &n,
-				       (struct zsm_cuda_door_op){
+				       (struct zsm_api_door_op){
 					       c->ops, b->wait->slot, 0,
 					       b->wait->seq});
 	for (int p = 0; !ret && p < c->nranks; p++)
 		if (last[p])
 			ret = zsm_api_ring_add(stream, k->o, &n,
-					       (struct zsm_cuda_door_op){
+					       (struct zsm_api_door_op){
 						       c->ops, (unsigned)p, 1,
 						       last[p]});
 	for (unsigned int i = 0; !ret && b->wait && i < b->wait->nwait; i++)
 		ret = zsm_api_ring_add(stream, k->o, &n,
-				       (struct zsm_cuda_door_op){
+				       (struct zsm_api_door_op){
 					       c->sig, b->wait->wslot[i], 1,
 					       b->wait->wval[i]});
 	if (!ret && n)
-		ret = zsm_cuda_door_batch(stream, n, k->o);
+		ret = zsm_api_door_batch(stream, n, k->o);
 	return ret;
 }
 
@@ -164,7 +164,7 @@ static int zsm_api_batch_ring_host(struct zsm_api_comm *c,
 
 	for (unsigned int s = 0; !ret && s <= (unsigned int)c->nranks; s++)
 		if (last[s])
-			ret = zsm_cuda_door_ring(c->ops, NULL, 1, &s, &last[s]);
+			ret = zsm_api_door_ring(c->ops, NULL, 1, &s, &last[s]);
 	return ret;
 }
 

@@ -241,7 +241,7 @@ struct zsm_cuda_drv {
 					      size_t size, int type,
 					      unsigned long long flags);
 	/* cuStreamBatchMemOp_v2 (CUDA 11.7; what cuda.h maps the name to),
-	 * or NULL: without it there is no stream doorbell (cuda_door.h), and
+	 * or NULL: without it there is no stream doorbell (api_door.h), and
 	 * the rest of the table still serves. */
 	zsm_cu_result (*stream_batch_mem_op)(zsm_cu_stream stream,
 					     unsigned int count,

@@ -104,7 +104,7 @@ def missing(root):
                             out.append((rel_doc, no, 'file', part))
             for tok in SPAN.findall(line):
                 for name in NAME.findall(tok):
-                    # A family (zsm_cuda_door_*) is not a name.
+                    # A family (zsm_api_door_*) is not a name.
                     if name not in names and not name.endswith('_'):
                         out.append((rel_doc, no, 'name', name))
     return out

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * door_probe: the stream doorbell (common/cuda_door.h) on a real GPU, for
+ * door_probe: the stream doorbell (api/api_door.h) on a real GPU, for
  * the GPU machine.  A CPU thread plays the proxy (acquire loads of ready,
  * done published at once); the main thread rings N times on one stream
  * and reports the time per operation and the CPU time of each ring.
@@ -23,7 +23,7 @@
 
 #include "common/clock.h"
 #include "common/cuda.h"
-#include "common/cuda_door.h"
+#include "api/api_door.h"
 #include "common/log.h"
 
 _Static_assert(sizeof(zsm_cu_memop) == sizeof(CUstreamBatchMemOpParams),
@@ -57,7 +57,7 @@ _Static_assert(ZSM_CU_STREAM_CAPTURE_STATUS_NONE ==
 #define DEADLINE_NS (60ull * 1000000000ull)
 
 struct proxy {
-	struct zsm_cuda_door *door;
+	struct zsm_api_door *door;
 	uint64_t upto;
 	_Atomic int stop;
 	uint64_t answered;
@@ -70,12 +70,12 @@ static void *proxy_run(void *arg)
 
 	while (seen < p->upto && !atomic_load_explicit(&p->stop,
 						       memory_order_relaxed)) {
-		uint64_t r = zsm_cuda_door_ready(p->door, 0);
+		uint64_t r = zsm_api_door_ready(p->door, 0);
 
 		if (r == seen)
 			continue;
 		seen = r;
-		zsm_cuda_door_done(p->door, 0, r);
+		zsm_api_door_done(p->door, 0, r);
 	}
 	p->answered = seen;
 	return NULL;
@@ -107,13 +107,13 @@ static int drain(const struct zsm_cuda_drv *d, zsm_cu_stream s,
 }
 
 /*
- * zsm_cuda_door_post on the real driver, seq to seq + 4 (no proxy): an
+ * zsm_api_door_post on the real driver, seq to seq + 4 (no proxy): an
  * idle stream of ours is written now; one held behind a wait gets the
  * write on the stream, after the wait; an idle blocking stream and the
  * legacy stream go the stream's way.  1 on a failure, said.
  */
 static int post_probe(const struct zsm_cuda_drv *d,
-		      struct zsm_cuda_door *door, zsm_cu_stream s,
+		      struct zsm_api_door *door, zsm_cu_stream s,
 		      uint64_t seq)
 {
 	zsm_cu_stream blocking = NULL;
@@ -127,42 +127,42 @@ static int post_probe(const struct zsm_cuda_drv *d,
 				"cuda.h's\n");
 		return 1;
 	}
-	if (zsm_cuda_door_post(door, s, 1, &slot, &seq, &now) || now != 1 ||
-	    zsm_cuda_door_ready(door, 0) != seq) {
+	if (zsm_api_door_post(door, s, 1, &slot, &seq, &now) || now != 1 ||
+	    zsm_api_door_ready(door, 0) != seq) {
 		fprintf(stderr, "FAIL: post on an idle stream: now %d, ready "
 				"%llu, not %llu\n",
-			now, (unsigned long long)zsm_cuda_door_ready(door, 0),
+			now, (unsigned long long)zsm_api_door_ready(door, 0),
 			(unsigned long long)seq);
 		return 1;
 	}
 	/* A ring no one answers holds the stream at its wait. */
-	if (zsm_cuda_door_ring(door, s, 1, &slot, &held) ||
-	    zsm_cuda_door_post(door, s, 1, &slot, &after, &now) || now != 0) {
+	if (zsm_api_door_ring(door, s, 1, &slot, &held) ||
+	    zsm_api_door_post(door, s, 1, &slot, &after, &now) || now != 0) {
 		fprintf(stderr, "FAIL: post behind a held wait: now %d\n",
 			now);
 		return 1;
 	}
 	if (d->stream_query(s) != ZSM_CU_ERROR_NOT_READY ||
-	    zsm_cuda_door_ready(door, 0) == after) {
+	    zsm_api_door_ready(door, 0) == after) {
 		fprintf(stderr, "FAIL: the post's write passed a held wait\n");
 		return 1;
 	}
-	zsm_cuda_door_done(door, 0, held);
+	zsm_api_door_done(door, 0, held);
 	if (drain(d, s, "a post's write after a released wait"))
 		return 1;
-	if (zsm_cuda_door_ready(door, 0) != after) {
+	if (zsm_api_door_ready(door, 0) != after) {
 		fprintf(stderr, "FAIL: ready %llu after the post's write, not "
 				"%llu\n",
-			(unsigned long long)zsm_cuda_door_ready(door, 0),
+			(unsigned long long)zsm_api_door_ready(door, 0),
 			(unsigned long long)after);
 		return 1;
 	}
 	after++;
 	if (d->stream_create(&blocking, 0) != ZSM_CU_SUCCESS ||
 	    drain(d, blocking, "a new blocking stream") ||
-	    zsm_cuda_door_post(door, blocking, 1, &slot, &after, &now) ||
+	    zsm_api_door_post(door, blocking, 1, &slot, &after, &now) ||
 	    now != 0 || drain(d, blocking, "a post's write") ||
-	    zsm_cuda_door_ready(door, 0) != after) {
+	    zsm_api_door_ready(door, 0) != after) {
 		fprintf(stderr, "FAIL: post on an idle blocking stream: now "
 				"%d\n",
 			now);
@@ -170,10 +170,10 @@ static int post_probe(const struct zsm_cuda_drv *d,
 	}
 	d->stream_destroy(blocking);
 	after++;
-	if (zsm_cuda_door_post(door, ZSM_CU_STREAM_LEGACY, 1, &slot, &after,
+	if (zsm_api_door_post(door, ZSM_CU_STREAM_LEGACY, 1, &slot, &after,
 			       &now) ||
 	    now != 0 || drain(d, ZSM_CU_STREAM_LEGACY, "a post's write") ||
-	    zsm_cuda_door_ready(door, 0) != after) {
+	    zsm_api_door_ready(door, 0) != after) {
 		fprintf(stderr, "FAIL: post on the legacy stream: now %d\n",
 			now);
 		return 1;
@@ -189,7 +189,7 @@ int main(int argc, char **argv)
 	uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 10000;
 	struct proxy p = { .upto = n };
 	const struct zsm_cuda_drv *d;
-	struct zsm_cuda_door *door;
+	struct zsm_api_door *door;
 	zsm_cu_context ctx;
 	zsm_cu_stream s = NULL;
 	char why[256] = "";
@@ -217,9 +217,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "FAIL: cuStreamCreate\n");
 		return 1;
 	}
-	ret = zsm_cuda_door_new(ctx, 1, &door);
+	ret = zsm_api_door_new(ctx, 1, &door);
 	if (ret) {
-		fprintf(stderr, "FAIL: zsm_cuda_door_new: %d (see the WARN)\n",
+		fprintf(stderr, "FAIL: zsm_api_door_new: %d (see the WARN)\n",
 			ret);
 		return 1;
 	}
@@ -227,7 +227,7 @@ int main(int argc, char **argv)
 	pthread_create(&t, NULL, proxy_run, &p);
 	t0 = zsm_now_ns();
 	for (seq = 1; seq <= n; seq++) {
-		ret = zsm_cuda_door_ring(door, s, 1, &slot, &seq);
+		ret = zsm_api_door_ring(door, s, 1, &slot, &seq);
 		if (ret) {
 			fprintf(stderr, "FAIL: ring %llu: %d\n",
 				(unsigned long long)seq, ret);
@@ -259,7 +259,7 @@ int main(int argc, char **argv)
 		return 1;
 	/* The wait can only pass through fail(). */
 	seq = n + 6;
-	ret = zsm_cuda_door_ring(door, s, 1, &slot, &seq);
+	ret = zsm_api_door_ring(door, s, 1, &slot, &seq);
 	if (ret) {
 		fprintf(stderr, "FAIL: ring before fail: %d\n", ret);
 		return 1;
@@ -269,17 +269,17 @@ int main(int argc, char **argv)
 				"answered\n");
 		return 1;
 	}
-	zsm_cuda_door_fail(door, -EPIPE);
+	zsm_api_door_fail(door, -EPIPE);
 	if (drain(d, s, "a wait released by fail()"))
 		return 1;
 	seq = n + 7;
-	if (zsm_cuda_door_ring(door, s, 1, &slot, &seq) != -EPIPE) {
+	if (zsm_api_door_ring(door, s, 1, &slot, &seq) != -EPIPE) {
 		fprintf(stderr, "FAIL: a ring after fail was not refused\n");
 		return 1;
 	}
 	printf("door: fail() released a blocked stream; later rings are "
 	       "refused\nPASS\n");
-	zsm_cuda_door_free(door);
+	zsm_api_door_free(door);
 	d->stream_destroy(s);
 	return 0;
 }

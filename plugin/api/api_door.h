@@ -1,35 +1,36 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A doorbell between CUDA streams and zsm's proxy thread, made of stream
+ * A doorbell between CUDA streams and the API's agent, made of stream
  * memory operations only (no kernel, no host function).  Each slot has
  * two 64-bit words in host memory the device can reach: "ready", which
  * the stream writes when it reaches an operation, and "done", which the
- * proxy writes when the operation is complete and the stream waits on.
+ * agent writes when the operation is complete and the stream waits on.
  * Sequence numbers only grow, per slot, and waits compare them cyclically
  * (GEQ), so the words are never reset.
  *
- * Stream side (application threads): zsm_cuda_door_ring,
- * zsm_cuda_door_post, zsm_cuda_door_batch and zsm_cuda_door_wait enqueue
+ * Stream side (application threads): zsm_api_door_ring,
+ * zsm_api_door_post, zsm_api_door_batch and zsm_api_door_wait enqueue
  * on a stream (post may store at once instead) and return at once.
- * Proxy side (the engine thread, no CUDA call): zsm_cuda_door_ready,
- * zsm_cuda_door_done, zsm_cuda_door_fail.
+ * Agent side (plugin/api's agent, no CUDA call): zsm_api_door_ready,
+ * zsm_api_door_done, zsm_api_door_fail.
  *
  * Host-memory mode (a door made with no CUDA context): the words are
  * plain memory, ring with a NULL stream stores ready at once, and the
- * caller completes the operation itself before returning, waiting with
- * zsm_cuda_door_wait_host.  Both modes work without a GPU in the proxy.
+ * caller completes the operation itself before returning (the API runs
+ * the agent on the caller; zsm_api_door_wait_host waits for another
+ * thread's).  Both modes work without a GPU on the agent's side.
  *
  * Functions return 0 or -errno and WARN what went wrong.
  */
-#ifndef ZSM_COMMON_CUDA_DOOR_H
-#define ZSM_COMMON_CUDA_DOOR_H
+#ifndef ZSM_API_API_DOOR_H
+#define ZSM_API_API_DOOR_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/cuda_drv.h"
 
-struct zsm_cuda_door;
+struct zsm_api_door;
 
 /*
  * A door of nslots slots.  ctx NULL: host-memory mode.  Otherwise the
@@ -39,11 +40,11 @@ struct zsm_cuda_door;
  * -ENOSYS where the driver lacks cuStreamBatchMemOp_v2, -EOPNOTSUPP
  * where the device cannot run 64-bit stream memory operations.
  */
-int zsm_cuda_door_new(zsm_cu_context ctx, unsigned int nslots,
-		      struct zsm_cuda_door **door);
+int zsm_api_door_new(zsm_cu_context ctx, unsigned int nslots,
+		      struct zsm_api_door **door);
 /* Free the words: only once no stream can still reach them (the streams
  * that rang it have drained, or fail released them and they drained). */
-void zsm_cuda_door_free(struct zsm_cuda_door *door);
+void zsm_api_door_free(struct zsm_api_door *door);
 
 /*
  * Stream side: for each i, the stream writes ready[slots[i]] = seqs[i],
@@ -51,23 +52,23 @@ void zsm_cuda_door_free(struct zsm_cuda_door *door);
  * each i, in that order: one cuStreamBatchMemOp per 255 operations.  In
  * host-memory mode (stream NULL) the ready words are stored now and
  * nothing waits.  A failed door refuses with its recorded error.  Call
- * it (and zsm_cuda_door_wait) with the door's context current.
+ * it (and zsm_api_door_wait) with the door's context current.
  */
-int zsm_cuda_door_ring(struct zsm_cuda_door *door, zsm_cu_stream stream,
+int zsm_api_door_ring(struct zsm_api_door *door, zsm_cu_stream stream,
 		       unsigned int n, const unsigned int *slots,
 		       const uint64_t *seqs);
 /*
  * Stream side: the writes of ready[slots[i]] = seqs[i] alone (the waits
- * come later, zsm_cuda_door_batch).  When the stream has nothing left to
+ * come later, zsm_api_door_batch).  When the stream has nothing left to
  * run (a non-blocking stream of the caller's own, not captured, whose
  * earlier work is over), the words are stored from this thread now and
- * *now is 1: the proxy starts at once instead of when the GPU next
+ * *now is 1: the agent starts at once instead of when the GPU next
  * schedules the stream, which on a GPU that time-slices between
  * processes can be milliseconds.  Otherwise one batch of stream writes,
  * *now 0.  now may be NULL.  Host-memory mode: stored now; stream must
  * be NULL.
  */
-int zsm_cuda_door_post(struct zsm_cuda_door *door, zsm_cu_stream stream,
+int zsm_api_door_post(struct zsm_api_door *door, zsm_cu_stream stream,
 		       unsigned int n, const unsigned int *slots,
 		       const uint64_t *seqs, int *now);
 /*
@@ -77,17 +78,17 @@ int zsm_cuda_door_post(struct zsm_cuda_door *door, zsm_cu_stream stream,
  * door must be a device door of the same context; a failed one refuses.
  * Refused after an earlier batch went in, every door named fails.
  */
-struct zsm_cuda_door_op {
-	struct zsm_cuda_door *door;
+struct zsm_api_door_op {
+	struct zsm_api_door *door;
 	unsigned int slot;
 	int wait;
 	uint64_t seq;
 };
-int zsm_cuda_door_batch(zsm_cu_stream stream, unsigned int n,
-			const struct zsm_cuda_door_op *ops);
+int zsm_api_door_batch(zsm_cu_stream stream, unsigned int n,
+			const struct zsm_api_door_op *ops);
 /* Stream side: the wait alone (done[slot] >= seq), for waits on signals
  * the host applies.  -EINVAL in host-memory mode: see wait_host. */
-int zsm_cuda_door_wait(struct zsm_cuda_door *door, zsm_cu_stream stream,
+int zsm_api_door_wait(struct zsm_api_door *door, zsm_cu_stream stream,
 		       unsigned int slot, uint64_t seq);
 /*
  * Host side, either mode: wait on this thread until done[slot] >= seq,
@@ -95,39 +96,39 @@ int zsm_cuda_door_wait(struct zsm_cuda_door *door, zsm_cu_stream stream,
  * the word passed before: the caller reports the failure); -ETIMEDOUT,
  * with a WARN naming the slot and the values, when the time ran out.
  */
-int zsm_cuda_door_wait_host(struct zsm_cuda_door *door, unsigned int slot,
+int zsm_api_door_wait_host(struct zsm_api_door *door, unsigned int slot,
 			    uint64_t seq, int timeout_ms);
 
-/* Proxy side: the last sequence number the stream reached at slot. */
-uint64_t zsm_cuda_door_ready(const struct zsm_cuda_door *door,
+/* Agent side: the last sequence number the stream reached at slot. */
+uint64_t zsm_api_door_ready(const struct zsm_api_door *door,
 			     unsigned int slot);
-/* Proxy side: publish completion up to seq at slot; never lowers the
+/* Agent side: publish completion up to seq at slot; never lowers the
  * word (a failed door's stays far ahead). */
-void zsm_cuda_door_done(struct zsm_cuda_door *door, unsigned int slot,
+void zsm_api_door_done(struct zsm_api_door *door, unsigned int slot,
 			uint64_t seq);
 /*
  * Record err (-errno; the first one stays) and release every waiter of
  * every slot, now and later: each done word jumps far ahead of anything
  * a stream can have rung.  Any thread; no CUDA call.
  */
-void zsm_cuda_door_fail(struct zsm_cuda_door *door, int err);
+void zsm_api_door_fail(struct zsm_api_door *door, int err);
 /* The recorded error, or 0. */
-int zsm_cuda_door_error(const struct zsm_cuda_door *door);
+int zsm_api_door_error(const struct zsm_api_door *door);
 /*
  * The words as memory, for a door whose done words others update (signal
  * words peers add into, registered as a window): [*base, *base + *bytes)
- * holds every word, and slot's done word is at zsm_cuda_door_done_at(slot)
- * of it.  What the proxy side reads of it: zsm_cuda_door_done_get.
+ * holds every word, and slot's done word is at zsm_api_door_done_at(slot)
+ * of it.  What the agent side reads of it: zsm_api_door_done_get.
  */
-void zsm_cuda_door_region(const struct zsm_cuda_door *door, void **base,
+void zsm_api_door_region(const struct zsm_api_door *door, void **base,
 			  size_t *bytes);
-size_t zsm_cuda_door_done_at(unsigned int slot);
+size_t zsm_api_door_done_at(unsigned int slot);
 /* The done word of slot now (0 for a slot out of range). */
-uint64_t zsm_cuda_door_done_get(const struct zsm_cuda_door *door,
+uint64_t zsm_api_door_done_get(const struct zsm_api_door *door,
 				unsigned int slot);
 /* Whether a >= b as the stream's waits compare them (cyclically). */
-int zsm_cuda_door_geq(uint64_t a, uint64_t b);
+int zsm_api_door_geq(uint64_t a, uint64_t b);
 /* The number of slots. */
-unsigned int zsm_cuda_door_slots(const struct zsm_cuda_door *door);
+unsigned int zsm_api_door_slots(const struct zsm_api_door *door);
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The stream doorbell (common/cuda_door.h) on a fake CUDA driver table
+ * The stream doorbell (api/api_door.h) on a fake CUDA driver table
  * whose cuStreamBatchMemOp records each batch and hands its operations to
  * a fake stream: a thread that runs them in order, writes landing in the
  * host words and waits holding the stream until their word passes.
@@ -22,7 +22,7 @@
 
 #include "common/clock.h"
 #include "common/cuda.h"
-#include "common/cuda_door.h"
+#include "api/api_door.h"
 #include "zsm_test.h"
 
 #define DEV_OFF ((zsm_cu_deviceptr)0x100000000000ULL)
@@ -281,27 +281,27 @@ static void ran_at_least(int n, const char *what)
 	}
 }
 
-static void ready_reaches(struct zsm_cuda_door *door, unsigned int slot,
+static void ready_reaches(struct zsm_api_door *door, unsigned int slot,
 			  uint64_t seq)
 {
 	uint64_t end = zsm_now_ns() + DEADLINE_S * 1000000000ull;
 
-	while (zsm_cuda_door_ready(door, slot) != seq) {
+	while (zsm_api_door_ready(door, slot) != seq) {
 		if (zsm_now_ns() > end)
 			fail_msg("waited %d s for the stream to write ready "
 				 "%llu at slot %u; it is %llu",
 				 DEADLINE_S, (unsigned long long)seq, slot,
-				 (unsigned long long)zsm_cuda_door_ready(door,
+				 (unsigned long long)zsm_api_door_ready(door,
 									 slot));
 		sched_yield();
 	}
 }
 
-static struct zsm_cuda_door *door_of(unsigned int nslots)
+static struct zsm_api_door *door_of(unsigned int nslots)
 {
-	struct zsm_cuda_door *door = NULL;
+	struct zsm_api_door *door = NULL;
 
-	zsm_assert_int_eq(zsm_cuda_door_new(CTX, nslots, &door), 0);
+	zsm_assert_int_eq(zsm_api_door_new(CTX, nslots, &door), 0);
 	assert_non_null(door);
 	/* The caller's context is back. */
 	assert_null(fake_current);
@@ -327,40 +327,40 @@ static void logged(int k, int operation, int ready, unsigned int slot,
 
 static void test_ring_then_done_releases(void **state)
 {
-	struct zsm_cuda_door *door = door_of(4);
+	struct zsm_api_door *door = door_of(4);
 	unsigned int slot = 2;
 	uint64_t seq = 1;
 
 	(void)state;
 	/* The words start at 0 whatever the allocation held. */
-	zsm_assert_int_eq(zsm_cuda_door_ready(door, 2), 0);
-	zsm_assert_int_eq(zsm_cuda_door_ring(door, STREAM, 1, &slot, &seq), 0);
+	zsm_assert_int_eq(zsm_api_door_ready(door, 2), 0);
+	zsm_assert_int_eq(zsm_api_door_ring(door, STREAM, 1, &slot, &seq), 0);
 	zsm_assert_int_eq(fk.nbatches, 1);
 	ready_reaches(door, 2, 1);
 	ran_at_least(1, "the write of ready");
 	/* The wait cannot pass: nothing published done yet. */
 	zsm_assert_int_eq(atomic_load(&fk.ran), 1);
-	zsm_cuda_door_done(door, 2, 1);
+	zsm_api_door_done(door, 2, 1);
 	ran_at_least(2, "the wait on done, released by done()");
 	/* Again, the next sequence number, no reset. */
 	seq = 2;
-	zsm_assert_int_eq(zsm_cuda_door_ring(door, STREAM, 1, &slot, &seq), 0);
+	zsm_assert_int_eq(zsm_api_door_ring(door, STREAM, 1, &slot, &seq), 0);
 	ready_reaches(door, 2, 2);
-	zsm_cuda_door_done(door, 2, 2);
+	zsm_api_door_done(door, 2, 2);
 	ran_at_least(4, "the second wait on done");
-	zsm_assert_int_eq(zsm_cuda_door_error(door), 0);
-	zsm_cuda_door_free(door);
+	zsm_assert_int_eq(zsm_api_door_error(door), 0);
+	zsm_api_door_free(door);
 	assert_null(fk.host);
 }
 
 static void test_batch_in_order(void **state)
 {
-	struct zsm_cuda_door *door = door_of(4);
+	struct zsm_api_door *door = door_of(4);
 	unsigned int slots[3] = { 3, 0, 1 };
 	uint64_t seqs[3] = { 5, 6, 7 };
 
 	(void)state;
-	zsm_assert_int_eq(zsm_cuda_door_ring(door, STREAM, 3, slots, seqs), 0);
+	zsm_assert_int_eq(zsm_api_door_ring(door, STREAM, 3, slots, seqs), 0);
 	zsm_assert_int_eq(fk.nbatches, 1);
 	zsm_assert_int_eq(fk.batch_len[0], 6);
 	for (int i = 0; i < 3; i++) {
@@ -370,41 +370,41 @@ static void test_batch_in_order(void **state)
 		       seqs[i]);
 	}
 	/* The wait alone: one op on done. */
-	zsm_assert_int_eq(zsm_cuda_door_wait(door, STREAM, 1, 9), 0);
+	zsm_assert_int_eq(zsm_api_door_wait(door, STREAM, 1, 9), 0);
 	zsm_assert_int_eq(fk.nbatches, 2);
 	zsm_assert_int_eq(fk.batch_len[1], 1);
 	logged(6, ZSM_CU_STREAM_MEM_OP_WAIT_VALUE_64, 0, 1, 9);
 	for (int i = 0; i < 3; i++)
-		zsm_cuda_door_done(door, slots[i], seqs[i]);
-	zsm_cuda_door_done(door, 1, 9);
+		zsm_api_door_done(door, slots[i], seqs[i]);
+	zsm_api_door_done(door, 1, 9);
 	ran_at_least(7, "three writes, three waits and the lone wait");
-	zsm_cuda_door_free(door);
+	zsm_api_door_free(door);
 }
 
 /* A stream with nothing left to run: the ready words are stored now, and
  * nothing goes on the stream. */
 static void test_post_idle_stream_stores_now(void **state)
 {
-	struct zsm_cuda_door *door = door_of(4);
+	struct zsm_api_door *door = door_of(4);
 	unsigned int slots[2] = { 3, 1 };
 	uint64_t seqs[2] = { 4, 9 };
 	int now = -1;
 
 	(void)state;
-	zsm_assert_int_eq(zsm_cuda_door_post(door, STREAM, 2, slots, seqs,
+	zsm_assert_int_eq(zsm_api_door_post(door, STREAM, 2, slots, seqs,
 					     &now),
 			  0);
 	zsm_assert_int_eq(now, 1);
 	zsm_assert_int_eq(fk.nbatches, 0);
-	zsm_assert_int_eq(zsm_cuda_door_ready(door, 3), 4);
-	zsm_assert_int_eq(zsm_cuda_door_ready(door, 1), 9);
+	zsm_assert_int_eq(zsm_api_door_ready(door, 3), 4);
+	zsm_assert_int_eq(zsm_api_door_ready(door, 1), 9);
 	/* The waits still go on the stream, and hold it until done. */
-	zsm_assert_int_eq(zsm_cuda_door_wait(door, STREAM, 3, 4), 0);
+	zsm_assert_int_eq(zsm_api_door_wait(door, STREAM, 3, 4), 0);
 	zsm_assert_int_eq(fk.nbatches, 1);
 	logged(0, ZSM_CU_STREAM_MEM_OP_WAIT_VALUE_64, 0, 3, 4);
-	zsm_cuda_door_done(door, 3, 4);
+	zsm_api_door_done(door, 3, 4);
 	ran_at_least(1, "the wait on done");
-	zsm_cuda_door_free(door);
+	zsm_api_door_free(door);
 }
 
 /*
@@ -414,15 +414,15 @@ static void test_post_idle_stream_stores_now(void **state)
  */
 static void test_post_busy_stream_enqueues(void **state)
 {
-	struct zsm_cuda_door *door = door_of(4);
+	struct zsm_api_door *door = door_of(4);
 	unsigned int slot = 0, slots[2] = { 2, 1 };
 	uint64_t seq = 1, seqs[2] = { 7, 8 };
 	int now = -1;
 
 	(void)state;
-	zsm_assert_int_eq(zsm_cuda_door_ring(door, STREAM, 1, &slot, &seq), 0);
+	zsm_assert_int_eq(zsm_api_door_ring(door, STREAM, 1, &slot, &seq), 0);
 	ran_at_least(1, "the write of ready before the held wait");
-	zsm_assert_int_eq(zsm_cuda_door_post(door, STREAM, 2, slots, seqs,
+	zsm_assert_int_eq(zsm_api_door_post(door, STREAM, 2, slots, seqs,
 					     &now),
 			  0);
 	zsm_assert_int_eq(now, 0);
@@ -431,12 +431,12 @@ static void test_post_busy_stream_enqueues(void **state)
 	logged(2, ZSM_CU_STREAM_MEM_OP_WRITE_VALUE_64, 1, 2, 7);
 	logged(3, ZSM_CU_STREAM_MEM_OP_WRITE_VALUE_64, 1, 1, 8);
 	/* Held behind the wait: not written yet. */
-	zsm_assert_int_eq(zsm_cuda_door_ready(door, 2), 0);
-	zsm_assert_int_eq(zsm_cuda_door_ready(door, 1), 0);
-	zsm_cuda_door_done(door, 0, 1);
+	zsm_assert_int_eq(zsm_api_door_ready(door, 2), 0);
+	zsm_assert_int_eq(zsm_api_door_ready(door, 1), 0);
+	zsm_api_door_done(door, 0, 1);
 	ready_reaches(door, 2, 7);
 	ready_reaches(door, 1, 8);
-	zsm_cuda_door_free(door);
+	zsm_api_door_free(door);
 }
 
 /*
@@ -447,7 +447,7 @@ static void test_post_busy_stream_enqueues(void **state)
  */
 static void test_post_unsure_streams_enqueue(void **state)
 {
-	struct zsm_cuda_door *door = door_of(2);
+	struct zsm_api_door *door = door_of(2);
 	zsm_cu_stream defaults[3] = { ZSM_CU_STREAM_NULL,
 				      ZSM_CU_STREAM_LEGACY,
 				      ZSM_CU_STREAM_PER_THREAD };
@@ -458,7 +458,7 @@ static void test_post_unsure_streams_enqueue(void **state)
 	(void)state;
 	for (int i = 0; i < 3; i++) {
 		seq++;
-		zsm_assert_int_eq(zsm_cuda_door_post(door, defaults[i], 1,
+		zsm_assert_int_eq(zsm_api_door_post(door, defaults[i], 1,
 						     &slot, &seq, &now),
 				  0);
 		zsm_assert_int_eq(now, 0);
@@ -470,7 +470,7 @@ static void test_post_unsure_streams_enqueue(void **state)
 		fk.flags = c == 1 ? 0 : ZSM_CU_STREAM_NON_BLOCKING;
 		fk.query_fails = c == 2;
 		seq++;
-		zsm_assert_int_eq(zsm_cuda_door_post(door, STREAM, 1, &slot,
+		zsm_assert_int_eq(zsm_api_door_post(door, STREAM, 1, &slot,
 						     &seq, &now),
 				  0);
 		zsm_assert_int_eq(now, 0);
@@ -481,19 +481,19 @@ static void test_post_unsure_streams_enqueue(void **state)
 	fk.capturing = fk.query_fails = 0;
 	fk.flags = ZSM_CU_STREAM_NON_BLOCKING;
 	seq++;
-	zsm_assert_int_eq(zsm_cuda_door_post(door, STREAM, 1, &slot, &seq,
+	zsm_assert_int_eq(zsm_api_door_post(door, STREAM, 1, &slot, &seq,
 					     &now),
 			  0);
 	zsm_assert_int_eq(now, 1);
 	zsm_assert_int_eq(fk.nbatches, batches);
-	zsm_assert_int_eq(zsm_cuda_door_ready(door, 1), seq);
-	zsm_cuda_door_free(door);
+	zsm_assert_int_eq(zsm_api_door_ready(door, 1), seq);
+	zsm_api_door_free(door);
 }
 
 static void test_large_ring_splits(void **state)
 {
 	enum { N = 300 }; /* 600 operations: batches of 255, 255, 90 */
-	struct zsm_cuda_door *door = door_of(N);
+	struct zsm_api_door *door = door_of(N);
 	unsigned int slots[N];
 	uint64_t seqs[N];
 
@@ -502,7 +502,7 @@ static void test_large_ring_splits(void **state)
 		slots[i] = N - 1 - i;
 		seqs[i] = 1000 + i;
 	}
-	zsm_assert_int_eq(zsm_cuda_door_ring(door, STREAM, N, slots, seqs), 0);
+	zsm_assert_int_eq(zsm_api_door_ring(door, STREAM, N, slots, seqs), 0);
 	zsm_assert_int_eq(fk.nbatches, 3);
 	zsm_assert_int_eq(fk.batch_len[0], 255);
 	zsm_assert_int_eq(fk.batch_len[1], 255);
@@ -515,41 +515,41 @@ static void test_large_ring_splits(void **state)
 	}
 	ran_at_least(N, "every write of ready");
 	for (int i = 0; i < N; i++)
-		zsm_assert_int_eq(zsm_cuda_door_ready(door, slots[i]),
+		zsm_assert_int_eq(zsm_api_door_ready(door, slots[i]),
 				  seqs[i]);
 	for (int i = N - 1; i >= 0; i--)
-		zsm_cuda_door_done(door, slots[i], seqs[i]);
+		zsm_api_door_done(door, slots[i], seqs[i]);
 	ran_at_least(2 * N, "every wait on done");
-	zsm_cuda_door_free(door);
+	zsm_api_door_free(door);
 }
 
 static void test_fail_releases_and_refuses(void **state)
 {
-	struct zsm_cuda_door *door = door_of(2);
+	struct zsm_api_door *door = door_of(2);
 	unsigned int slot = 0;
 	uint64_t seq = 7;
 
 	(void)state;
-	zsm_assert_int_eq(zsm_cuda_door_ring(door, STREAM, 1, &slot, &seq), 0);
+	zsm_assert_int_eq(zsm_api_door_ring(door, STREAM, 1, &slot, &seq), 0);
 	/* A wait on slot 1, which nothing ever rang, queued behind. */
-	zsm_assert_int_eq(zsm_cuda_door_wait(door, STREAM, 1, 40), 0);
+	zsm_assert_int_eq(zsm_api_door_wait(door, STREAM, 1, 40), 0);
 	ready_reaches(door, 0, 7);
-	zsm_cuda_door_fail(door, -EPIPE);
+	zsm_api_door_fail(door, -EPIPE);
 	ran_at_least(3, "the waits released by fail()");
-	zsm_assert_int_eq(zsm_cuda_door_error(door), -EPIPE);
+	zsm_assert_int_eq(zsm_api_door_error(door), -EPIPE);
 	/* A later error does not replace the first. */
-	zsm_cuda_door_fail(door, -ETIMEDOUT);
-	zsm_assert_int_eq(zsm_cuda_door_error(door), -EPIPE);
+	zsm_api_door_fail(door, -ETIMEDOUT);
+	zsm_assert_int_eq(zsm_api_door_error(door), -EPIPE);
 	/* done() after the failure does not take the word back. */
-	zsm_cuda_door_done(door, 0, 8);
-	zsm_assert_int_eq(zsm_cuda_door_wait_host(door, 0, 1000, 0), -EPIPE);
+	zsm_api_door_done(door, 0, 8);
+	zsm_assert_int_eq(zsm_api_door_wait_host(door, 0, 1000, 0), -EPIPE);
 	/* Rings and waits are refused, and reach no stream. */
 	seq = 8;
-	zsm_assert_int_eq(zsm_cuda_door_ring(door, STREAM, 1, &slot, &seq),
+	zsm_assert_int_eq(zsm_api_door_ring(door, STREAM, 1, &slot, &seq),
 			  -EPIPE);
-	zsm_assert_int_eq(zsm_cuda_door_wait(door, STREAM, 1, 41), -EPIPE);
+	zsm_assert_int_eq(zsm_api_door_wait(door, STREAM, 1, 41), -EPIPE);
 	zsm_assert_int_eq(fk.nbatches, 2);
-	zsm_cuda_door_free(door);
+	zsm_api_door_free(door);
 }
 
 /* fail() on a door nothing rang: its done word passes sequence numbers
@@ -557,19 +557,19 @@ static void test_fail_releases_and_refuses(void **state)
  * and rings are refused. */
 static void test_fail_releases_waits_ahead(void **state)
 {
-	struct zsm_cuda_door *door = door_of(1);
+	struct zsm_api_door *door = door_of(1);
 	unsigned int slot = 0;
 	uint64_t seq = 3;
 
 	(void)state;
-	zsm_cuda_door_fail(door, -ECONNRESET);
+	zsm_api_door_fail(door, -ECONNRESET);
 	/* The word passes every seq a stream could have rung. */
-	zsm_assert_int_eq(zsm_cuda_door_wait_host(door, 0, 1000000, 0),
+	zsm_assert_int_eq(zsm_api_door_wait_host(door, 0, 1000000, 0),
 			  -ECONNRESET);
-	zsm_assert_int_eq(zsm_cuda_door_ring(door, STREAM, 1, &slot, &seq),
+	zsm_assert_int_eq(zsm_api_door_ring(door, STREAM, 1, &slot, &seq),
 			  -ECONNRESET);
 	zsm_assert_int_eq(fk.nbatches, 0);
-	zsm_cuda_door_free(door);
+	zsm_api_door_free(door);
 }
 
 /* A refused second batch leaves the stream half rung: the door fails
@@ -577,7 +577,7 @@ static void test_fail_releases_waits_ahead(void **state)
 static void test_refused_batch_fails_door(void **state)
 {
 	enum { N = 200 };
-	struct zsm_cuda_door *door = door_of(N);
+	struct zsm_api_door *door = door_of(N);
 	unsigned int slots[N];
 	uint64_t seqs[N];
 
@@ -587,26 +587,26 @@ static void test_refused_batch_fails_door(void **state)
 		seqs[i] = 1;
 	}
 	fk.refuse_batch = 1;
-	zsm_assert_int_eq(zsm_cuda_door_ring(door, STREAM, N, slots, seqs),
+	zsm_assert_int_eq(zsm_api_door_ring(door, STREAM, N, slots, seqs),
 			  -EINVAL);
 	/* Nothing went in: the door stays usable. */
-	zsm_assert_int_eq(zsm_cuda_door_error(door), 0);
+	zsm_assert_int_eq(zsm_api_door_error(door), 0);
 	fk.refuse_batch = 3;
-	zsm_assert_int_eq(zsm_cuda_door_ring(door, STREAM, N, slots, seqs),
+	zsm_assert_int_eq(zsm_api_door_ring(door, STREAM, N, slots, seqs),
 			  -EINVAL);
-	zsm_assert_int_eq(zsm_cuda_door_error(door), -EINVAL);
+	zsm_assert_int_eq(zsm_api_door_error(door), -EINVAL);
 	zsm_assert_int_eq(fk.batch_len[1], 255);
 	ran_at_least(255, "the half ring, released by the failure");
-	zsm_cuda_door_free(door);
+	zsm_api_door_free(door);
 }
 
 static void test_no_64_bit_memops(void **state)
 {
-	struct zsm_cuda_door *door = (void *)1;
+	struct zsm_api_door *door = (void *)1;
 
 	(void)state;
 	fk.can_64 = 0;
-	zsm_assert_int_eq(zsm_cuda_door_new(CTX, 4, &door), -EOPNOTSUPP);
+	zsm_assert_int_eq(zsm_api_door_new(CTX, 4, &door), -EOPNOTSUPP);
 	assert_null(door);
 	assert_null(fk.host);
 	assert_null(fake_current);
@@ -614,23 +614,23 @@ static void test_no_64_bit_memops(void **state)
 
 static void test_bad_slots(void **state)
 {
-	struct zsm_cuda_door *door = door_of(2), *none = NULL;
+	struct zsm_api_door *door = door_of(2), *none = NULL;
 	unsigned int slots[2] = { 1, 2 };
 	uint64_t seqs[2] = { 1, 1 };
 
 	(void)state;
-	zsm_assert_int_eq(zsm_cuda_door_ring(door, STREAM, 2, slots, seqs),
+	zsm_assert_int_eq(zsm_api_door_ring(door, STREAM, 2, slots, seqs),
 			  -EINVAL);
-	zsm_assert_int_eq(zsm_cuda_door_wait(door, STREAM, 2, 1), -EINVAL);
+	zsm_assert_int_eq(zsm_api_door_wait(door, STREAM, 2, 1), -EINVAL);
 	zsm_assert_int_eq(fk.nbatches, 0);
-	zsm_assert_int_eq(zsm_cuda_door_new(CTX, 0, &none), -EINVAL);
+	zsm_assert_int_eq(zsm_api_door_new(CTX, 0, &none), -EINVAL);
 	assert_null(none);
-	zsm_cuda_door_free(door);
+	zsm_api_door_free(door);
 }
 
 /* Host-memory mode: no CUDA table at all. */
 struct host_proxy {
-	struct zsm_cuda_door *door;
+	struct zsm_api_door *door;
 	uint64_t upto;
 	int fail_at; /* fail instead of publishing this seq; 0 never */
 };
@@ -641,7 +641,7 @@ static void *host_proxy_run(void *arg)
 	uint64_t seen = 0, end = zsm_now_ns() + DEADLINE_S * 1000000000ull;
 
 	while (seen < p->upto && zsm_now_ns() < end) {
-		uint64_t r = zsm_cuda_door_ready(p->door, 0);
+		uint64_t r = zsm_api_door_ready(p->door, 0);
 
 		if (r == seen) {
 			sched_yield();
@@ -649,10 +649,10 @@ static void *host_proxy_run(void *arg)
 		}
 		seen = r;
 		if (p->fail_at && r == (uint64_t)p->fail_at) {
-			zsm_cuda_door_fail(p->door, -EPIPE);
+			zsm_api_door_fail(p->door, -EPIPE);
 			return NULL;
 		}
-		zsm_cuda_door_done(p->door, 0, r);
+		zsm_api_door_done(p->door, 0, r);
 	}
 	return NULL;
 }
@@ -665,59 +665,59 @@ static void test_host_mode(void **state)
 
 	(void)state;
 	zsm_cuda_use_table(NULL);
-	zsm_assert_int_eq(zsm_cuda_door_new(NULL, 1, &p.door), 0);
+	zsm_assert_int_eq(zsm_api_door_new(NULL, 1, &p.door), 0);
 	/* Nothing published: the host wait runs out and says so. */
-	zsm_assert_int_eq(zsm_cuda_door_wait_host(p.door, 0, 1, 0),
+	zsm_assert_int_eq(zsm_api_door_wait_host(p.door, 0, 1, 0),
 			  -ETIMEDOUT);
-	zsm_assert_int_eq(zsm_cuda_door_wait(p.door, NULL, 0, 1), -EINVAL);
-	zsm_assert_int_eq(zsm_cuda_door_ring(p.door, STREAM, 1, &slot,
+	zsm_assert_int_eq(zsm_api_door_wait(p.door, NULL, 0, 1), -EINVAL);
+	zsm_assert_int_eq(zsm_api_door_ring(p.door, STREAM, 1, &slot,
 					     &p.upto),
 			  -EINVAL);
-	zsm_assert_int_eq(zsm_cuda_door_post(p.door, STREAM, 1, &slot,
+	zsm_assert_int_eq(zsm_api_door_post(p.door, STREAM, 1, &slot,
 					     &p.upto, NULL),
 			  -EINVAL);
-	zsm_assert_int_eq(zsm_cuda_door_ready(p.door, 0), 0);
+	zsm_assert_int_eq(zsm_api_door_ready(p.door, 0), 0);
 	{
 		/* Post in host mode: stored now, like ring. */
-		struct zsm_cuda_door *d = NULL;
+		struct zsm_api_door *d = NULL;
 		uint64_t seq = 3;
 		int now = -1;
 
-		zsm_assert_int_eq(zsm_cuda_door_new(NULL, 1, &d), 0);
-		zsm_assert_int_eq(zsm_cuda_door_post(d, NULL, 1, &slot, &seq,
+		zsm_assert_int_eq(zsm_api_door_new(NULL, 1, &d), 0);
+		zsm_assert_int_eq(zsm_api_door_post(d, NULL, 1, &slot, &seq,
 						     &now),
 				  0);
 		zsm_assert_int_eq(now, 1);
-		zsm_assert_int_eq(zsm_cuda_door_ready(d, 0), 3);
-		zsm_cuda_door_free(d);
+		zsm_assert_int_eq(zsm_api_door_ready(d, 0), 3);
+		zsm_api_door_free(d);
 	}
 	assert_int_equal(pthread_create(&t, NULL, host_proxy_run, &p), 0);
 	for (uint64_t seq = 1; seq <= p.upto; seq++) {
-		zsm_assert_int_eq(zsm_cuda_door_ring(p.door, NULL, 1, &slot,
+		zsm_assert_int_eq(zsm_api_door_ring(p.door, NULL, 1, &slot,
 						     &seq),
 				  0);
-		zsm_assert_int_eq(zsm_cuda_door_wait_host(p.door, 0, seq,
+		zsm_assert_int_eq(zsm_api_door_wait_host(p.door, 0, seq,
 							  DEADLINE_S * 1000),
 				  0);
 	}
 	pthread_join(t, NULL);
-	zsm_cuda_door_free(p.door);
+	zsm_api_door_free(p.door);
 
 	/* A proxy that fails releases the host waiter with the error. */
 	p.upto = 5;
 	p.fail_at = 5;
-	zsm_assert_int_eq(zsm_cuda_door_new(NULL, 1, &p.door), 0);
+	zsm_assert_int_eq(zsm_api_door_new(NULL, 1, &p.door), 0);
 	assert_int_equal(pthread_create(&t, NULL, host_proxy_run, &p), 0);
 	for (uint64_t seq = 1; seq <= 5; seq++) {
-		zsm_assert_int_eq(zsm_cuda_door_ring(p.door, NULL, 1, &slot,
+		zsm_assert_int_eq(zsm_api_door_ring(p.door, NULL, 1, &slot,
 						     &seq),
 				  0);
-		zsm_assert_int_eq(zsm_cuda_door_wait_host(p.door, 0, seq,
+		zsm_assert_int_eq(zsm_api_door_wait_host(p.door, 0, seq,
 							  DEADLINE_S * 1000),
 				  seq < 5 ? 0 : -EPIPE);
 	}
 	pthread_join(t, NULL);
-	zsm_cuda_door_free(p.door);
+	zsm_api_door_free(p.door);
 }
 
 int main(void)

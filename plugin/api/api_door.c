@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The stream doorbell (cuda_door.h): host words the stream writes and
- * waits on through cuStreamBatchMemOp, and the proxy's loads and stores
+ * The stream doorbell (api_door.h): host words the stream writes and
+ * waits on through cuStreamBatchMemOp, and the agent's loads and stores
  * of them.
  */
-#include "common/cuda_door.h"
+#include "api/api_door.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -19,7 +19,7 @@
 
 /*
  * Each word has a cache line of its own: the stream's write of ready and
- * the proxy's of done would otherwise take the line from each other on
+ * the agent's of done would otherwise take the line from each other on
  * every operation.
  */
 #define ZSM_CUDA_DOOR_LINE 64
@@ -34,7 +34,7 @@
  */
 #define ZSM_CUDA_DOOR_RELEASE_ALL (UINT64_C(1) << 62)
 
-struct zsm_cuda_door {
+struct zsm_api_door {
 	const struct zsm_cuda_drv *drv; /* NULL: host-memory mode */
 	zsm_cu_context ctx;
 	unsigned int nslots;
@@ -44,20 +44,20 @@ struct zsm_cuda_door {
 	_Atomic int err;
 };
 
-static _Atomic uint64_t *zsm_cuda_door_ready_word(
-	const struct zsm_cuda_door *door, unsigned int slot)
+static _Atomic uint64_t *zsm_api_door_ready_word(
+	const struct zsm_api_door *door, unsigned int slot)
 {
 	return &door->words[(size_t)slot * ZSM_CUDA_DOOR_STRIDE];
 }
 
-static _Atomic uint64_t *zsm_cuda_door_done_word(
-	const struct zsm_cuda_door *door, unsigned int slot)
+static _Atomic uint64_t *zsm_api_door_done_word(
+	const struct zsm_api_door *door, unsigned int slot)
 {
 	return &door->words[(size_t)slot * ZSM_CUDA_DOOR_STRIDE +
 			    ZSM_CUDA_DOOR_DONE_AT];
 }
 
-static zsm_cu_deviceptr zsm_cuda_door_dev(const struct zsm_cuda_door *door,
+static zsm_cu_deviceptr zsm_api_door_dev(const struct zsm_api_door *door,
 					  const _Atomic uint64_t *word)
 {
 	return door->dwords + (zsm_cu_deviceptr)((const char *)word -
@@ -65,21 +65,21 @@ static zsm_cu_deviceptr zsm_cuda_door_dev(const struct zsm_cuda_door *door,
 }
 
 /* Cyclic a >= b, as CU_STREAM_WAIT_VALUE_GEQ compares 64-bit values. */
-int zsm_cuda_door_geq(uint64_t a, uint64_t b)
+int zsm_api_door_geq(uint64_t a, uint64_t b)
 {
 	return (int64_t)(a - b) >= 0;
 }
 
-static size_t zsm_cuda_door_bytes(unsigned int nslots)
+static size_t zsm_api_door_bytes(unsigned int nslots)
 {
 	return (size_t)nslots * ZSM_CUDA_DOOR_STRIDE * sizeof(uint64_t);
 }
 
 /* The words in mapped, pinned host memory of ctx (current already). */
-static int zsm_cuda_door_map(struct zsm_cuda_door *door)
+static int zsm_api_door_map(struct zsm_api_door *door)
 {
 	const struct zsm_cuda_drv *d = door->drv;
-	size_t bytes = zsm_cuda_door_bytes(door->nslots);
+	size_t bytes = zsm_api_door_bytes(door->nslots);
 	zsm_cu_device dev = 0;
 	zsm_cu_result res;
 	char why[256] = "";
@@ -139,7 +139,7 @@ static int zsm_cuda_door_map(struct zsm_cuda_door *door)
 	return 0;
 }
 
-static int zsm_cuda_door_new_cuda(struct zsm_cuda_door *door,
+static int zsm_api_door_new_cuda(struct zsm_api_door *door,
 				  zsm_cu_context ctx)
 {
 	const struct zsm_cuda_drv *d;
@@ -172,16 +172,16 @@ static int zsm_cuda_door_new_cuda(struct zsm_cuda_door *door,
 		ZSM_WARN("cuda door: %s", why);
 		return ret;
 	}
-	ret = zsm_cuda_door_map(door);
+	ret = zsm_api_door_map(door);
 	if (was != ctx)
 		d->ctx_set_current(was);
 	return ret;
 }
 
-int zsm_cuda_door_new(zsm_cu_context ctx, unsigned int nslots,
-		      struct zsm_cuda_door **door)
+int zsm_api_door_new(zsm_cu_context ctx, unsigned int nslots,
+		      struct zsm_api_door **door)
 {
-	struct zsm_cuda_door *n;
+	struct zsm_api_door *n;
 	int ret;
 
 	*door = NULL;
@@ -196,26 +196,26 @@ int zsm_cuda_door_new(zsm_cu_context ctx, unsigned int nslots,
 	n->nslots = nslots;
 	atomic_init(&n->err, 0);
 	if (ctx) {
-		ret = zsm_cuda_door_new_cuda(n, ctx);
+		ret = zsm_api_door_new_cuda(n, ctx);
 		if (ret) {
 			free(n);
 			return ret;
 		}
 	} else {
 		n->words = aligned_alloc(ZSM_CUDA_DOOR_LINE,
-					 zsm_cuda_door_bytes(nslots));
+					 zsm_api_door_bytes(nslots));
 		if (!n->words) {
 			free(n);
 			return -ENOMEM;
 		}
-		memset((void *)n->words, 0, zsm_cuda_door_bytes(nslots));
+		memset((void *)n->words, 0, zsm_api_door_bytes(nslots));
 		n->dwords = (zsm_cu_deviceptr)(uintptr_t)n->words;
 	}
 	*door = n;
 	return 0;
 }
 
-void zsm_cuda_door_free(struct zsm_cuda_door *door)
+void zsm_api_door_free(struct zsm_api_door *door)
 {
 	const struct zsm_cuda_drv *d;
 	zsm_cu_context was = NULL;
@@ -236,42 +236,42 @@ void zsm_cuda_door_free(struct zsm_cuda_door *door)
 	free(door);
 }
 
-void zsm_cuda_door_region(const struct zsm_cuda_door *door, void **base,
+void zsm_api_door_region(const struct zsm_api_door *door, void **base,
 			  size_t *bytes)
 {
 	*base = (void *)door->words;
-	*bytes = zsm_cuda_door_bytes(door->nslots);
+	*bytes = zsm_api_door_bytes(door->nslots);
 }
 
-size_t zsm_cuda_door_done_at(unsigned int slot)
+size_t zsm_api_door_done_at(unsigned int slot)
 {
 	return ((size_t)slot * ZSM_CUDA_DOOR_STRIDE + ZSM_CUDA_DOOR_DONE_AT) *
 	       sizeof(uint64_t);
 }
 
-uint64_t zsm_cuda_door_done_get(const struct zsm_cuda_door *door,
+uint64_t zsm_api_door_done_get(const struct zsm_api_door *door,
 				unsigned int slot)
 {
 	if (slot >= door->nslots)
 		return 0;
 	/* Pairs with the release of whoever raised it: _done, _fail, or a
 	 * peer's signal applied with a release add. */
-	return atomic_load_explicit(zsm_cuda_door_done_word(door, slot),
+	return atomic_load_explicit(zsm_api_door_done_word(door, slot),
 				    memory_order_acquire);
 }
 
-unsigned int zsm_cuda_door_slots(const struct zsm_cuda_door *door)
+unsigned int zsm_api_door_slots(const struct zsm_api_door *door)
 {
 	return door->nslots;
 }
 
-int zsm_cuda_door_error(const struct zsm_cuda_door *door)
+int zsm_api_door_error(const struct zsm_api_door *door)
 {
-	/* Pairs with the release exchange in zsm_cuda_door_fail. */
+	/* Pairs with the release exchange in zsm_api_door_fail. */
 	return atomic_load_explicit(&door->err, memory_order_acquire);
 }
 
-static void zsm_cuda_door_op(zsm_cu_memop *op, int operation,
+static void zsm_api_door_op(zsm_cu_memop *op, int operation,
 			     zsm_cu_deviceptr address, uint64_t value)
 {
 	memset(op, 0, sizeof(*op));
@@ -283,7 +283,7 @@ static void zsm_cuda_door_op(zsm_cu_memop *op, int operation,
 				  : 0;
 }
 
-/* What zsm_cuda_door_enqueue puts on the stream. */
+/* What zsm_api_door_enqueue puts on the stream. */
 #define ZSM_CUDA_DOOR_WRITES 0x1
 #define ZSM_CUDA_DOOR_WAITS 0x2
 
@@ -295,7 +295,7 @@ static void zsm_cuda_door_op(zsm_cu_memop *op, int operation,
  * door fails: the operation cannot be trusted and no later one must rely
  * on it.
  */
-static int zsm_cuda_door_enqueue(struct zsm_cuda_door *door,
+static int zsm_api_door_enqueue(struct zsm_api_door *door,
 				 zsm_cu_stream stream, unsigned int n,
 				 const unsigned int *slots,
 				 const uint64_t *seqs, int parts)
@@ -314,15 +314,15 @@ static int zsm_cuda_door_enqueue(struct zsm_cuda_door *door,
 			int write = writes && k < n;
 
 			i = writes && !write ? k - n : k;
-			zsm_cuda_door_op(
+			zsm_api_door_op(
 				&ops[m],
 				write ? ZSM_CU_STREAM_MEM_OP_WRITE_VALUE_64
 				      : ZSM_CU_STREAM_MEM_OP_WAIT_VALUE_64,
-				zsm_cuda_door_dev(
+				zsm_api_door_dev(
 					door,
-					write ? zsm_cuda_door_ready_word(
+					write ? zsm_api_door_ready_word(
 							door, slots[i])
-					      : zsm_cuda_door_done_word(
+					      : zsm_api_door_done_word(
 							door, slots[i])),
 				seqs[i]);
 		}
@@ -337,16 +337,16 @@ static int zsm_cuda_door_enqueue(struct zsm_cuda_door *door,
 			 k > m ? " after earlier ones went in: the door fails"
 			       : "");
 		if (k > m)
-			zsm_cuda_door_fail(door, ret);
+			zsm_api_door_fail(door, ret);
 		return ret;
 	}
 	return 0;
 }
 
-static int zsm_cuda_door_check(struct zsm_cuda_door *door, unsigned int n,
+static int zsm_api_door_check(struct zsm_api_door *door, unsigned int n,
 			       const unsigned int *slots)
 {
-	int err = zsm_cuda_door_error(door);
+	int err = zsm_api_door_error(door);
 
 	if (err)
 		return err;
@@ -365,7 +365,7 @@ static int zsm_cuda_door_check(struct zsm_cuda_door *door, unsigned int n,
  * (stream must be NULL), a device door's when its stream has nothing left
  * to run.
  */
-static int zsm_cuda_door_store(struct zsm_cuda_door *door,
+static int zsm_api_door_store(struct zsm_api_door *door,
 			       zsm_cu_stream stream, unsigned int n,
 			       const unsigned int *slots, const uint64_t *seqs)
 {
@@ -374,29 +374,29 @@ static int zsm_cuda_door_store(struct zsm_cuda_door *door,
 		return -EINVAL;
 	}
 	/*
-	 * Release: pairs with the acquire load in zsm_cuda_door_ready, as
+	 * Release: pairs with the acquire load in zsm_api_door_ready, as
 	 * the stream's write does: what the caller (or the stream's finished
-	 * work, which the query saw over) wrote before is the proxy's to read.
+	 * work, which the query saw over) wrote before is the agent's to read.
 	 */
 	for (unsigned int i = 0; i < n; i++)
-		atomic_store_explicit(zsm_cuda_door_ready_word(door, slots[i]),
+		atomic_store_explicit(zsm_api_door_ready_word(door, slots[i]),
 				      seqs[i], memory_order_release);
 	return 0;
 }
 
-int zsm_cuda_door_ring(struct zsm_cuda_door *door, zsm_cu_stream stream,
+int zsm_api_door_ring(struct zsm_api_door *door, zsm_cu_stream stream,
 		       unsigned int n, const unsigned int *slots,
 		       const uint64_t *seqs)
 {
-	int ret = zsm_cuda_door_check(door, n, slots);
+	int ret = zsm_api_door_check(door, n, slots);
 
 	if (ret || !n)
 		return ret;
 	if (door->drv)
-		return zsm_cuda_door_enqueue(door, stream, n, slots, seqs,
+		return zsm_api_door_enqueue(door, stream, n, slots, seqs,
 					     ZSM_CUDA_DOOR_WRITES |
 						     ZSM_CUDA_DOOR_WAITS);
-	return zsm_cuda_door_store(door, stream, n, slots, seqs);
+	return zsm_api_door_store(door, stream, n, slots, seqs);
 }
 
 /*
@@ -410,7 +410,7 @@ int zsm_cuda_door_ring(struct zsm_cuda_door *door, zsm_cu_stream stream,
  * capture).  Any error answers no: the stream's own write is always
  * right, only later.
  */
-static int zsm_cuda_door_stream_over(const struct zsm_cuda_drv *d,
+static int zsm_api_door_stream_over(const struct zsm_cuda_drv *d,
 				     zsm_cu_stream stream)
 {
 	unsigned int flags = 0;
@@ -429,27 +429,27 @@ static int zsm_cuda_door_stream_over(const struct zsm_cuda_drv *d,
 	return d->stream_query(stream) == ZSM_CU_SUCCESS;
 }
 
-int zsm_cuda_door_post(struct zsm_cuda_door *door, zsm_cu_stream stream,
+int zsm_api_door_post(struct zsm_api_door *door, zsm_cu_stream stream,
 		       unsigned int n, const unsigned int *slots,
 		       const uint64_t *seqs, int *now)
 {
-	int ret = zsm_cuda_door_check(door, n, slots), dummy;
+	int ret = zsm_api_door_check(door, n, slots), dummy;
 
 	if (!now)
 		now = &dummy;
 	*now = 0;
 	if (ret || !n)
 		return ret;
-	if (door->drv && !zsm_cuda_door_stream_over(door->drv, stream))
-		return zsm_cuda_door_enqueue(door, stream, n, slots, seqs,
+	if (door->drv && !zsm_api_door_stream_over(door->drv, stream))
+		return zsm_api_door_enqueue(door, stream, n, slots, seqs,
 					     ZSM_CUDA_DOOR_WRITES);
-	ret = zsm_cuda_door_store(door, stream, n, slots, seqs);
+	ret = zsm_api_door_store(door, stream, n, slots, seqs);
 	*now = !ret;
 	return ret;
 }
 
-int zsm_cuda_door_batch(zsm_cu_stream stream, unsigned int n,
-			const struct zsm_cuda_door_op *ops)
+int zsm_api_door_batch(zsm_cu_stream stream, unsigned int n,
+			const struct zsm_api_door_op *ops)
 {
 	zsm_cu_memop m[ZSM_CU_BATCH_MEM_OP_MAX];
 	const struct zsm_cuda_drv *d;
@@ -459,7 +459,7 @@ int zsm_cuda_door_batch(zsm_cu_stream stream, unsigned int n,
 	int ret;
 
 	for (i = 0; i < n; i++) {
-		ret = zsm_cuda_door_check(ops[i].door, 1, &ops[i].slot);
+		ret = zsm_api_door_check(ops[i].door, 1, &ops[i].slot);
 		if (ret)
 			return ret;
 		if (!ops[i].door->drv) {
@@ -471,17 +471,17 @@ int zsm_cuda_door_batch(zsm_cu_stream stream, unsigned int n,
 	while (k < n) {
 		d = ops[k].door->drv;
 		for (j = 0; j < ZSM_CU_BATCH_MEM_OP_MAX && k + j < n; j++) {
-			const struct zsm_cuda_door_op *o = &ops[k + j];
+			const struct zsm_api_door_op *o = &ops[k + j];
 
-			zsm_cuda_door_op(
+			zsm_api_door_op(
 				&m[j],
 				o->wait ? ZSM_CU_STREAM_MEM_OP_WAIT_VALUE_64
 					: ZSM_CU_STREAM_MEM_OP_WRITE_VALUE_64,
-				zsm_cuda_door_dev(
+				zsm_api_door_dev(
 					o->door,
-					o->wait ? zsm_cuda_door_done_word(
+					o->wait ? zsm_api_door_done_word(
 							  o->door, o->slot)
-						: zsm_cuda_door_ready_word(
+						: zsm_api_door_ready_word(
 							  o->door, o->slot)),
 				o->seq);
 		}
@@ -497,29 +497,29 @@ int zsm_cuda_door_batch(zsm_cu_stream stream, unsigned int n,
 			 k ? " after earlier ones went in: the doors fail"
 			   : "");
 		for (i = 0; k && i < n; i++)
-			zsm_cuda_door_fail(ops[i].door, ret);
+			zsm_api_door_fail(ops[i].door, ret);
 		return ret;
 	}
 	return 0;
 }
 
-int zsm_cuda_door_wait(struct zsm_cuda_door *door, zsm_cu_stream stream,
+int zsm_api_door_wait(struct zsm_api_door *door, zsm_cu_stream stream,
 		       unsigned int slot, uint64_t seq)
 {
-	int ret = zsm_cuda_door_check(door, 1, &slot);
+	int ret = zsm_api_door_check(door, 1, &slot);
 
 	if (ret)
 		return ret;
 	if (!door->drv) {
 		ZSM_WARN("cuda door: a stream wait on a host-memory door (the "
-			 "host waits with zsm_cuda_door_wait_host)");
+			 "host waits with zsm_api_door_wait_host)");
 		return -EINVAL;
 	}
-	return zsm_cuda_door_enqueue(door, stream, 1, &slot, &seq,
+	return zsm_api_door_enqueue(door, stream, 1, &slot, &seq,
 				     ZSM_CUDA_DOOR_WAITS);
 }
 
-int zsm_cuda_door_wait_host(struct zsm_cuda_door *door, unsigned int slot,
+int zsm_api_door_wait_host(struct zsm_api_door *door, unsigned int slot,
 			    uint64_t seq, int timeout_ms)
 {
 	uint64_t start = zsm_now_ns(), now = start, done;
@@ -529,14 +529,14 @@ int zsm_cuda_door_wait_host(struct zsm_cuda_door *door, unsigned int slot,
 	if (slot >= door->nslots || timeout_ms < 0)
 		return -EINVAL;
 	for (;;) {
-		/* Pairs with the release in zsm_cuda_door_done and _fail. */
-		done = atomic_load_explicit(zsm_cuda_door_done_word(door, slot),
+		/* Pairs with the release in zsm_api_door_done and _fail. */
+		done = atomic_load_explicit(zsm_api_door_done_word(door, slot),
 					    memory_order_acquire);
-		if (zsm_cuda_door_geq(done, seq))
-			return zsm_cuda_door_error(door);
+		if (zsm_api_door_geq(done, seq))
+			return zsm_api_door_error(door);
 		if (now - start >= (uint64_t)timeout_ms * 1000000u)
 			break;
-		/* Spin a little for a proxy about to answer, then sleep. */
+		/* Spin a little for an agent about to answer, then sleep. */
 		if (++spins < 1000)
 			sched_yield();
 		else
@@ -547,64 +547,64 @@ int zsm_cuda_door_wait_host(struct zsm_cuda_door *door, unsigned int slot,
 		 "is done to %llu (ready %llu)",
 		 timeout_ms, slot, (unsigned long long)seq,
 		 (unsigned long long)done,
-		 (unsigned long long)zsm_cuda_door_ready(door, slot));
+		 (unsigned long long)zsm_api_door_ready(door, slot));
 	return -ETIMEDOUT;
 }
 
-uint64_t zsm_cuda_door_ready(const struct zsm_cuda_door *door,
+uint64_t zsm_api_door_ready(const struct zsm_api_door *door,
 			     unsigned int slot)
 {
 	/*
 	 * Pairs with the stream's WRITE_VALUE_64, which fences the stream's
 	 * earlier work before the write (so what the stream did before
 	 * reaching the operation is visible once the value is), and in
-	 * host-memory mode with the release store in zsm_cuda_door_ring.
+	 * host-memory mode with the release store in zsm_api_door_ring.
 	 */
-	return atomic_load_explicit(zsm_cuda_door_ready_word(door, slot),
+	return atomic_load_explicit(zsm_api_door_ready_word(door, slot),
 				    memory_order_acquire);
 }
 
 /* Raise done to seq unless it is already there (cyclically). */
-static void zsm_cuda_door_raise(struct zsm_cuda_door *door, unsigned int slot,
+static void zsm_api_door_raise(struct zsm_api_door *door, unsigned int slot,
 				uint64_t seq)
 {
-	_Atomic uint64_t *w = zsm_cuda_door_done_word(door, slot);
+	_Atomic uint64_t *w = zsm_api_door_done_word(door, slot);
 	uint64_t cur = atomic_load_explicit(w, memory_order_relaxed);
 
 	/*
 	 * The release pairs with the stream's WAIT_VALUE_64 (and the acquire
-	 * in zsm_cuda_door_wait_host): what the proxy wrote for the
+	 * in zsm_api_door_wait_host): what the agent wrote for the
 	 * operation is visible to work after the wait.  A failure reads
 	 * cur again and retries.
 	 */
-	while (!zsm_cuda_door_geq(cur, seq) &&
+	while (!zsm_api_door_geq(cur, seq) &&
 	       !atomic_compare_exchange_weak_explicit(w, &cur, seq,
 						      memory_order_release,
 						      memory_order_relaxed))
 		;
 }
 
-void zsm_cuda_door_done(struct zsm_cuda_door *door, unsigned int slot,
+void zsm_api_door_done(struct zsm_api_door *door, unsigned int slot,
 			uint64_t seq)
 {
 	if (slot < door->nslots)
-		zsm_cuda_door_raise(door, slot, seq);
+		zsm_api_door_raise(door, slot, seq);
 }
 
-void zsm_cuda_door_fail(struct zsm_cuda_door *door, int err)
+void zsm_api_door_fail(struct zsm_api_door *door, int err)
 {
 	int none = 0;
 
 	if (err >= 0)
 		err = -EIO;
 	/* The first error stays; the release pairs with the acquire in
-	 * zsm_cuda_door_error, and comes before the done words' releases,
+	 * zsm_api_door_error, and comes before the done words' releases,
 	 * so a waiter that sees a released word sees the error too. */
 	atomic_compare_exchange_strong_explicit(&door->err, &none, err,
 						memory_order_release,
 						memory_order_relaxed);
 	for (unsigned int i = 0; i < door->nslots; i++)
-		zsm_cuda_door_raise(door, i,
-				    zsm_cuda_door_ready(door, i) +
+		zsm_api_door_raise(door, i,
+				    zsm_api_door_ready(door, i) +
 					    ZSM_CUDA_DOOR_RELEASE_ALL);
 }
