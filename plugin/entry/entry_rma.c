@@ -230,10 +230,9 @@ int zsm_iget(void *send_comm, void *dst, size_t size, void *mh,
 	int ret = zsm_entry_rma_args("iget", send_comm, dst, size, mh,
 				     request, &c, &mr);
 
+	/* mr passes to zsm_entry_get, which gives it up on failure. */
 	if (!ret)
 		ret = zsm_entry_get(c, dst, size, mr, src, src_off, &req);
-	else if (mr)
-		zsm_mr_put(mr);
 	if (req)
 		*request = zsm_entry_handle_out(
 			zsm_handle_arm(req->handle_index));
