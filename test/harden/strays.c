@@ -230,7 +230,7 @@ static int h_strays_behind_sender(struct h_ctx *x, const struct h_victim *v,
 	for (int i = 0; i < H_KEPT_BYTES; i++)
 		kept[i] = (unsigned char)(i * 5 + 1);
 	/* An early message: it goes at once, but is done only once the
-	 * victim posts its receive, after the bursts (docs/design.md, "When
+	 * victim posts its receive, after the bursts (docs/net.md, "When
 	 * a send is done"). */
 	H_TRY(h_post_send(x, x->send, kept, sizeof(kept), H_KEPT_TAG, NULL,
 			  &req));
