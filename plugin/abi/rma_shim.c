@@ -13,7 +13,7 @@ ncclResult_t zsm_rma_shim_init(void **ctx, uint64_t comm_id,
 
 	/* Off (ZSM_RMA=0): refused here, before NCCL counts on us. */
 	if (!ret) {
-		ret = zsm_rma_enabled();
+		ret = zsm_group_enabled();
 		if (ret) {
 			zsm_finalize(*ctx);
 			*ctx = NULL;
@@ -46,18 +46,18 @@ ncclResult_t zsm_rma_shim_props(int dev, ncclNetProperties_v12_t *p)
 ncclResult_t zsm_rma_shim_listen(void *ctx, int dev, void *handle,
 				 void **listen)
 {
-	return ZSM_R(zsm_rma_listen(ctx, dev, handle, listen));
+	return ZSM_R(zsm_group_listen(ctx, dev, handle, listen));
 }
 
 ncclResult_t zsm_rma_shim_connect(void *ctx, void **handles, int nranks,
 				  int rank, void *listen, void **coll)
 {
-	return ZSM_R(zsm_rma_connect(ctx, handles, nranks, rank, listen, coll));
+	return ZSM_R(zsm_group_connect(ctx, handles, nranks, rank, listen, coll));
 }
 
 ncclResult_t zsm_rma_shim_dereg(void *coll, void *mh)
 {
-	return ZSM_R(zsm_rma_dereg_sym(coll, mh));
+	return ZSM_R(zsm_group_dereg_sym(coll, mh));
 }
 
 ncclResult_t zsm_rma_shim_ctx_destroy(void *ctx)
@@ -67,12 +67,12 @@ ncclResult_t zsm_rma_shim_ctx_destroy(void *ctx)
 
 ncclResult_t zsm_rma_shim_close_coll(void *coll)
 {
-	return ZSM_R(zsm_rma_close_coll(coll));
+	return ZSM_R(zsm_group_close(coll));
 }
 
 ncclResult_t zsm_rma_shim_close_listen(void *listen)
 {
-	return ZSM_R(zsm_rma_close_listen(listen));
+	return ZSM_R(zsm_group_close_listen(listen));
 }
 
 ncclResult_t zsm_rma_shim_iput(void *ctx, int context, uint64_t src_off,

@@ -5,6 +5,7 @@
 
 #include "abi/nccl_rma.h"
 #include "abi/shim.h"
+#include "group/group.h"
 #include "rma/rma.h"
 
 _Static_assert(ZSM_RMA_SIGNAL_INC == NCCL_NET_SIGNAL_OP_INC &&

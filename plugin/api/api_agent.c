@@ -24,7 +24,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "entry/entry.h"
-#include "rma/rma.h"
+#include "group/group.h"
 
 /* How often links are asked whether they failed, while work waits. */
 #define ZSM_API_LINK_CHECK_NS 10000000ULL
@@ -488,7 +488,7 @@ static void zsm_api_links(struct zsm_api_agent *a, uint64_t now)
 		zsm_api_fail(a, -ECONNRESET, why);
 		return;
 	}
-	if (!zsm_rma_last_error(c->rma.ctx, &failed) && failed)
+	if (!zsm_group_failed(c->group.coll, &failed) && failed)
 		zsm_api_fail(a, -ECONNRESET,
 			     "a link to a peer failed (the peer died or its "
 			     "network went away)");

@@ -14,7 +14,7 @@
 #include "api/api_int.h"
 #include "common/cuda.h"
 #include "common/log.h"
-#include "rma/rma.h"
+#include "group/group.h"
 
 /* The window holding [p, p + len) and p's offset in it, or a WARN. */
 static int zsm_api_locate(struct zsm_api_comm *c, const char *call,
@@ -37,7 +37,7 @@ static int zsm_api_fits(const char *call, struct zsm_api_win *w, int peer,
 			uint64_t off, size_t len)
 {
 	uint64_t size = 0;
-	int ret = zsm_rma_sym_size(w->sym, peer, &size);
+	int ret = zsm_group_sym_size(w->sym, peer, &size);
 
 	if (!ret && (off > size || len > size - off)) {
 		ZSM_WARN("api: %s: %zu bytes at offset %llu of rank %d's "

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Owns the API's communicators: the bootstrap that finds the ranks, the
- * RMA collective comm that joins them (plugin/rma's set-up, whose send
- * comms it then uses directly), the two doors, the signal counters
+ * group that joins them (group/group.h, whose send comms the agent then
+ * uses directly), the two doors, the signal counters
  * registered on every rank, the operations and scratch every call uses,
  * and the agent (a thread in GPU mode).
  */
@@ -18,7 +18,7 @@
 #include "common/log.h"
 #include "common/param.h"
 #include "entry/entry.h"
-#include "rma/rma.h"
+#include "group/group.h"
 
 int zsm_api_wait_timeout_ms(void)
 {
@@ -136,9 +136,9 @@ static int zsm_api_comm_join(struct zsm_api_comm *c)
 	int ret = handles && hp ? 0 : -ENOMEM;
 
 	if (!ret)
-		ret = zsm_rma_listen(c->plugin, 0,
+		ret = zsm_group_listen(c->plugin, 0,
 				     handles + (size_t)c->rank * ZSM_HANDLE_BYTES,
-				     &c->rma.listen);
+				     &c->group.listen);
 	/* A rank that failed still joins the exchange with a zeroed handle,
 	 * so that the others do not wait for it; connect then fails. */
 	if (c->boot) {
@@ -150,10 +150,8 @@ static int zsm_api_comm_join(struct zsm_api_comm *c)
 	for (int p = 0; !ret && p < c->nranks; p++)
 		hp[p] = handles + (size_t)p * ZSM_HANDLE_BYTES;
 	if (!ret)
-		ret = zsm_rma_connect(c->plugin, hp, c->nranks, c->rank,
-				      c->rma.listen, &c->rma.coll);
-	if (!ret)
-		ret = zsm_rma_ctx_create(c->rma.coll, 1, &c->rma.ctx);
+		ret = zsm_group_connect(c->plugin, hp, c->nranks, c->rank,
+				      c->group.listen, &c->group.coll);
 	free(handles);
 	free(hp);
 	return ret;
@@ -172,7 +170,7 @@ static int zsm_api_comm_links(struct zsm_api_comm *c)
 
 		if (p == c->rank)
 			continue;
-		ret = zsm_rma_coll_link(c->rma.coll, p, &h);
+		ret = zsm_group_link(c->group.coll, p, &h);
 		if (!ret)
 			ret = zsm_entry_comm_of(h, &c->link[p]);
 		if (ret)
@@ -222,8 +220,8 @@ static int zsm_api_comm_doors(struct zsm_api_comm *c)
 	zsm_api_door_region(c->sig, &base, &c->sig_win.size);
 	c->sig_win.base = base;
 	c->sig_win.comm = c;
-	ret = zsm_rma_reg_sym(c->rma.coll, c->sig_win.base, c->sig_win.size,
-			      ZSM_MEM_HOST, 0, &c->sig_win.sym);
+	ret = zsm_group_reg_sym(c->group.coll, c->sig_win.base,
+				c->sig_win.size, ZSM_MEM_HOST, &c->sig_win.sym);
 	return ret ? ret : zsm_api_win_targets(c, c->sig_win.sym,
 					       &c->sig_win.at);
 }
@@ -233,14 +231,12 @@ static void zsm_api_comm_free(struct zsm_api_comm *c)
 	zsm_api_agent_stop(c);
 	zsm_api_win_free_all(c);
 	if (c->sig_win.sym)
-		zsm_rma_dereg_sym(c->rma.coll, c->sig_win.sym);
+		zsm_group_dereg_sym(c->group.coll, c->sig_win.sym);
 	free(c->sig_win.at);
-	if (c->rma.ctx)
-		zsm_rma_ctx_destroy(c->rma.ctx);
-	if (c->rma.coll)
-		zsm_rma_close_coll(c->rma.coll);
-	if (c->rma.listen)
-		zsm_rma_close_listen(c->rma.listen);
+	if (c->group.coll)
+		zsm_group_close(c->group.coll);
+	if (c->group.listen)
+		zsm_group_close_listen(c->group.listen);
 	/*
 	 * A failed comm's streams were released but may not have drained
 	 * yet, and a device could still write ready words: its door words
@@ -293,7 +289,7 @@ int zsm_api_comm_init(const struct zsm_boot_id *id, int nranks, int rank,
 	if (!ret) {
 		c->cuctx = zsm_api_current_ctx();
 		c->gpu = c->cuctx != NULL;
-		ret = zsm_rma_enabled();
+		ret = zsm_group_enabled();
 	}
 	/* Every rank joins the bootstrap even when its own set-up failed, so
 	 * that the others see it fail rather than wait for it. */

@@ -7,7 +7,8 @@
  * How a call moves data: the caller queues operations for the comm's agent
  * thread and rings the comm's operation door on the stream (a ready word
  * per slot, api_door.h); the agent, seeing a slot's ready word reach an
- * operation, hands it to the engine as an RMA put (plugin/rma) and, once
+ * operation, hands it to the engine as a put (entry.h's handle-free
+ * zsm_entry_put) and, once
  * it completes, publishes the slot's done word, which the stream waits on.
  * Signals land in the comm's signal door: its done words are the signal
  * counters peers add into (registered as a window on every rank), and
@@ -162,9 +163,10 @@ struct zsm_api_scratch {
 
 struct zsm_api_agent;
 
-/* plugin/rma's objects: the join and its context. */
-struct zsm_api_comm_rma {
-	void *listen, *coll, *ctx;
+/* The group that joins the ranks (group/group.h): its listener and
+ * itself. */
+struct zsm_api_comm_group {
+	void *listen, *coll;
 };
 
 struct zsm_api_comm {
@@ -173,7 +175,7 @@ struct zsm_api_comm {
 	zsm_cu_context cuctx;
 	void *plugin; /* the core's init context */
 	struct zsm_boot *boot;
-	struct zsm_api_comm_rma rma;
+	struct zsm_api_comm_group group;
 	struct zsm_comm **link;	    /* [nranks]: the send comm to each */
 	/* Operation door: slot p for puts to rank p, slot nranks for
 	 * waits. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Owns the API's windows: memory every rank registers in the same order
- * (plugin/rma's symmetric registrations), found again by address for the
+ * (the group's symmetric registrations), found again by address for the
  * buffers calls name, with each peer's descriptor and our registration
  * for the link to it resolved once, here, for the agent's puts.
  */
@@ -13,7 +13,7 @@
 #include "common/handle.h"
 #include "common/log.h"
 #include "entry/entry.h"
-#include "rma/rma.h"
+#include "group/group.h"
 
 int zsm_api_win_targets(struct zsm_api_comm *c, void *sym,
 			struct zsm_api_target **at)
@@ -28,7 +28,7 @@ int zsm_api_win_targets(struct zsm_api_comm *c, void *sym,
 
 		if (p == c->rank)
 			continue;
-		ret = zsm_rma_sym_link(sym, p, &(*at)[p].win, &mh);
+		ret = zsm_group_sym_link(sym, p, &(*at)[p].win, &mh);
 		if (!ret)
 			ret = zsm_entry_mr_of(mh, &(*at)[p].mr);
 	}
@@ -56,10 +56,10 @@ int zsm_api_win_register(struct zsm_api_comm *c, void *buf, size_t size,
 			 "communicator is in host-memory mode (no CUDA context "
 			 "was current at init)",
 			 buf);
-		ret = zsm_rma_reg_sym(c->rma.coll, NULL, 0, ZSM_MEM_HOST, 0,
-				      &w->sym);
+		ret = zsm_group_reg_sym(c->group.coll, NULL, 0, ZSM_MEM_HOST,
+					&w->sym);
 		if (!ret)
-			zsm_rma_dereg_sym(c->rma.coll, w->sym);
+			zsm_group_dereg_sym(c->group.coll, w->sym);
 		free(w);
 		return -EINVAL;
 	}
@@ -69,17 +69,17 @@ int zsm_api_win_register(struct zsm_api_comm *c, void *buf, size_t size,
 	 * still joins the exchange, saying so: it fails on every rank. */
 	reserved = !zsm_handle_reserve(ZSM_H_API_WIN, w, &slot);
 	if (!reserved)
-		ret = zsm_rma_reg_sym_refuse(c->rma.coll, -ENOMEM);
+		ret = zsm_group_reg_sym_refuse(c->group.coll, -ENOMEM);
 	else
-		ret = zsm_rma_reg_sym(c->rma.coll, buf, size,
-				      w->device ? ZSM_MEM_CUDA : ZSM_MEM_HOST,
-				      0, &w->sym);
+		ret = zsm_group_reg_sym(c->group.coll, buf, size,
+					w->device ? ZSM_MEM_CUDA : ZSM_MEM_HOST,
+					&w->sym);
 	/* A registration made everywhere that this rank cannot resolve
 	 * (no memory) fails here alone: its puts would have no target. */
 	if (!ret)
 		ret = zsm_api_win_targets(c, w->sym, &w->at);
 	if (ret && w->sym) {
-		zsm_rma_dereg_sym(c->rma.coll, w->sym);
+		zsm_group_dereg_sym(c->group.coll, w->sym);
 		w->sym = NULL;
 	}
 	if (!ret) {
@@ -124,7 +124,7 @@ int zsm_api_win_deregister(struct zsm_api_comm *c, struct zsm_api_win *w)
 		c->staging.bounce = NULL;
 	pthread_mutex_unlock(&c->lock);
 	zsm_handle_close(w->handle, ZSM_H_API_WIN, &obj);
-	ret = zsm_rma_dereg_sym(c->rma.coll, w->sym);
+	ret = zsm_group_dereg_sym(c->group.coll, w->sym);
 	free(w->at);
 	free(w);
 	return ret;
@@ -138,7 +138,7 @@ void zsm_api_win_free_all(struct zsm_api_comm *c)
 
 		c->wins = w->next;
 		zsm_handle_close(w->handle, ZSM_H_API_WIN, &obj);
-		zsm_rma_dereg_sym(c->rma.coll, w->sym);
+		zsm_group_dereg_sym(c->group.coll, w->sym);
 		free(w->at);
 		free(w);
 	}

@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One-sided operations among the ranks of a job, as NCCL 2.30's RMA
- * tables want them (plugin/abi/rma_v14.c, rma_v13.c are the shims): a
- * collective comm joins every rank to every other by the core's comms
- * (a send comm to each peer, a receive comm from each), symmetric
- * registrations exchange every rank's window descriptor over them, and
- * puts, signals and gets go on the send comm to the target rank
- * (entry/entry.h, zsm_iput and zsm_iget).  Above the entry points,
- * below the ABI edge: it knows neither NCCL's types nor a transport.  Every function
- * returns 0 or -errno, and says what went wrong once, where it found it.
+ * NCCL 2.30's RMA semantics (plugin/abi/rma_v14.c, rma_v13.c are the
+ * shims) on a group (group/group.h: every rank joined to every other,
+ * windows registered symmetrically): contexts, and puts, signals and
+ * gets on the send comm to the target rank (entry/entry.h, zsm_iput and
+ * zsm_iget).  For NCCL alone: zsm's own API stands on the group and the
+ * entry points directly.  It knows neither NCCL's types nor a transport.
+ * Every function returns 0 or -errno, and says what went wrong once,
+ * where it found it.
  */
 #ifndef ZSM_RMA_H
 #define ZSM_RMA_H
@@ -24,39 +23,10 @@
 #define ZSM_RMA_MR_FORCE_SO (1ULL << 0)
 #define ZSM_RMA_MR_NEVER_RESET (1ULL << 1)
 
-/* Whether the RMA tables serve (ZSM_RMA): -ENOTSUP, said, when not. */
-int zsm_rma_enabled(void);
-int zsm_rma_listen(void *ctx, int dev, void *handle, void **listen);
-int zsm_rma_close_listen(void *listen);
-/*
- * Collective: every rank calls it with every rank's listen handle, in
- * rank order, and its own listen comm; returns once each peer is joined
- * both ways, or fails after ZSM_CONNECT_TIMEOUT_MS.
- */
-int zsm_rma_connect(void *ctx, void **handles, int nranks, int rank,
-		    void *listen, void **coll);
-int zsm_rma_close_coll(void *coll);
-/* Collective, in the same order on every rank. */
+/* regMrSym: the group's symmetric registration (group/group.h), with
+ * NCCL's flags, which zsm honours as it is. */
 int zsm_rma_reg_sym(void *coll, void *data, size_t size, int type,
 		    uint64_t flags, void **sym);
-/* Joins regMrSym's exchange saying status (< 0) instead of a window: it
- * fails on every rank.  Returns status. */
-int zsm_rma_reg_sym_refuse(void *coll, int status);
-int zsm_rma_dereg_sym(void *coll, void *sym);
-/* The size of rank's copy of sym (as it registered it), for checks made
- * before a put is queued: 0, or -EINVAL said. */
-int zsm_rma_sym_size(void *sym, int rank, uint64_t *size);
-/*
- * For zsm's own API, which moves data through the entry points' handle-
- * free calls and borrows only this layer's set-up (the join and the
- * symmetric registrations): coll's send comm to rank, and rank's
- * descriptor of sym with our registration of sym for that link.  They
- * stay valid until coll is closed and sym deregistered.
- */
-int zsm_rma_coll_link(void *coll, int rank, void **send_comm);
-struct zsm_rma_window;
-int zsm_rma_sym_link(void *sym, int rank, const struct zsm_rma_window **win,
-		     void **mh);
 int zsm_rma_ctx_create(void *coll, int ncontexts, void **ctx);
 int zsm_rma_ctx_destroy(void *ctx);
 

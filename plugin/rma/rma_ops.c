@@ -22,14 +22,14 @@
 
 int zsm_rma_ctx_create(void *coll, int ncontexts, void **out)
 {
-	struct zsm_rma_coll *c;
+	struct zsm_group *c;
 	struct zsm_rma_ctx *x;
 	int ret;
 
 	if (!out)
-		return zsm_rma_bad_arg("createContext", "ctx is NULL");
+		return zsm_group_bad_arg("createContext", "ctx is NULL");
 	*out = NULL;
-	ret = zsm_rma_lookup("createContext", coll, ZSM_H_RMA_COLL,
+	ret = zsm_group_lookup("createContext", coll, ZSM_H_RMA_COLL,
 			     (void **)&c);
 	if (ret)
 		return ret;
@@ -75,8 +75,8 @@ int zsm_rma_ctx_create(void *coll, int ncontexts, void **out)
 int zsm_rma_ctx_destroy(void *ctx)
 {
 	struct zsm_rma_ctx *x;
-	struct zsm_rma_coll *c;
-	int ret = zsm_rma_release("destroyContext", ctx, ZSM_H_RMA_CTX,
+	struct zsm_group *c;
+	int ret = zsm_group_release("destroyContext", ctx, ZSM_H_RMA_CTX,
 				  (void **)&x);
 
 	if (ret)
@@ -90,10 +90,10 @@ int zsm_rma_ctx_destroy(void *ctx)
 
 /* ctx's collective comm, for an operation on context and rank. */
 static int zsm_rma_target(const char *call, void *ctx, int context,
-			  uint32_t rank, struct zsm_rma_coll **out)
+			  uint32_t rank, struct zsm_group **out)
 {
 	struct zsm_rma_ctx *x;
-	int ret = zsm_rma_lookup(call, ctx, ZSM_H_RMA_CTX, (void **)&x);
+	int ret = zsm_group_lookup(call, ctx, ZSM_H_RMA_CTX, (void **)&x);
 
 	if (ret)
 		return ret;
@@ -111,15 +111,15 @@ static int zsm_rma_target(const char *call, void *ctx, int context,
 }
 
 /* A sym handle of coll, or NULL for NULL. */
-static int zsm_rma_sym_of(const char *call, struct zsm_rma_coll *c, void *h,
-			  struct zsm_rma_sym **out)
+static int zsm_rma_sym_of(const char *call, struct zsm_group *c, void *h,
+			  struct zsm_group_sym **out)
 {
 	int ret;
 
 	*out = NULL;
 	if (!h)
 		return 0;
-	ret = zsm_rma_lookup(call, h, ZSM_H_RMA_SYM, (void **)out);
+	ret = zsm_group_lookup(call, h, ZSM_H_RMA_SYM, (void **)out);
 	if (!ret && (*out)->coll != c) {
 		ZSM_WARN("rma: %s: the registration belongs to another "
 			 "collective comm",
@@ -139,7 +139,7 @@ static int zsm_rma_retry(int ret, void **request, uint64_t *deadline)
 		*deadline = zsm_now_ns() + ZSM_RMA_SLOT_WAIT_NS;
 	if (zsm_now_ns() > *deadline)
 		return 0;
-	zsm_rma_nap();
+	zsm_group_nap();
 	return 1;
 }
 
@@ -160,13 +160,13 @@ int zsm_rma_iput(void *ctx, int context, uint64_t src_off, void *src_sym,
 		 size_t size, uint64_t dst_off, void *dst_sym, uint32_t rank,
 		 const struct zsm_rma_signal *sig, void **request)
 {
-	struct zsm_rma_coll *c;
-	struct zsm_rma_sym *src, *dst, *sg = NULL;
+	struct zsm_group *c;
+	struct zsm_group_sym *src, *dst, *sg = NULL;
 	uint64_t deadline = 0;
 	int ret;
 
 	if (!request)
-		return zsm_rma_bad_arg("iput", "request is NULL");
+		return zsm_group_bad_arg("iput", "request is NULL");
 	*request = NULL;
 	ret = zsm_rma_target("iput", ctx, context, rank, &c);
 	if (!ret)
@@ -194,10 +194,10 @@ int zsm_rma_iput(void *ctx, int context, uint64_t src_off, void *src_sym,
 	}
 	do {
 		ret = zsm_iput(c->send[rank], size ? src->base + src_off : NULL,
-			       size, size ? zsm_rma_sym_mh(src, (int)rank) : NULL,
-			       size ? zsm_rma_sym_win(dst, (int)rank) : NULL,
+			       size, size ? zsm_group_sym_mh(src, (int)rank) : NULL,
+			       size ? zsm_group_sym_win(dst, (int)rank) : NULL,
 			       dst_off,
-			       sig ? zsm_rma_sym_win(sg, (int)rank) : NULL,
+			       sig ? zsm_group_sym_win(sg, (int)rank) : NULL,
 			       sig ? sig->off : 0,
 			       !sig ? 0
 			       : sig->op == ZSM_RMA_SIGNAL_INC ? 1
@@ -211,13 +211,13 @@ int zsm_rma_iget(void *ctx, int context, uint64_t remote_off,
 		 void *remote_sym, size_t size, uint64_t local_off,
 		 void *local_sym, uint32_t rank, void **request)
 {
-	struct zsm_rma_coll *c;
-	struct zsm_rma_sym *rem, *loc;
+	struct zsm_group *c;
+	struct zsm_group_sym *rem, *loc;
 	uint64_t deadline = 0;
 	int ret;
 
 	if (!request)
-		return zsm_rma_bad_arg("iget", "request is NULL");
+		return zsm_group_bad_arg("iget", "request is NULL");
 	*request = NULL;
 	ret = zsm_rma_target("iget", ctx, context, rank, &c);
 	if (!ret)
@@ -237,8 +237,8 @@ int zsm_rma_iget(void *ctx, int context, uint64_t remote_off,
 	}
 	do {
 		ret = zsm_iget(c->send[rank], loc->base + local_off, size,
-			       zsm_rma_sym_mh(loc, (int)rank),
-			       zsm_rma_sym_win(rem, (int)rank), remote_off,
+			       zsm_group_sym_mh(loc, (int)rank),
+			       zsm_group_sym_win(rem, (int)rank), remote_off,
 			       request);
 	} while (zsm_rma_retry(ret, request, &deadline));
 	return zsm_rma_retried("iget", ret, *request, rank);
@@ -247,12 +247,12 @@ int zsm_rma_iget(void *ctx, int context, uint64_t remote_off,
 int zsm_rma_iflush(void *ctx, int context, void *sym, uint32_t rank,
 		   void **request)
 {
-	struct zsm_rma_coll *c;
+	struct zsm_group *c;
 	int ret;
 
 	(void)sym;
 	if (!request)
-		return zsm_rma_bad_arg("iflush", "request is NULL");
+		return zsm_group_bad_arg("iflush", "request is NULL");
 	*request = NULL;
 	ret = zsm_rma_target("iflush", ctx, context, rank, &c);
 	/* A get's bytes are in place when it completes, in GPU windows too
@@ -262,7 +262,7 @@ int zsm_rma_iflush(void *ctx, int context, void *sym, uint32_t rank,
 
 int zsm_rma_test(void *coll, void *request, int *done)
 {
-	struct zsm_rma_coll *c;
+	struct zsm_group *c;
 	int ret = zsm_test(request, done, NULL);
 
 	/* A put the provider failed (its peer reset the link) may leave
@@ -278,18 +278,22 @@ int zsm_rma_test(void *coll, void *request, int *done)
 int zsm_rma_last_error(void *ctx, int *failed)
 {
 	struct zsm_rma_ctx *x;
-	int ret = zsm_rma_lookup("queryLastError", ctx, ZSM_H_RMA_CTX,
-				 (void **)&x);
+	int ret = zsm_group_lookup("queryLastError", ctx, ZSM_H_RMA_CTX,
+				   (void **)&x);
 
 	if (!failed)
-		return zsm_rma_bad_arg("queryLastError", "failed is NULL");
+		return zsm_group_bad_arg("queryLastError", "failed is NULL");
 	*failed = 0;
 	if (ret)
 		return ret;
-	*failed = x->coll->failed;
-	for (int p = 0; p < x->coll->nranks && !*failed; p++)
-		if (p != x->coll->rank)
-			*failed = zsm_comm_failed(x->coll->send[p]) ||
-				  zsm_comm_failed(x->coll->recv[p]);
-	return 0;
+	return zsm_group_failed((void *)(uintptr_t)x->coll->handle, failed);
+}
+
+int zsm_rma_reg_sym(void *coll, void *data, size_t size, int type,
+		    uint64_t flags, void **sym)
+{
+	/* Every signal word is applied once, in order, and never reset by
+	 * zsm: FORCE_SO and NEVER_RESET ask nothing more of it. */
+	(void)flags;
+	return zsm_group_reg_sym(coll, data, size, type, sym);
 }

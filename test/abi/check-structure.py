@@ -51,8 +51,9 @@ IMPLICIT_ATOMIC = re.compile(
 # Highest first: (rank, folders, what they are).  A folder names only
 # folders on lower lines.
 RANKS = [
-    (9, ('abi', 'api'), "the edges: NCCL's tables; zsm's own API"),
-    (8, ('rma',), "NCCL 2.30's RMA semantics over the entry points"),
+    (10, ('abi',), "the ABI edge: NCCL's tables"),
+    (9, ('api', 'rma'), "zsm's own API; NCCL 2.30's RMA semantics, for NCCL alone"),
+    (8, ('group',), 'every rank pair joined, windows registered symmetrically'),
     (7, ('entry',), 'entry points, lifetime, the transport choice'),
     (6, ('net', 'ce'), 'the transports, behind struct zsm_comm_ops'),
     (5, ('core',), 'comm, request and registration base objects'),
@@ -81,7 +82,7 @@ def ranks_drawing():
     lines = []
     for r, folders, what in RANKS:
         names = ', '.join('plugin/' + f for f in folders)
-        lines.append('    %d  %-30s %s' % (r, names, what))
+        lines.append('    %2d  %-30s %s' % (r, names, what))
     return '\n'.join(lines) + '\n'
 
 
@@ -317,6 +318,10 @@ PLANTS = [
      'void zz(void *c) { zsm_net_comm_fail(c, -5, 0); }\n'),
     ('rank', 'api/zz_plant.c',
      '#include "abi/shim.h"\nint zz(void) { return 0; }\n'),
+    # The API beside NCCL's RMA semantics, never on them.
+    ('rank', 'api/zz_plant.c',
+     'int zsm_rma_test(void *c, void *r, int *d);\n'
+     'int zz(int *d) { return zsm_rma_test(0, 0, d); }\n'),
     # A folder the table does not know.
     ('rank', 'zz/zz_plant.c', 'int zz(void) { return 0; }\n'),
     ('nccl', 'common/zz_plant.c',

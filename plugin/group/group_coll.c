@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Owns the collective comm: every rank joined to every other both ways by
- * the core's comms, and the exchanges run over them.  NCCL gives the
+ * Owns the group: every rank joined to every other both ways by the entry
+ * points' comms, and the exchanges run over them.  NCCL gives the RMA
  * plugin no collective helper, so connect builds one: each rank connects
  * to every other rank's listener and accepts as many connections, then a
  * hello on each link says whose it is (accepts come in any order).
@@ -15,81 +15,82 @@
 #include "common/handle.h"
 #include "common/log.h"
 #include "common/param.h"
-#include "rma/rma_int.h"
+#include "group/group_int.h"
 
-int zsm_rma_enabled(void)
+int zsm_group_enabled(void)
 {
 	if (zsm_param_int(ZSM_P_RMA))
 		return 0;
-	ZSM_INFO("rma: the RMA tables are off (ZSM_RMA=0)");
+	ZSM_INFO("group: one-sided operations are off (ZSM_RMA=0): no RMA "
+		 "tables, no zsm API");
 	return -ENOTSUP;
 }
 
-uint64_t zsm_rma_deadline_ns(void)
+uint64_t zsm_group_deadline_ns(void)
 {
 	return zsm_now_ns() +
 	       (uint64_t)zsm_param_int(ZSM_P_CONNECT_TIMEOUT_MS) * 1000000ULL;
 }
 
-void zsm_rma_nap(void)
+void zsm_group_nap(void)
 {
 	struct timespec ts = {0, 50000};
 
 	nanosleep(&ts, NULL);
 }
 
-int zsm_rma_lookup(const char *call, const void *h, int type, void **obj)
+int zsm_group_lookup(const char *call, const void *h, int type, void **obj)
 {
 	int ret = zsm_handle_get((uint64_t)(uintptr_t)h,
 				 (enum zsm_handle_type)type, obj);
 
 	if (ret)
-		ZSM_WARN("rma: %s: %p is not a live zsm %s", call, h,
+		ZSM_WARN("group: %s: %p is not a live zsm %s", call, h,
 			 zsm_handle_type_name((enum zsm_handle_type)type));
 	return ret;
 }
 
-int zsm_rma_bad_arg(const char *call, const char *what)
+int zsm_group_bad_arg(const char *call, const char *what)
 {
-	ZSM_WARN("rma: %s: %s", call, what);
+	ZSM_WARN("group: %s: %s", call, what);
 	return -EINVAL;
 }
 
-int zsm_rma_release(const char *call, const void *h, int type, void **obj)
+int zsm_group_release(const char *call, const void *h, int type, void **obj)
 {
 	int ret = zsm_handle_close((uint64_t)(uintptr_t)h,
 				   (enum zsm_handle_type)type, obj);
 
 	if (ret)
-		ZSM_WARN("rma: %s: %p is not a live zsm %s", call, h,
+		ZSM_WARN("group: %s: %p is not a live zsm %s", call, h,
 			 zsm_handle_type_name((enum zsm_handle_type)type));
 	return ret;
 }
 
-int zsm_rma_wait(void *req, uint64_t deadline_ns)
+int zsm_group_wait(void *req, uint64_t deadline_ns)
 {
 	int done = 0, ret;
 
 	while (!(ret = zsm_test(req, &done, NULL)) && !done) {
 		if (zsm_now_ns() > deadline_ns) {
-			ZSM_WARN("rma: a peer did not answer within "
+			ZSM_WARN("group: a peer did not answer within "
 				 "ZSM_CONNECT_TIMEOUT_MS (%lld ms)",
 				 zsm_param_int(ZSM_P_CONNECT_TIMEOUT_MS));
 			return -ETIMEDOUT;
 		}
-		zsm_rma_nap();
+		zsm_group_nap();
 	}
 	return ret;
 }
 
-int zsm_rma_listen(void *ctx, int dev, void *handle, void **listen)
+int zsm_group_listen(void *ctx, int dev, void *handle, void **listen)
 {
-	struct zsm_rma_listen *l;
+	struct zsm_group_listener *l;
 	uint64_t h;
 	int ret;
 
 	if (!listen)
-		return zsm_rma_bad_arg("listen", "listenComm is NULL");
+		return zsm_group_bad_arg("listen", "listenComm is NULL");
 	*listen = NULL;
 	l = calloc(1, sizeof(*l));
 	if (!l)
@@ -108,10 +109,10 @@ int zsm_rma_listen(void *ctx, int dev, void *handle, void **listen)
 	return 0;
 }
 
-int zsm_rma_close_listen(void *listen)
+int zsm_group_close_listen(void *listen)
 {
-	struct zsm_rma_listen *l;
-	int ret = zsm_rma_release("closeListen", listen, ZSM_H_RMA_LISTEN,
+	struct zsm_group_listener *l;
+	int ret = zsm_group_release("closeListen", listen, ZSM_H_RMA_LISTEN,
 				  (void **)&l);
 
 	if (ret)
@@ -122,7 +123,7 @@ int zsm_rma_close_listen(void *listen)
 }
 
 /* Close every link c has and free it (unpublished). */
-static void zsm_rma_coll_free(struct zsm_rma_coll *c)
+static void zsm_group_coll_free(struct zsm_group *c)
 {
 	for (int p = 0; p < c->nranks; p++) {
 		if (c->send_mh && c->send_mh[p])
@@ -134,7 +135,7 @@ static void zsm_rma_coll_free(struct zsm_rma_coll *c)
 		if (c->recv && c->recv[p])
 			zsm_close_recv(c->recv[p]);
 	}
-	zsm_rma_xchg_fini(c);
+	zsm_group_xchg_fini(c);
 	free(c->send);
 	free(c->recv);
 	free(c->send_mh);
@@ -146,7 +147,7 @@ static void zsm_rma_coll_free(struct zsm_rma_coll *c)
 
 /* Connect to every peer and accept as many: the accepted comms land in
  * c->recv in arrival order, to be sorted by the hello. */
-static int zsm_rma_join(struct zsm_rma_coll *c, struct zsm_rma_listen *l,
+static int zsm_group_join(struct zsm_group *c, struct zsm_group_listener *l,
 			void **nccl_handles, uint64_t deadline)
 {
 	int peers = c->nranks - 1, sent = 0, got = 0, ret = 0;
@@ -167,7 +168,7 @@ static int zsm_rma_join(struct zsm_rma_coll *c, struct zsm_rma_listen *l,
 			ret = zsm_connect(NULL, l->dev, handles[p],
 					  &c->send[p]);
 			if (ret) {
-				ZSM_WARN("rma: connect: rank %d could not "
+				ZSM_WARN("group: connect: rank %d could not "
 					 "reach rank %d",
 					 c->rank, p);
 				goto out;
@@ -181,7 +182,7 @@ static int zsm_rma_join(struct zsm_rma_coll *c, struct zsm_rma_listen *l,
 			got += c->recv[got] != NULL;
 		}
 		if (zsm_now_ns() > deadline) {
-			ZSM_WARN("rma: connect: rank %d joined %d of %d peers "
+			ZSM_WARN("group: connect: rank %d joined %d of %d peers "
 				 "one way and %d the other within "
 				 "ZSM_CONNECT_TIMEOUT_MS",
 				 c->rank, sent, peers, got);
@@ -189,7 +190,7 @@ static int zsm_rma_join(struct zsm_rma_coll *c, struct zsm_rma_listen *l,
 			goto out;
 		}
 		if (sent < peers || got < peers)
-			zsm_rma_nap();
+			zsm_group_nap();
 	}
 out:
 	free(handles);
@@ -198,14 +199,14 @@ out:
 
 /* The scratch for exchanges, registered on every link: the hello's, then
  * the agreed exchanges'. */
-static size_t zsm_rma_hello_bytes(const struct zsm_rma_coll *c)
+static size_t zsm_group_hello_bytes(const struct zsm_group *c)
 {
-	return ZSM_RMA_XCHG_BYTES * (size_t)(c->nranks + 1);
+	return ZSM_GROUP_XCHG_BYTES * (size_t)(c->nranks + 1);
 }
 
-static int zsm_rma_scratch(struct zsm_rma_coll *c)
+static int zsm_group_scratch(struct zsm_group *c)
 {
-	size_t len = zsm_rma_hello_bytes(c) + zsm_rma_xchg_bytes(c->nranks);
+	size_t len = zsm_group_hello_bytes(c) + zsm_group_xchg_bytes(c->nranks);
 
 	c->scratch = calloc(1, len);
 	if (!c->scratch)
@@ -231,11 +232,11 @@ static int zsm_rma_scratch(struct zsm_rma_coll *c)
  * peer's: the core may hand back no request while its queue is full
  * (retry), never here an error but the comm's.
  */
-static int zsm_rma_post_all(struct zsm_rma_coll *c, size_t len, int tag,
+static int zsm_group_post_all(struct zsm_group *c, size_t len, int tag,
 			    void **sreq, void **rreq, uint64_t deadline)
 {
 	for (int p = 0; p < c->nranks; p++) {
-		void *slot = c->scratch + ZSM_RMA_XCHG_BYTES * (size_t)(p + 1);
+		void *slot = c->scratch + ZSM_GROUP_XCHG_BYTES * (size_t)(p + 1);
 		int ret = 0;
 
 		if (p == c->rank)
@@ -258,10 +259,10 @@ static int zsm_rma_post_all(struct zsm_rma_coll *c, size_t len, int tag,
 	return 0;
 }
 
-int zsm_rma_alltoall(struct zsm_rma_coll *c, const void *mine, size_t len,
+int zsm_group_alltoall(struct zsm_group *c, const void *mine, size_t len,
 		     void *all)
 {
-	uint64_t deadline = zsm_rma_deadline_ns();
+	uint64_t deadline = zsm_group_deadline_ns();
 	void **sreq = calloc((size_t)c->nranks, sizeof(*sreq));
 	void **rreq = calloc((size_t)c->nranks, sizeof(*rreq));
 	int tag = (int)(c->seq++ % ZSM_TAG_MAX), ret;
@@ -272,16 +273,16 @@ int zsm_rma_alltoall(struct zsm_rma_coll *c, const void *mine, size_t len,
 		return -ENOMEM;
 	}
 	memcpy(c->scratch, mine, len);
-	ret = zsm_rma_post_all(c, len, tag, sreq, rreq, deadline);
+	ret = zsm_group_post_all(c, len, tag, sreq, rreq, deadline);
 	/* Every posted request is waited for, even after a failure: the
 	 * scratch must not be freed under them. */
 	for (int p = 0; p < c->nranks; p++) {
 		int r = 0;
 
 		if (sreq[p])
-			r = zsm_rma_wait(sreq[p], deadline);
+			r = zsm_group_wait(sreq[p], deadline);
 		if (rreq[p] && !r)
-			r = zsm_rma_wait(rreq[p], deadline);
+			r = zsm_group_wait(rreq[p], deadline);
 		if (!ret)
 			ret = r;
 	}
@@ -289,7 +290,7 @@ int zsm_rma_alltoall(struct zsm_rma_coll *c, const void *mine, size_t len,
 		for (int p = 0; p < c->nranks; p++)
 			memcpy((char *)all + (size_t)p * len,
 			       p == c->rank ? mine
-					    : c->scratch + ZSM_RMA_XCHG_BYTES *
+					    : c->scratch + ZSM_GROUP_XCHG_BYTES *
 								   (size_t)(p + 1),
 			       len);
 	}
@@ -299,7 +300,7 @@ int zsm_rma_alltoall(struct zsm_rma_coll *c, const void *mine, size_t len,
 }
 
 /* The hello: each link's receive comm is put in its sender's place. */
-static int zsm_rma_hello(struct zsm_rma_coll *c)
+static int zsm_group_hello(struct zsm_group *c)
 {
 	size_t n = (unsigned)c->nranks;
 	int32_t *ranks = calloc(n, sizeof(*ranks));
@@ -314,7 +315,7 @@ static int zsm_rma_hello(struct zsm_rma_coll *c)
 	}
 	/* Accepted comms are still in arrival order: receive into slot i
 	 * of arrival i, then sort. */
-	ret = zsm_rma_alltoall(c, &me, sizeof(me), ranks);
+	ret = zsm_group_alltoall(c, &me, sizeof(me), ranks);
 	if (ret)
 		goto out;
 	for (int i = 0; i < c->nranks; i++) {
@@ -324,7 +325,7 @@ static int zsm_rma_hello(struct zsm_rma_coll *c)
 			continue;
 		r = ranks[i];
 		if (r < 0 || r >= c->nranks || r == c->rank || by_rank[r]) {
-			ZSM_WARN("rma: connect: rank %d got a hello from "
+			ZSM_WARN("group: connect: rank %d got a hello from "
 				 "rank %d, which is not a peer it waits for",
 				 c->rank, r);
 			ret = -EPROTO;
@@ -343,7 +344,7 @@ out:
 	return ret;
 }
 
-int zsm_rma_link_kind(const struct zsm_rma_coll *c, int rank)
+int zsm_group_link_kind(const struct zsm_group *c, int rank)
 {
 	return c->kind[rank];
 }
@@ -354,7 +355,7 @@ int zsm_rma_link_kind(const struct zsm_rma_coll *c, int rank)
  * order: the core's handshake transport ("net") is kind 0 everywhere,
  * and another one kind 1.
  */
-static int zsm_rma_kinds(struct zsm_rma_coll *c)
+static int zsm_group_kinds(struct zsm_group *c)
 {
 	c->tname[0] = "net";
 	for (int p = 0; p < c->nranks; p++) {
@@ -362,11 +363,11 @@ static int zsm_rma_kinds(struct zsm_rma_coll *c)
 					     : zsm_comm_transport(c->send[p]);
 		int k = 0;
 
-		while (k < ZSM_RMA_KINDS && c->tname[k] && t &&
+		while (k < ZSM_GROUP_KINDS && c->tname[k] && t &&
 		       strcmp(c->tname[k], t))
 			k++;
-		if (!t || k == ZSM_RMA_KINDS) {
-			ZSM_WARN("rma: connect: the link to rank %d %s", p,
+		if (!t || k == ZSM_GROUP_KINDS) {
+			ZSM_WARN("group: connect: the link to rank %d %s", p,
 				 t ? "uses a third transport" : "is not connected");
 			return -EPROTO;
 		}
@@ -377,7 +378,7 @@ static int zsm_rma_kinds(struct zsm_rma_coll *c)
 }
 
 /* Links that are not the handshake transport's, for the log. */
-static int zsm_rma_other_links(const struct zsm_rma_coll *c)
+static int zsm_group_other_links(const struct zsm_group *c)
 {
 	int n = 0;
 
@@ -386,22 +387,22 @@ static int zsm_rma_other_links(const struct zsm_rma_coll *c)
 	return n;
 }
 
-int zsm_rma_connect(void *ctx, void **handles, int nranks, int rank,
+int zsm_group_connect(void *ctx, void **handles, int nranks, int rank,
 		    void *listen, void **coll)
 {
-	struct zsm_rma_listen *l;
-	struct zsm_rma_coll *c;
-	uint64_t deadline = zsm_rma_deadline_ns();
+	struct zsm_group_listener *l;
+	struct zsm_group *c;
+	uint64_t deadline = zsm_group_deadline_ns();
 	int ret;
 
 	/* NCCL passes its net plugin's context here, which need not be
 	 * ours: it is not used. */
 	(void)ctx;
 	if (!coll || !handles || nranks < 1 || rank < 0 || rank >= nranks)
-		return zsm_rma_bad_arg("connect", "NULL handles or collComm, "
+		return zsm_group_bad_arg("connect", "NULL handles or collComm, "
 						  "or a rank outside [0, nranks)");
 	*coll = NULL;
-	ret = zsm_rma_lookup("connect", listen, ZSM_H_RMA_LISTEN, (void **)&l);
+	ret = zsm_group_lookup("connect", listen, ZSM_H_RMA_LISTEN, (void **)&l);
 	if (ret)
 		return ret;
 	c = calloc(1, sizeof(*c));
@@ -419,58 +420,75 @@ int zsm_rma_connect(void *ctx, void **handles, int nranks, int rank,
 		      ? 0
 		      : -ENOMEM;
 	if (!ret)
-		ret = zsm_rma_join(c, l, handles, deadline);
+		ret = zsm_group_join(c, l, handles, deadline);
 	if (!ret) {
 		/* Arrival order i < rank sits at i, the rest one up: the
 		 * hello's slots skip our own. */
 		for (int i = nranks - 1; i > rank; i--)
 			c->recv[i] = c->recv[i - 1];
 		c->recv[rank] = NULL;
-		ret = zsm_rma_scratch(c);
+		ret = zsm_group_scratch(c);
 	}
 	if (!ret)
-		ret = zsm_rma_hello(c);
+		ret = zsm_group_hello(c);
 	if (!ret)
-		ret = zsm_rma_kinds(c);
+		ret = zsm_group_kinds(c);
 	if (!ret)
-		ret = zsm_rma_xchg_init(c, c->scratch + zsm_rma_hello_bytes(c));
+		ret = zsm_group_xchg_init(c, c->scratch + zsm_group_hello_bytes(c));
 	if (!ret && zsm_handle_open(ZSM_H_RMA_COLL, c, &c->handle))
 		ret = -ENOMEM;
 	if (ret) {
-		zsm_rma_coll_free(c);
+		zsm_group_coll_free(c);
 		return ret;
 	}
-	ZSM_INFO("rma: rank %d of %d joined every peer both ways (%d by %s)",
-		 rank, nranks, zsm_rma_other_links(c),
+	ZSM_INFO("group: rank %d of %d joined every peer both ways (%d by %s)",
+		 rank, nranks, zsm_group_other_links(c),
 		 c->tname[1] ? c->tname[1] : "another transport");
 	*coll = (void *)(uintptr_t)c->handle;
 	return 0;
 }
 
-int zsm_rma_close_coll(void *coll)
+int zsm_group_close(void *coll)
 {
-	struct zsm_rma_coll *c;
-	int ret = zsm_rma_release("closeColl", coll, ZSM_H_RMA_COLL,
+	struct zsm_group *c;
+	int ret = zsm_group_release("closeColl", coll, ZSM_H_RMA_COLL,
 				  (void **)&c);
 
 	if (ret)
 		return ret;
-	zsm_rma_coll_free(c);
+	zsm_group_coll_free(c);
 	return 0;
 }
 
-int zsm_rma_coll_link(void *coll, int rank, void **send_comm)
+int zsm_group_link(void *coll, int rank, void **send_comm)
 {
-	struct zsm_rma_coll *c;
-	int ret = zsm_rma_lookup("coll_link", coll, ZSM_H_RMA_COLL,
+	struct zsm_group *c;
+	int ret = zsm_group_lookup("coll_link", coll, ZSM_H_RMA_COLL,
 				 (void **)&c);
 
 	if (!ret && (rank < 0 || rank >= c->nranks || rank == c->rank)) {
-		ZSM_WARN("rma: coll_link: rank %d of %d (this is rank %d)",
+		ZSM_WARN("group: coll_link: rank %d of %d (this is rank %d)",
 			 rank, c->nranks, c->rank);
 		ret = -EINVAL;
 	}
 	if (!ret)
 		*send_comm = c->send[rank];
 	return ret;
+}
+
+int zsm_group_failed(void *coll, int *failed)
+{
+	struct zsm_group *c;
+	int ret = zsm_group_lookup("failed", coll, ZSM_H_RMA_COLL,
+				   (void **)&c);
+
+	*failed = 0;
+	if (ret)
+		return ret;
+	*failed = c->failed;
+	for (int p = 0; p < c->nranks && !*failed; p++)
+		if (p != c->rank)
+			*failed = zsm_comm_failed(c->send[p]) ||
+				  zsm_comm_failed(c->recv[p]);
+	return 0;
 }
