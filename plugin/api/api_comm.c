@@ -213,8 +213,9 @@ static int zsm_api_comm_doors(struct zsm_api_comm *c)
 	c->expect = calloc(nsig, sizeof(*c->expect));
 	if (!ret && (!c->seq || !c->expect))
 		ret = -ENOMEM;
+	/* The registration below is collective: refused, not skipped. */
 	if (ret)
-		return ret;
+		return zsm_group_reg_sym_refuse(c->group.coll, ret);
 	/* The counters peers add into: one window, the same layout on every
 	 * rank, registered on every link like any other. */
 	zsm_api_door_region(c->sig, &base, &c->sig_win.size);
@@ -307,6 +308,10 @@ int zsm_api_comm_init(const struct zsm_boot_id *id, int nranks, int rank,
 		ret = zsm_api_comm_scratch(c);
 	if (!ret)
 		ret = zsm_api_comm_doors(c);
+	/* Joined, but failed before the counters' registration: this rank
+	 * still takes part in it, refusing, so that no peer waits for it. */
+	else if (c->group.coll && !c->sig_win.sym)
+		(void)zsm_group_reg_sym_refuse(c->group.coll, ret);
 	/* Host-memory mode: each call runs the agent itself. */
 	if (!ret && c->gpu)
 		ret = zsm_api_agent_start(c);
