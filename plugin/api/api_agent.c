@@ -60,6 +60,7 @@ struct zsm_api_agent {
 	struct zsm_api_fifo *fifo; /* [nranks + 1] */
 	uint64_t last_check_ns;
 	int inflight; /* puts issued and not yet done, this pass */
+	long held;    /* operations in the fifos */
 	/* A call a peer's Ready does not match (0: none), and what to say
 	 * when the comm fails for it. */
 	uint64_t mismatch;
@@ -127,6 +128,7 @@ static int zsm_api_sort(struct zsm_api_agent *a, struct zsm_api_op *in)
 			f->head = in;
 		f->tail = in;
 		in = next;
+		a->held++;
 		moved = 1;
 	}
 	return moved;
@@ -147,6 +149,7 @@ static void zsm_api_retire(struct zsm_api_agent *a, struct zsm_api_fifo *f)
 	f->head = op->next;
 	if (!f->head)
 		f->tail = NULL;
+	a->held--;
 	zsm_api_door_done(a->c->ops, op->slot, op->seq);
 	zsm_api_pool_put(&a->c->pool, op);
 	/* Release: pairs with the acquire in zsm_api_comm_quiesce. */
@@ -523,15 +526,6 @@ static void zsm_api_nap(long ns)
 	nanosleep(&ts, NULL);
 }
 
-/* Whether any fifo holds an operation. */
-static int zsm_api_queued(const struct zsm_api_agent *a)
-{
-	for (int i = 0; i <= a->c->nranks; i++)
-		if (a->fifo[i].head)
-			return 1;
-	return 0;
-}
-
 /* What callers queued, oldest first (NULL: nothing). */
 static struct zsm_api_op *zsm_api_take(struct zsm_api_agent *a)
 {
@@ -596,7 +590,7 @@ static int zsm_api_pass(struct zsm_api_agent *a, int news)
 	/* A pass of the engine now, as NCCL's RMA proxy asks for one
 	 * (rmaProgress) while it has work: signals coming in are applied
 	 * without waiting for the proxy thread's next look. */
-	if (news || zsm_api_queued(a))
+	if (news || a->held)
 		zsm_progress();
 	a->inflight = 0;
 	for (int i = 0; i < n; i++)
@@ -605,7 +599,7 @@ static int zsm_api_pass(struct zsm_api_agent *a, int news)
 	moved |= zsm_api_waits(a, &a->fifo[n], now);
 	if (a->mismatch)
 		zsm_api_mismatch_fail(a);
-	if (zsm_api_queued(a))
+	if (a->held)
 		zsm_api_links(a, now);
 	return moved;
 }
@@ -647,7 +641,7 @@ static void *zsm_api_agent_main(void *arg)
 			continue;
 		}
 		moved |= zsm_api_pass(a, moved);
-		if (!zsm_api_queued(a)) {
+		if (!a->held) {
 			if (stop)
 				break;
 			zsm_api_sleep(a);
@@ -658,19 +652,19 @@ static void *zsm_api_agent_main(void *arg)
 	return NULL;
 }
 
-/* Whether every slot s with last[s] is done up to it. */
-static int zsm_api_all_done(const struct zsm_api_comm *c,
-			    const uint64_t *last)
+/* Whether each of the n slots is done up to its seqs[i]. */
+static int zsm_api_all_done(const struct zsm_api_comm *c, unsigned int n,
+			    const unsigned int *slots, const uint64_t *seqs)
 {
-	for (unsigned int s = 0; s <= (unsigned int)c->nranks; s++)
-		if (last[s] && !zsm_api_door_geq(zsm_api_door_done_get(
-							  c->ops, s),
-						  last[s]))
+	for (unsigned int i = 0; i < n; i++)
+		if (!zsm_api_door_geq(zsm_api_door_done_get(c->ops, slots[i]),
+				      seqs[i]))
 			return 0;
 	return 1;
 }
 
-int zsm_api_agent_run(struct zsm_api_comm *c, const uint64_t *last)
+int zsm_api_agent_run(struct zsm_api_comm *c, unsigned int n,
+		      const unsigned int *slots, const uint64_t *seqs)
 {
 	struct zsm_api_agent *a = c->agent;
 	int ms = zsm_api_wait_timeout_ms(), news = 1;
@@ -680,7 +674,7 @@ int zsm_api_agent_run(struct zsm_api_comm *c, const uint64_t *last)
 		     ? ms + ZSM_API_BACKSTOP_MS
 		     : INT_MAX;
 	a->last_move = start;
-	while (!zsm_api_comm_error(c) && !zsm_api_all_done(c, last)) {
+	while (!zsm_api_comm_error(c) && !zsm_api_all_done(c, n, slots, seqs)) {
 		zsm_api_pace(a, zsm_api_pass(a, news));
 		news = 0;
 		if (zsm_now_ns() - start > (uint64_t)ms * 1000000u)

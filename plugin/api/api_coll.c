@@ -56,7 +56,8 @@ int zsm_api_put_signal(struct zsm_api_comm *c, const void *src, size_t size,
 	struct zsm_api_batch b;
 	struct zsm_api_win *sw = NULL;
 	struct zsm_api_op *op;
-	uint64_t soff = 0, *last = c->scratch.last;
+	unsigned int slot = (unsigned int)peer;
+	uint64_t soff = 0, seq;
 	int ret = zsm_api_batch_new(c, &b);
 
 	if (!ret && size)
@@ -86,15 +87,16 @@ int zsm_api_put_signal(struct zsm_api_comm *c, const void *src, size_t size,
 	 * this thread, sees it issued and waits for it.  Nothing of this
 	 * slot is queued: every earlier call ended with its operations. */
 	op = b.head;
-	memset(last, 0, ((size_t)c->nranks + 1) * sizeof(*last));
-	last[peer] = op->seq = ++c->seq[peer];
-	ret = zsm_api_door_ring(c->ops, NULL, 1, &op->slot, &op->seq);
+	/* Kept here: the operation goes back to the pool once done. */
+	seq = op->seq = ++c->seq[slot];
+	ret = zsm_api_door_ring(c->ops, NULL, 1, &slot, &seq);
 	zsm_api_agent_hold(c, op, 1);
 	if (!ret)
 		ret = zsm_api_op_issue(c, op);
 	if (ret)
 		zsm_api_comm_fail(c, ret, "a put was refused");
-	return ret ? zsm_api_comm_error(c) : zsm_api_agent_run(c, last);
+	return ret ? zsm_api_comm_error(c)
+		   : zsm_api_agent_run(c, 1, &slot, &seq);
 }
 
 int zsm_api_signal(struct zsm_api_comm *c, int peer, int ctx,

@@ -188,11 +188,11 @@ static int zsm_api_comm_scratch(struct zsm_api_comm *c)
 	int ret = zsm_api_pool_init(&c->pool,
 				    (unsigned int)(4 * c->nranks + 60));
 
-	k->last = calloc(n + 1, sizeof(*k->last));
-	k->slots = calloc(n, sizeof(*k->slots));
-	k->seqs = calloc(n, sizeof(*k->seqs));
+	k->mark = calloc(n + 1, sizeof(*k->mark));
+	k->slots = calloc(n + 1, sizeof(*k->slots));
+	k->seqs = calloc(n + 1, sizeof(*k->seqs));
 	k->o = calloc(ZSM_API_DOOR_OPS, sizeof(*k->o));
-	if (!ret && (!k->last || !k->slots || !k->seqs || !k->o))
+	if (!ret && (!k->mark || !k->slots || !k->seqs || !k->o))
 		ret = -ENOMEM;
 	if (!ret)
 		ret = zsm_api_agent_new(c);
@@ -260,7 +260,7 @@ static void zsm_api_comm_free(struct zsm_api_comm *c)
 	zsm_api_agent_free(c);
 	zsm_api_pool_fini(&c->pool);
 	pthread_mutex_destroy(&c->lock);
-	free(c->scratch.last);
+	free(c->scratch.mark);
 	free(c->scratch.slots);
 	free(c->scratch.seqs);
 	free(c->scratch.o);

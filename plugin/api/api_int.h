@@ -8,8 +8,8 @@
  * thread and rings the comm's operation door on the stream (a ready word
  * per slot, api_door.h); the agent, seeing a slot's ready word reach an
  * operation, hands it to the engine as a put (entry.h's handle-free
- * zsm_entry_put) and, once
- * it completes, publishes the slot's done word, which the stream waits on.
+ * zsm_entry_put) and, once it completes, publishes the slot's done word,
+ * which the stream waits on.
  * Signals land in the comm's signal door: its done words are the signal
  * counters peers add into (registered as a window on every rank), and
  * streams wait on them directly.  A failure fails both doors, which
@@ -153,11 +153,15 @@ struct zsm_api_pool {
 
 /* Door operations rung in one go. */
 #define ZSM_API_DOOR_OPS 256
-/* Scratch for ringing a call's operations on a stream, made at init. */
+/* A call's door slots, made at init: those its operations use, puts'
+ * first and the wait's last, each with its last sequence number, so
+ * that a call costs what it queues, not the communicator's size. */
 struct zsm_api_scratch {
-	uint64_t *last;		    /* [nranks + 1]: a slot's last sequence */
-	unsigned int *slots;	    /* [nranks] */
-	uint64_t *seqs;		    /* [nranks] */
+	uint64_t batch;		   /* calls numbered so far */
+	uint64_t *mark;		   /* [nranks + 1]: the last call to use it */
+	unsigned int *slots;	   /* [nranks + 1] */
+	uint64_t *seqs;		   /* [nranks + 1] */
+	unsigned int n, nput;	   /* slots used, of them puts' */
 	struct zsm_api_door_op *o; /* [ZSM_API_DOOR_OPS] */
 };
 
@@ -262,10 +266,10 @@ void zsm_api_agent_push(struct zsm_api_comm *c, struct zsm_api_op *head,
  * queues now. */
 void zsm_api_agent_hold(struct zsm_api_comm *c, struct zsm_api_op *head,
 			long n);
-/* Host-memory mode: run the agent until every slot s of the operation
- * door with last[s] has done last[s] (last: [nranks + 1], 0 for none),
- * or the comm failed. */
-int zsm_api_agent_run(struct zsm_api_comm *c, const uint64_t *last);
+/* Host-memory mode: run the agent until each of the n slots of the
+ * operation door has done up to its seqs[i], or the comm failed. */
+int zsm_api_agent_run(struct zsm_api_comm *c, unsigned int n,
+		      const unsigned int *slots, const uint64_t *seqs);
 /* Hand op to the engine: 0 (op->req NULL: no request free now, try
  * again), or -errno. */
 int zsm_api_op_issue(struct zsm_api_comm *c, struct zsm_api_op *op);

@@ -81,17 +81,35 @@ int zsm_api_batch_wait(struct zsm_api_batch *b, int peer, unsigned int row,
 	return 0;
 }
 
-/* Sequence numbers for the batch's operations, in order, and each slot's
- * last in last[] (zeroed first: [nranks + 1]). */
-static void zsm_api_batch_number(struct zsm_api_batch *b, uint64_t *last)
+/* A slot of the call's list (api_int.h, struct zsm_api_scratch), once. */
+static void zsm_api_batch_slot(struct zsm_api_scratch *k, unsigned int slot)
+{
+	if (k->mark[slot] == k->batch)
+		return;
+	k->mark[slot] = k->batch;
+	k->slots[k->n++] = slot;
+}
+
+/* Sequence numbers for the batch's operations, in order, and the call's
+ * slots with the last of each. */
+static void zsm_api_batch_number(struct zsm_api_batch *b)
 {
 	struct zsm_api_comm *c = b->c;
+	struct zsm_api_scratch *k = &c->scratch;
 
-	memset(last, 0, ((size_t)c->nranks + 1) * sizeof(*last));
-	for (struct zsm_api_op *op = b->head; op; op = op->next)
-		last[op->slot] = op->seq = ++c->seq[op->slot];
-	if (b->wait)
-		last[c->nranks] = b->wait->seq = ++c->seq[c->nranks];
+	k->batch++;
+	k->n = 0;
+	for (struct zsm_api_op *op = b->head; op; op = op->next) {
+		op->seq = ++c->seq[op->slot];
+		zsm_api_batch_slot(k, op->slot);
+	}
+	k->nput = k->n;
+	if (b->wait) {
+		b->wait->seq = ++c->seq[c->nranks];
+		zsm_api_batch_slot(k, (unsigned int)c->nranks);
+	}
+	for (unsigned int i = 0; i < k->n; i++)
+		k->seqs[i] = c->seq[k->slots[i]];
 }
 
 /* One more door operation into o, rung once o is full: 0 or -errno. */
@@ -120,32 +138,24 @@ static int zsm_api_batch_ring_gpu(struct zsm_api_batch *b,
 {
 	struct zsm_api_comm *c = b->c;
 	struct zsm_api_scratch *k = &c->scratch;
-	const uint64_t *last = k->last;
 	unsigned int n = 0;
 	int ret = 0;
 
-	for (int p = 0; p < c->nranks; p++)
-		if (last[p]) {
-			k->slots[n] = (unsigned int)p;
-			k->seqs[n++] = last[p];
-		}
-	if (n)
-		ret = zsm_api_door_post(c->ops, stream, n, k->slots, k->seqs,
-					 NULL);
+	if (k->nput)
+		ret = zsm_api_door_post(c->ops, stream, k->nput, k->slots,
+					k->seqs, NULL);
 	if (!ret && between)
 		ret = between(arg, stream);
-	n = 0;
 	if (!ret && b->wait)
 		ret = zsm_api_ring_add(stream, k->o, &n,
 				       (struct zsm_api_door_op){
 					       c->ops, b->wait->slot, 0,
 					       b->wait->seq});
-	for (int p = 0; !ret && p < c->nranks; p++)
-		if (last[p])
-			ret = zsm_api_ring_add(stream, k->o, &n,
-					       (struct zsm_api_door_op){
-						       c->ops, (unsigned)p, 1,
-						       last[p]});
+	for (unsigned int i = 0; !ret && i < k->nput; i++)
+		ret = zsm_api_ring_add(stream, k->o, &n,
+				       (struct zsm_api_door_op){
+					       c->ops, k->slots[i], 1,
+					       k->seqs[i]});
 	for (unsigned int i = 0; !ret && b->wait && i < b->wait->nwait; i++)
 		ret = zsm_api_ring_add(stream, k->o, &n,
 				       (struct zsm_api_door_op){
@@ -153,18 +163,6 @@ static int zsm_api_batch_ring_gpu(struct zsm_api_batch *b,
 					       b->wait->wval[i]});
 	if (!ret && n)
 		ret = zsm_api_door_batch(stream, n, k->o);
-	return ret;
-}
-
-/* Host-memory mode: the ready words, now. */
-static int zsm_api_batch_ring_host(struct zsm_api_comm *c,
-				   const uint64_t *last)
-{
-	int ret = 0;
-
-	for (unsigned int s = 0; !ret && s <= (unsigned int)c->nranks; s++)
-		if (last[s])
-			ret = zsm_api_door_ring(c->ops, NULL, 1, &s, &last[s]);
 	return ret;
 }
 
@@ -193,7 +191,7 @@ int zsm_api_batch_finish(struct zsm_api_batch *b, zsm_cu_stream stream,
 			 void *arg)
 {
 	struct zsm_api_comm *c = b->c;
-	uint64_t *last = c->scratch.last;
+	struct zsm_api_scratch *k = &c->scratch;
 	struct zsm_api_op *head;
 	long n;
 	int ret = before ? before(arg, stream) : 0;
@@ -202,9 +200,12 @@ int zsm_api_batch_finish(struct zsm_api_batch *b, zsm_cu_stream stream,
 		zsm_api_batch_drop(b);
 		return ret;
 	}
-	zsm_api_batch_number(b, last);
-	ret = c->gpu ? zsm_api_batch_ring_gpu(b, stream, between, arg)
-		     : zsm_api_batch_ring_host(c, last);
+	zsm_api_batch_number(b);
+	/* Host-memory mode: the ready words, now. */
+	if (c->gpu)
+		ret = zsm_api_batch_ring_gpu(b, stream, between, arg);
+	else if (k->n)
+		ret = zsm_api_door_ring(c->ops, NULL, k->n, k->slots, k->seqs);
 	/* The agent owns the operations from here, rung or not: a ring
 	 * that failed fails the comm, which drops them. */
 	head = zsm_api_batch_chain(b, &n);
@@ -217,7 +218,7 @@ int zsm_api_batch_finish(struct zsm_api_batch *b, zsm_cu_stream stream,
 	if (!ret && !c->gpu && between)
 		ret = between(arg, NULL);
 	if (!ret && !c->gpu)
-		ret = zsm_api_agent_run(c, last);
+		ret = zsm_api_agent_run(c, k->n, k->slots, k->seqs);
 	/* A failure found by the agent is the comm's error. */
 	return ret ? (zsm_api_comm_error(c) ? zsm_api_comm_error(c) : ret)
 		   : 0;

@@ -373,47 +373,53 @@ ssize_t zsm_net_rma_post_op(struct zsm_net_req *req, int i)
 	struct zsm_net_comm *comm = b->comm->tp;
 	struct zsm_net_ep *ep = comm->ep;
 	struct zsm_net_op *op = &req->ops[i];
-	struct iovec iov = {.iov_len = b->len[0]};
-	struct fi_rma_iov rma = {.addr = b->rma.addr, .len = b->len[0],
-				 .key = b->rma.key};
-	struct fi_msg_rma msg = {.msg_iov = &iov, .desc = &req->mr_desc[0],
-				 .iov_count = 1, .addr = comm->remote.addr,
-				 .rma_iov = &rma, .rma_iov_count = 1,
-				 .context = &op->fi_ctx};
-	enum zsm_net_rma_op what = ZSM_NET_RMA_BYTES;
+	enum zsm_net_rma_op what = b->type == ZSM_REQ_GET
+					   ? ZSM_NET_RMA_BYTES
+					   : zsm_net_rma_op_of(b, i);
 	ssize_t ret = zsm_net_ep_tx_full(req, ep);
 
-	if (!ret && b->type != ZSM_REQ_GET)
-		what = zsm_net_rma_op_of(b, i);
 	if (ret)
 		return ret;
-	if (b->type == ZSM_REQ_GET)
+	if (b->type == ZSM_REQ_GET) {
 		ret = zsm_net_rma_get_post(req, i);
-	else if (what == ZSM_NET_RMA_ADD)
+	} else if (what == ZSM_NET_RMA_ADD) {
 		ret = zsm_net_rma_post_add(req, op);
-	else if (what != ZSM_NET_RMA_BYTES)
+	} else if (what == ZSM_NET_RMA_SIGNAL) {
 		ret = zsm_net_rma_post_signal(req, op);
-	else if (zsm_net_rma_source(req, &iov.iov_base))
-		return -FI_EIO;
-	/* saw too: a write completes once its bytes landed, so one the
-	 * peer's provider refuses fails here, rather than be reported done
-	 * while tcp drops it and the link's later writes with it. */
-	else if (ep->rma == ZSM_RMA_MECH_FENCE || ep->rma == ZSM_RMA_MECH_SAW)
-		ret = fi_writemsg(ep->fi.ep, &msg,
-				  FI_DELIVERY_COMPLETE | FI_COMPLETION);
-	else if (ep->rma == ZSM_RMA_MECH_WRITEDATA)
-		ret = fi_writedata(ep->fi.ep, iov.iov_base, b->len[0],
-				   req->mr_desc[0], comm->remote.id,
-				   comm->remote.addr, b->rma.addr, b->rma.key,
-				   &op->fi_ctx);
-	else
-		ret = fi_write(ep->fi.ep, iov.iov_base, b->len[0],
-			       req->mr_desc[0], comm->remote.addr, b->rma.addr,
-			       b->rma.key, &op->fi_ctx);
-	if (!ret && what == ZSM_NET_RMA_BYTES && b->type != ZSM_REQ_GET) {
-		comm->rma.writes++;
-		comm->rma.posted++;
-		comm->rma.bytes += b->len[0];
+	} else {
+		struct iovec iov = {.iov_len = b->len[0]};
+		struct fi_rma_iov rma = {.addr = b->rma.addr,
+					 .len = b->len[0], .key = b->rma.key};
+		struct fi_msg_rma msg = {
+			.msg_iov = &iov, .desc = &req->mr_desc[0],
+			.iov_count = 1, .addr = comm->remote.addr,
+			.rma_iov = &rma, .rma_iov_count = 1,
+			.context = &op->fi_ctx};
+
+		if (zsm_net_rma_source(req, &iov.iov_base))
+			return -FI_EIO;
+		/* saw too: a write completes once its bytes landed, so one
+		 * the peer's provider refuses fails here, rather than be
+		 * reported done while tcp drops it and the link's later
+		 * writes with it. */
+		if (ep->rma == ZSM_RMA_MECH_FENCE ||
+		    ep->rma == ZSM_RMA_MECH_SAW)
+			ret = fi_writemsg(ep->fi.ep, &msg,
+					  FI_DELIVERY_COMPLETE | FI_COMPLETION);
+		else if (ep->rma == ZSM_RMA_MECH_WRITEDATA)
+			ret = fi_writedata(ep->fi.ep, iov.iov_base, b->len[0],
+					   req->mr_desc[0], comm->remote.id,
+					   comm->remote.addr, b->rma.addr,
+					   b->rma.key, &op->fi_ctx);
+		else
+			ret = fi_write(ep->fi.ep, iov.iov_base, b->len[0],
+				       req->mr_desc[0], comm->remote.addr,
+				       b->rma.addr, b->rma.key, &op->fi_ctx);
+		if (!ret) {
+			comm->rma.writes++;
+			comm->rma.posted++;
+			comm->rma.bytes += b->len[0];
+		}
 	}
 	if (!ret)
 		ep->queue.tx_inflight++;
