@@ -206,7 +206,8 @@ run_fi() {
 run_zsm() {
     local size=$1 iters=$2 csv="$work/zsm.csv" row
     rm -f "$csv"
-    if ! ZSM_PROVIDER=tcp ZSM_DOMAIN=lo timeout -k 5 "$run_limit" "$bench" \
+    # ZSM_CE=0: a same-host pair would otherwise take ce, not tcp.
+    if ! ZSM_CE=0 ZSM_PROVIDER=tcp ZSM_DOMAIN=lo timeout -k 5 "$run_limit" "$bench" \
             --plugin "$plugin" --test pingpong --sizes "$size" --iters "$iters" \
             --warmup "$zsm_warmup" --no-verify --reps 1 --csv "$csv" \
             >"$work/zsm-out.txt" 2>&1; then

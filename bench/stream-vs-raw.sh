@@ -15,7 +15,8 @@
 #   -o DIR     where the CSV files and plot.png go (default: a new temp dir)
 #
 # The provider and domain come from ZSM_PROVIDER / ZSM_DOMAIN as for the
-# plugin (for example ZSM_PROVIDER=tcp ZSM_DOMAIN=lo).  Exit 0, or 2 when
+# plugin (for example ZSM_PROVIDER=tcp ZSM_DOMAIN=lo); ZSM_CE is 0, so
+# zsm takes that provider too, not its same-host path.  Exit 0, or 2 when
 # a run fails.  Runs are alternated so that a slow patch of a shared
 # machine hits both tools alike; the medians still move between sessions.
 set -u
@@ -33,6 +34,9 @@ done
 bench=$build/tools/zsm-bench
 [ -x "$bench" ] || { echo "no $bench: build first" >&2; exit 2; }
 [ -n "$out" ] || out=$(mktemp -d)
+# Both ranks run here: without this zsm would take its same-host path
+# (ce) and the comparison with --raw's provider would mean nothing.
+export ZSM_CE=0
 mkdir -p "$out"
 
 for r in $(seq 1 "$rounds"); do
