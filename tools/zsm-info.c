@@ -17,6 +17,7 @@
 #include "common/host.h"
 #include "common/log.h"
 #include "common/param.h"
+#include "common/pci.h"
 #include "entry/entry.h"
 #include "net/net.h"
 #include "zsm_config.h"
@@ -84,6 +85,55 @@ static void zsm_info_print_guards(const struct zsm_net_dev *dev)
 		printf("      receives under %zu bytes take a spill buffer, "
 		       "so a longer message fails that receive alone\n",
 		       dev->trunc_unsafe);
+}
+
+/* Where each device sits on PCI and which GPU it would serve, with whom:
+ * the groups one GPU's traffic may be spread over once a comm takes
+ * several paths (issue 34); NCCL sees the devices above as they are. */
+static void zsm_info_print_groups(const struct zsm_net_topo *topo)
+{
+	struct zsm_pci_dev nics[64], gpus[64];
+	struct zsm_pci_group groups[64];
+	int at[64], nnics = 0, ngpus = 0, ngroups = 0, ret;
+
+	printf("\nNICs per GPU (PCI, from sysfs):\n");
+	ret = zsm_pci_gpus("", gpus, 64, &ngpus);
+	if (ret == -E2BIG)
+		ngpus = 64;
+	printf("  GPUs: %d%s\n", ngpus,
+	       ret == -ENOENT ? " (no /sys/bus/pci/devices)"
+	       : ngpus	      ? ""
+			      : " (no NVIDIA GPU on PCI)");
+	for (int i = 0; i < topo->ndevs && nnics < 64; i++) {
+		const char *path = topo->devs[i].pci_path;
+
+		if (path && !zsm_pci_dev_read("", path, &nics[nnics])) {
+			at[nnics++] = i;
+			continue;
+		}
+		printf("  [%d] %s: not on PCI (%s): a group of its own\n", i,
+		       topo->devs[i].info->domain_attr->name,
+		       path ? path : "virtual");
+	}
+	if (zsm_pci_group(nics, nnics, gpus, ngpus, ZSM_PCI_GROUP_MAX,
+			  groups, &ngroups))
+		return;
+	for (int g = 0; g < ngroups; g++) {
+		const struct zsm_pci_group *grp = &groups[g];
+
+		printf("  group %d:", g);
+		for (int k = 0; k < grp->n; k++)
+			printf(" [%d] %s (%s)", at[grp->nics[k]],
+			       topo->devs[at[grp->nics[k]]]
+				       .info->domain_attr->name,
+			       zsm_pci_dev_name(&nics[grp->nics[k]]));
+		if (grp->gpu < 0)
+			printf(": no GPU to serve\n");
+		else
+			printf(": GPU %s, %s, NUMA node %d\n",
+			       zsm_pci_dev_name(&gpus[grp->gpu]),
+			       zsm_pci_near_name(grp->near), grp->numa);
+	}
 }
 
 int main(int argc, char **argv)
@@ -206,6 +256,7 @@ int main(int argc, char **argv)
 		printf("      duplex endpoints and pumps: %s\n",
 		       topo.devs[i].duplex_why);
 	}
+	zsm_info_print_groups(&topo);
 	zsm_net_topo_free(&topo);
 	return 0;
 }
