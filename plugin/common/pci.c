@@ -139,7 +139,8 @@ int zsm_pci_dev_read(const char *root, const char *path,
 
 const char *zsm_pci_dev_name(const struct zsm_pci_dev *d)
 {
-	return d->chain[d->depth - 1];
+	/* A device no read filled names nothing. */
+	return d->depth > 0 ? d->chain[d->depth - 1] : "";
 }
 
 /* Whether the device folder dir is an NVIDIA GPU. */
