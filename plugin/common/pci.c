@@ -198,8 +198,10 @@ int zsm_pci_gpus(const char *root, struct zsm_pci_dev *gpus, int max,
 			(*n)++;
 	}
 	closedir(dh);
-	if (!ret)
-		qsort(gpus, (size_t)*n, sizeof(*gpus), zsm_pci_cmp_dev);
+	/* Beyond max, the ones read are still sorted (they are the first
+	 * readdir gave, not the lowest bus ids). */
+	qsort(gpus, (size_t)(*n < max ? *n : max), sizeof(*gpus),
+	      zsm_pci_cmp_dev);
 	return ret;
 }
 

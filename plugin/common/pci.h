@@ -58,7 +58,8 @@ const char *zsm_pci_dev_name(const struct zsm_pci_dev *d);
  * Every NVIDIA GPU (vendor 0x10de, class display: VGA or 3D controller)
  * of root's /sys/bus/pci/devices, in bus order, into gpus (room for max).
  * 0 with *n set; -ENOENT when there is no such folder (*n 0); -E2BIG when
- * there are more than max (*n the count).
+ * there are more than max (*n the count; the max read, sorted, are the
+ * first the folder listed).
  */
 int zsm_pci_gpus(const char *root, struct zsm_pci_dev *gpus, int max,
 		 int *n);
