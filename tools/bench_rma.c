@@ -376,6 +376,23 @@ static uint64_t rma_slot_off(struct bench *b, unsigned char *buf,
 }
 
 /*
+ * The barrier before a timed put run, and this rank's start: read before
+ * its token goes, so the peer cannot have begun putting before it.  A
+ * target whose clock started after the barrier could, once descheduled,
+ * find every put already landed and time nothing; this way a run costs
+ * at most one extra hop of the out-of-band socket.
+ */
+static uint64_t rma_barrier_start(void)
+{
+	char token = 'p';
+	uint64_t t0 = zsm_client_now_ns();
+
+	BENCH_OOB(oob_send(&token, 1));
+	BENCH_OOB(oob_recv(&token, 1));
+	return t0;
+}
+
+/*
  * count puts 0 -> 1, up to BENCH_WINDOW in flight, the last with a
  * signal.  Rank 1's seconds are from the barrier to seeing the signal,
  * when every byte has landed; rank 0's (unused) to its last completion.
@@ -388,8 +405,7 @@ double bench_rma_put_run(struct bench *b, size_t size, long count)
 	long posted = 0, completed = 0;
 	uint64_t t0, last;
 
-	BENCH_OOB(oob_barrier());
-	t0 = zsm_client_now_ns();
+	t0 = rma_barrier_start();
 	if (b->rank == 1 && !b->o.bidir) {
 		rma_wait_signal(b, NULL, "put", size);
 		return (double)(zsm_client_now_ns() - t0) / 1e9;
