@@ -182,15 +182,15 @@ static struct zsm_net_req *zsm_net_comm_next_req(struct zsm_net_comm *comm,
 
 static void zsm_net_comm_cancel_recvs(struct zsm_net_comm *comm)
 {
-	struct fid_ep *ep = comm->ep->fi.ep;
-
 	for (struct zsm_net_req *r = zsm_net_comm_next_req(comm, NULL); r;
 	     r = zsm_net_comm_next_req(comm, r)) {
 		if (r->base.type != ZSM_REQ_RECV)
 			continue;
+		/* Each on the endpoint of the link it went on. */
 		for (int k = 0; k < r->base.n; k++)
 			if (r->ops[k].posted == 1)
-				fi_cancel(&ep->fid, &r->ops[k].fi_ctx);
+				fi_cancel(&r->ops[k].link->ep->fi.ep->fid,
+					  &r->ops[k].fi_ctx);
 	}
 }
 

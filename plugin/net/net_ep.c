@@ -125,7 +125,7 @@ static void zsm_net_recv_done(struct zsm_net_op *op, int err, size_t len,
 			      uint64_t data)
 {
 	struct zsm_comm *owner = op->req->base.comm;
-	struct zsm_net_comm *comm = owner->tp;
+	struct zsm_net_comm *comm = op->link;
 	/* A closing comm's last completion may free it; its close, queued
 	 * behind, has woken its fifo already. */
 	int closing = comm->closing;
@@ -280,9 +280,9 @@ int zsm_net_ep_tx_full(struct zsm_net_req *req, struct zsm_net_ep *ep)
 static ssize_t zsm_net_op_send(struct zsm_net_req *req, int i)
 {
 	struct zsm_req *b = &req->base;
-	struct zsm_net_comm *comm = b->comm->tp;
-	struct zsm_net_ep *ep = comm->ep;
 	struct zsm_net_op *op = &req->ops[i];
+	struct zsm_net_comm *comm = op->link;
+	struct zsm_net_ep *ep = comm->ep;
 	uint64_t tag = zsm_tag_data(comm->remote.id, b->tag[i]);
 	size_t len = b->len[i];
 	ssize_t ret = zsm_net_ep_tx_full(req, ep);
@@ -308,7 +308,7 @@ static ssize_t zsm_net_op_send(struct zsm_net_req *req, int i)
 
 static ssize_t zsm_net_op_recv(struct zsm_net_req *req, int i)
 {
-	struct zsm_net_comm *comm = req->base.comm->tp;
+	struct zsm_net_comm *comm = req->ops[i].link;
 	struct zsm_net_ep *ep = comm->ep;
 	size_t len = req->base.len[i];
 	ssize_t ret = zsm_net_post_recv(req, comm, i);
@@ -327,8 +327,7 @@ static ssize_t zsm_net_op_recv(struct zsm_net_req *req, int i)
 /* A flush: a read of our own buffer back through the NIC. */
 static ssize_t zsm_net_op_flush(struct zsm_net_req *req, int i)
 {
-	struct zsm_net_ep *ep =
-		((struct zsm_net_comm *)req->base.comm->tp)->ep;
+	struct zsm_net_ep *ep = req->ops[i].link->ep;
 	ssize_t ret = zsm_net_ep_tx_full(req, ep);
 
 	if (!ret)
@@ -346,7 +345,7 @@ static int zsm_net_ep_post_with(struct zsm_net_req *req, int i,
 				zsm_net_op_fn post)
 {
 	struct zsm_req *b = &req->base;
-	struct zsm_net_comm *comm = b->comm->tp;
+	struct zsm_net_comm *comm = req->ops[i].link;
 	ssize_t ret = post(req, i);
 
 	/* Refused: by the provider, or by zsm (its -EAGAIN is the same). */
@@ -395,14 +394,14 @@ static void zsm_net_req_ready(struct zsm_net_req *req)
 		struct zsm_mr *mr = b->mh[i < b->n ? i : 0];
 
 		req->ops[i].req = req;
+		req->ops[i].link = b->comm->tp;
 		req->ops[i].kind = b->type == ZSM_REQ_RECV ? ZSM_OP_RECV
 							   : ZSM_OP_SEND;
 		req->ops[i].index = (uint8_t)i;
 		req->ops[i].posted = 0;
 		req->mr_desc[i] =
 			mr ? zsm_net_mr_desc(zsm_net_mr_of(mr),
-					     ((struct zsm_net_comm *)
-						      b->comm->tp)->ep)
+					     req->ops[i].link->ep)
 			   : NULL;
 	}
 }
@@ -515,9 +514,15 @@ fail_rest:
 			if (!req->ops[i].posted)
 				idx[k++] = i;
 		zsm_net_req_undefer(req);
-		comm->posted.ops += k;
-		comm->posted.data += k;
-		comm->posted.recv += b->type == ZSM_REQ_RECV ? k : 0;
+		/* Counted on their links as if posted: op_done takes them
+		 * off again. */
+		for (int j = 0; j < k; j++) {
+			struct zsm_net_comm *l = req->ops[idx[j]].link;
+
+			l->posted.ops++;
+			l->posted.data++;
+			l->posted.recv += b->type == ZSM_REQ_RECV;
+		}
 		for (int j = 0; j < k; j++)
 			zsm_net_req_op_done(&req->ops[idx[j]], err, 0, 0);
 	}

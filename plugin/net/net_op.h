@@ -41,6 +41,9 @@ struct zsm_net_close_wait;
 struct zsm_net_op {
 	struct fi_context2 fi_ctx; /* first: FI_CONTEXT2 mode */
 	struct zsm_net_req *req;
+	/* A request's op: the link it goes on, whose endpoint, credit and
+	 * counts it uses (set at the request's first post). */
+	struct zsm_net_comm *link;
 	void *owner; /* comm or listen for control ops */
 	uint8_t kind;
 	uint8_t index;

@@ -12,16 +12,10 @@
 #include "common/param.h"
 #include "net/net.h"
 
-/* The net link a request of a net comm goes on. */
-static struct zsm_net_comm *zsm_net_req_link(const struct zsm_net_req *req)
-{
-	return req->base.comm->tp;
-}
-
 uint64_t zsm_net_req_cq_data(const struct zsm_net_req *req)
 {
 	const struct zsm_mr *mr = req->base.mh[0];
-	const struct zsm_net_comm *comm = zsm_net_req_link(req);
+	const struct zsm_net_comm *comm = req->ops[0].link;
 	uint64_t data = comm->data_key;
 
 	/* Host memory only: a GPU buffer is not the CPU's to read. */
@@ -43,7 +37,7 @@ uint64_t zsm_net_req_cq_data(const struct zsm_net_req *req)
  */
 static int zsm_net_req_repost(struct zsm_net_req *req, int i)
 {
-	struct zsm_net_comm *comm = zsm_net_req_link(req);
+	struct zsm_net_comm *comm = req->ops[i].link;
 	struct zsm_comm *c = req->base.comm;
 
 	zsm_net_ctrl_drop(comm->ep, ZSM_DROP_DATA,
@@ -76,7 +70,7 @@ static int zsm_net_req_recv_done(struct zsm_net_op *op, int err, size_t *len,
 				 uint64_t data)
 {
 	struct zsm_net_req *req = op->req;
-	struct zsm_net_comm *comm = zsm_net_req_link(req);
+	struct zsm_net_comm *comm = op->link;
 
 	if (!err && *len > req->base.len[op->index])
 		err = -EMSGSIZE;
@@ -130,7 +124,7 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
 {
 	struct zsm_net_req *req = op->req;
 	struct zsm_req *b = &req->base;
-	struct zsm_net_comm *comm = zsm_net_req_link(req);
+	struct zsm_net_comm *comm = op->link;
 	/* relaxed: engine-only write, see zsm_req_orphan. */
 	int orphan = atomic_load_explicit(&b->orphan, memory_order_relaxed);
 	int was_posted = op->posted == 1;
@@ -226,7 +220,7 @@ void zsm_net_req_undefer(struct zsm_net_req *req)
 {
 	if (req->deferred) {
 		req->deferred = 0;
-		zsm_net_req_link(req)->posted.deferred--;
+		((struct zsm_net_comm *)req->base.comm->tp)->posted.deferred--;
 	}
 }
 
@@ -295,6 +289,7 @@ int zsm_net_flush_op(struct zsm_comm *c, int n, void **data, const int *sizes,
 	req->mr_desc[0] = comm->ep->flush.desc;
 	req->ready = 1;
 	req->ops[0].req = req;
+	req->ops[0].link = comm;
 	req->ops[0].kind = ZSM_OP_FLUSH;
 	req->ops[0].index = 0;
 	req->ops[0].posted = 0;
