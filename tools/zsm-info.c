@@ -255,6 +255,8 @@ int main(int argc, char **argv)
 		zsm_net_dev_plan_duplex(&topo.devs[i]);
 		printf("      duplex endpoints and pumps: %s\n",
 		       topo.devs[i].duplex_why);
+		zsm_net_dev_plan_paths(&topo.devs[i]);
+		printf("      paths per comm: %s\n", topo.devs[i].paths_why);
 	}
 	zsm_info_print_groups(&topo);
 	zsm_net_topo_free(&topo);

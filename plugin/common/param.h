@@ -136,6 +136,13 @@ enum zsm_param_type {
 	  "AllGather's) takes two cores instead of sharing one: for "         \
 	  "providers whose bytes the host's CPUs move. auto: 1 on "           \
 	  "tcp;ofi_rxm when the process may run on more than 4 CPUs.")        \
+	X(NET_PATHS, ZSM_PARAM_ENUM, "1", 0, 0, "auto|1|2|3|4|5|6|7|8",       \
+	  "Endpoints of a network device that one comm spreads its "         \
+	  "messages over, each with a domain and a thread of its own, so "    \
+	  "that a provider whose bytes the host's CPUs move (tcp) moves one " \
+	  "comm's bytes on as many cores. Consecutive messages of a tag go "  \
+	  "on the paths in turn; a peer with fewer makes both use its "       \
+	  "count. auto: one per 4 CPUs, at most 4, on tcp; 1 elsewhere.")     \
 	X(NET_TX_PUMPS, ZSM_PARAM_ENUM, "auto", 0, 0, "auto|1|2|3|4",         \
 	  "Duplex devices: threads that drive the sending endpoint's "       \
 	  "provider. The first also watches for bytes coming in; the others " \

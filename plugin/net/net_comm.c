@@ -72,7 +72,7 @@ int zsm_net_handle_ok(const void *handle)
 	return zsm_net_handle_check(handle) == 0;
 }
 
-static struct zsm_net_comm *zsm_net_comm_new(struct zsm_net_ep *ep, int type)
+struct zsm_net_comm *zsm_net_comm_new(struct zsm_net_ep *ep, int type)
 {
 	struct zsm_net_comm *c = calloc(1, sizeof(*c));
 
@@ -88,6 +88,8 @@ static struct zsm_net_comm *zsm_net_comm_new(struct zsm_net_ep *ep, int type)
 	c->data_key = (uint32_t)(zsm_random64() & ZSM_CQ_KEY_MASK);
 	c->remote.addr = FI_ADDR_NOTAVAIL;
 	c->started_ns = zsm_now_ns();
+	c->paths.n = 1;
+	c->paths.link[0] = c;
 	c->ep_next = ep->comms;
 	ep->comms = c;
 	return c;
@@ -118,6 +120,29 @@ static void zsm_net_comm_leave_listener(struct zsm_net_comm *rc)
 	rc->accept.next = NULL;
 }
 
+/* The links of comm's paths still there (not the comm itself). */
+static int zsm_net_comm_path_links(const struct zsm_net_comm *comm)
+{
+	int n = 0;
+
+	for (int j = 1; j < comm->paths.n; j++)
+		n += comm->paths.link[j] != NULL;
+	return n;
+}
+
+/* Whether the provider may still write a receive of comm's, on any of
+ * its paths. */
+static int zsm_net_comm_recvs_out(const struct zsm_net_comm *comm)
+{
+	for (int j = 0; j < comm->paths.n; j++) {
+		const struct zsm_net_comm *l = comm->paths.link[j];
+
+		if (l && l->posted.recv && !l->remote.gone)
+			return 1;
+	}
+	return 0;
+}
+
 /*
  * The closer may return once the provider writes none of the comm's
  * buffers: NCCL frees them next.  Receives are cancelled by the close
@@ -128,9 +153,22 @@ static void zsm_net_comm_leave_listener(struct zsm_net_comm *rc)
 static void zsm_net_comm_tell_closer(struct zsm_net_comm *comm, int freeing)
 {
 	if (!comm->owner || comm->owner->tp != comm ||
-	    (!freeing && comm->posted.recv && !comm->remote.gone))
+	    (!freeing && zsm_net_comm_recvs_out(comm)))
 		return;
 	zsm_comm_quiet(comm->owner);
+}
+
+/* Ties between a comm and its paths' links, undone as either goes. */
+static void zsm_net_comm_path_unlink(struct zsm_net_comm *comm)
+{
+	if (comm->paths.parent) {
+		comm->paths.parent->paths.link[comm->paths.index] = NULL;
+		comm->paths.parent = NULL;
+	}
+	for (int j = 1; j < comm->paths.n; j++)
+		if (comm->paths.link[j])
+			comm->paths.link[j]->paths.parent = NULL;
+	zsm_net_path_seq_fini(&comm->paths.seq);
 }
 
 void zsm_net_comm_free(struct zsm_net_comm *comm)
@@ -138,6 +176,7 @@ void zsm_net_comm_free(struct zsm_net_comm *comm)
 	struct zsm_net_ep *ep = comm->ep;
 
 	zsm_net_comm_tell_closer(comm, 1);
+	zsm_net_comm_path_unlink(comm);
 	zsm_net_comm_leave_listener(comm);
 	zsm_net_rma_comm_fini(comm);
 	zsm_net_comm_unlink(&ep->comms, comm,
@@ -223,6 +262,16 @@ static void zsm_net_comm_orphan_posted(struct zsm_net_comm *comm, int err)
 
 void zsm_net_comm_fail_reqs(struct zsm_net_comm *comm, int err)
 {
+	/* Its paths' links first: the requests are all the comm's. */
+	for (int j = 1; j < comm->paths.n; j++) {
+		struct zsm_net_comm *l = comm->paths.link[j];
+
+		if (!l || l->failed)
+			continue;
+		l->failed = 1;
+		l->hs = ZSM_COMM_FAILED;
+		zsm_net_req_report_held(l, err);
+	}
 	comm->failed = 1;
 	comm->hs = ZSM_COMM_FAILED;
 	/* Receives from a failed peer would wait forever. */
@@ -242,6 +291,17 @@ void zsm_net_comm_fail_reqs(struct zsm_net_comm *comm, int err)
 
 void zsm_net_comm_fail(struct zsm_net_comm *comm, int err, const char *why)
 {
+	/* A path's link fails with its comm, which says so once, naming
+	 * the path. */
+	if (comm->paths.parent) {
+		char w[256];
+
+		if (why)
+			snprintf(w, sizeof(w), "path %d: %s",
+				 comm->paths.index, why);
+		zsm_net_comm_fail(comm->paths.parent, err, why ? w : NULL);
+		return;
+	}
 	if (comm->failed)
 		return;
 	comm->failed = 1;
@@ -257,12 +317,14 @@ void zsm_net_comm_fail(struct zsm_net_comm *comm, int err, const char *why)
 
 int zsm_net_comm_failed(const struct zsm_net_comm *comm)
 {
+	if (comm->paths.parent)
+		comm = comm->paths.parent;
 	return comm->failed || (comm->owner && zsm_comm_error(comm->owner));
 }
 
 /* Where the peer runs, said once when the comm is established. */
-static void zsm_net_comm_set_peer(struct zsm_net_comm *comm, uint32_t pid,
-				  uint64_t host_hash)
+void zsm_net_comm_set_peer(struct zsm_net_comm *comm, uint32_t pid,
+			   uint64_t host_hash)
 {
 	comm->remote.pid = pid;
 	comm->remote.host_hash = host_hash;
@@ -291,7 +353,7 @@ static void zsm_net_comm_offer_in(const struct zsm_ctrl_msg *m,
 }
 
 /* The peer's address into the vector and its liveness record. */
-static int zsm_net_comm_set_addr(struct zsm_net_comm *comm, const void *addr)
+int zsm_net_comm_set_addr(struct zsm_net_comm *comm, const void *addr)
 {
 	int ret = zsm_net_ep_av_insert(comm->ep, addr, &comm->remote.addr);
 
@@ -380,6 +442,7 @@ void zsm_net_comm_on_req(struct zsm_net_comm *lc,
 		  "receive comm %u",
 		  ep->dev->name, lc->local_id, m->src_id, m->pid,
 		  rc->local_id);
+	zsm_net_path_accept(rc, m->paths);
 	zsm_net_ctrl_want(rc, ZSM_CTRL_CONN_ACK);
 }
 
@@ -407,6 +470,14 @@ void zsm_net_comm_on_ack(struct zsm_net_comm *sc, const struct zsm_ctrl_msg *m)
 				  "an answer that is not the handle's pid's");
 		return;
 	}
+	if (zsm_net_path_agreed(sc, m->paths)) {
+		snprintf(why, sizeof(why),
+			 "listener %u of pid %u answered with %u paths, and "
+			 "this process offered %d (ZSM_NET_PATHS)",
+			 sc->remote.id, m->pid, m->paths, sc->ep->dev->paths);
+		zsm_net_comm_fail(sc, -EPROTO, why);
+		return;
+	}
 	sc->remote.id = m->src_id;
 	sc->remote.key = m->reply_key;
 	sc->data_key = m->data_key;
@@ -423,9 +494,10 @@ void zsm_net_comm_on_ack(struct zsm_net_comm *sc, const struct zsm_ctrl_msg *m)
 	zsm_comm_answered(sc->owner, &peer, &answer, &sc->ctrl.offer);
 }
 
-/* Whether the link carries its comm's data (not a handshake link only). */
-static int zsm_net_comm_is_data(const struct zsm_net_comm *c)
+int zsm_net_comm_is_data(const struct zsm_net_comm *c)
 {
+	if (c->paths.parent)
+		c = c->paths.parent;
 	return c->owner && c->owner->tp == c;
 }
 
@@ -483,8 +555,9 @@ void zsm_net_comm_on_close(struct zsm_net_comm *c,
 					  "sent will match");
 		return;
 	}
+	/* Sends wait in the comm's queue, whichever path they are for. */
 	if (zsm_net_credit_on_close(&c->credit, m->sent) ||
-	    c->posted.deferred) {
+	    zsm_net_path_top(c)->posted.deferred) {
 		zsm_net_comm_fail(c, -ECONNRESET,
 				  "the receiver closed its comm: the sends it "
 				  "did not take are lost");
@@ -677,12 +750,21 @@ struct zsm_comm *zsm_net_accept(struct zsm_comm *owner)
 
 void zsm_net_comm_maybe_free(struct zsm_net_comm *comm)
 {
+	struct zsm_net_comm *top = zsm_net_path_top(comm);
+
 	if (!comm->closing)
 		return;
-	zsm_net_comm_tell_closer(comm, 0);
-	/* Its CLOSE goes first (net_ctrl.c gives it up if it cannot). */
-	if (comm->posted.ops == 0 && !comm->ctrl.want)
+	zsm_net_comm_tell_closer(top, 0);
+	/* Its CLOSE goes first (net_ctrl.c gives it up if it cannot); a
+	 * comm goes after its paths' links, whose operations name its
+	 * requests. */
+	if (comm->posted.ops == 0 && !comm->ctrl.want &&
+	    !zsm_net_comm_path_links(comm))
 		zsm_net_comm_free(comm);
+	else
+		return;
+	if (top != comm)
+		zsm_net_comm_maybe_free(top);
 }
 
 /*
@@ -703,6 +785,13 @@ int zsm_net_comm_post_close(struct zsm_net_comm *comm)
 {
 	int tell = zsm_net_comm_owes_close(comm);
 
+	if (zsm_net_comm_is_data(comm))
+		zsm_net_path_report(comm);
+	/* Its paths' links first, while it is not closing itself: the last
+	 * of them to go would free it (zsm_net_comm_maybe_free). */
+	for (int j = 1; j < comm->paths.n; j++)
+		if (comm->paths.link[j] && !comm->paths.link[j]->closing)
+			zsm_net_comm_post_close(comm->paths.link[j]);
 	comm->closing = 1;
 	/* Receive comms nobody accepted go with their listener. */
 	while (comm->accept.head)
@@ -771,6 +860,16 @@ void zsm_net_comm_expire(struct zsm_net_ep *ep, uint64_t now)
 						      memory_order_acquire)))
 			continue;
 		state = c->hs;
+		/* A path's link lives with its comm: only a receive link
+		 * whose sender never named itself is given up, and the
+		 * comm with it (its share of the data would never come). */
+		if (c->paths.parent) {
+			if (state == ZSM_COMM_CONNECTING && age > limit)
+				zsm_net_comm_fail(c, -ETIMEDOUT,
+						  "the peer's link never named "
+						  "itself (ZSM_CONNECT_TIMEOUT_MS)");
+			continue;
+		}
 		if (c->type == ZSM_COMM_RECV) {
 			if (state == ZSM_COMM_CONNECTING && age > limit) {
 				ZSM_INFO("net: %s: pid %u never confirmed the "

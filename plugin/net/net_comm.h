@@ -18,6 +18,7 @@
 #include "net/net_ep.h"
 #include "net/net_fi_lib.h"
 #include "net/net_hmem.h"
+#include "net/net_path.h"
 #include "net/net_req.h"
 #include "net/net_rma_plan.h"
 #include "net/net_txpool.h"
@@ -127,6 +128,19 @@ struct zsm_net_comm_accept {
 	struct zsm_net_comm *next;
 };
 
+/* A comm's paths (net_path.c): the links of the others, each on an
+ * endpoint of its own, or (a path's link) the comm it serves. */
+struct zsm_net_comm_paths {
+	int n;	   /* paths the comm uses: 1, none but itself */
+	int index; /* a path's link: which path; 0 for the comm */
+	struct zsm_net_comm *parent;
+	struct zsm_net_comm *link[ZSM_NET_PATHS_MAX]; /* [0]: the comm */
+	int told; /* receive comms: paths named to the connector so far */
+	struct zsm_net_path_seq seq;
+	/* Data messages and bytes this link carried. */
+	uint64_t msgs, bytes;
+};
+
 struct zsm_net_comm {
 	uint8_t type; /* enum zsm_comm_type */
 	struct zsm_comm *owner;
@@ -157,10 +171,19 @@ struct zsm_net_comm {
 	uint64_t closed_ns; /* when closing began: its CLOSE's clock */
 	struct zsm_net_comm_ctrl ctrl;
 	struct zsm_net_comm_accept accept;
+	struct zsm_net_comm_paths paths;
 };
 
 
 /* net_comm.c: the handshake and the links' lives. */
+/* A new link of type on ep, with its id, keys and place on ep's list. */
+struct zsm_net_comm *zsm_net_comm_new(struct zsm_net_ep *ep, int type);
+/* The peer's process, and its address into ep's vector and liveness. */
+void zsm_net_comm_set_peer(struct zsm_net_comm *comm, uint32_t pid,
+			   uint64_t host_hash);
+int zsm_net_comm_set_addr(struct zsm_net_comm *comm, const void *addr);
+/* Whether the link carries a comm's data (not a handshake link only). */
+int zsm_net_comm_is_data(const struct zsm_net_comm *c);
 /* Engine: free the link once nothing refers to it any more, and tell a
  * waiting closer once the provider holds none of its buffers. */
 void zsm_net_comm_maybe_free(struct zsm_net_comm *comm);

@@ -203,6 +203,7 @@ static void zsm_net_ctrl_build(struct zsm_net_comm *comm, enum zsm_ctrl_type t,
 	case ZSM_CTRL_CONN_REQ:
 		m->key = comm->nonce;
 		m->reply_key = comm->key;
+		m->paths = (uint32_t)ep->dev->paths;
 		m->addr_len = (uint32_t)ep->fi.addr_len;
 		memcpy(m->addr, ep->fi.addr, ep->fi.addr_len);
 		break;
@@ -210,6 +211,10 @@ static void zsm_net_ctrl_build(struct zsm_net_comm *comm, enum zsm_ctrl_type t,
 		m->reply_key = comm->key;
 		m->data_key = comm->data_key;
 		m->credit = comm->credit.granted;
+		m->paths = (uint32_t)comm->paths.n;
+		break;
+	case ZSM_CTRL_PATH:
+		zsm_net_path_build(comm, m);
 		break;
 	case ZSM_CTRL_GRANT:
 		/* Built as it goes out: every receive posted until now. */
@@ -294,6 +299,8 @@ static int zsm_net_ctrl_send_next(struct zsm_net_comm *comm)
 	op->posted = 1;
 	comm->posted.ops++;
 	comm->ep->ctrl.tx++;
+	if (t == ZSM_CTRL_PATH)
+		zsm_net_path_told(comm);
 	return 0;
 }
 
@@ -437,7 +444,8 @@ static struct zsm_net_comm *zsm_net_ctrl_for(struct zsm_net_ep *ep,
 	}
 	/* A comm hears only from its peer's comm, once it knows it (a
 	 * connector learns it from the CONN_ACK). */
-	if ((m->type != ZSM_CTRL_CONN_ACK && m->src_id != c->remote.id) ||
+	if ((m->type != ZSM_CTRL_CONN_ACK && m->type != ZSM_CTRL_PATH &&
+	     m->src_id != c->remote.id) ||
 	    (state >= 0 && c->hs != state)) {
 		zsm_net_ctrl_drop(ep, ZSM_DROP_STATE, "out of turn");
 		return NULL;
@@ -557,6 +565,10 @@ static void zsm_net_ctrl_on_link(struct zsm_net_ep *ep,
 		return;
 	default: /* PING, PONG: for a send or a receive comm */
 		c = zsm_idmap_find(&ep->ids, m->dst_id);
+		/* A probe's answer may cross the comm's failure (a comm over
+		 * several paths probes on each): no news then. */
+		if (c && c->type != ZSM_COMM_LISTEN && zsm_net_comm_failed(c))
+			return;
 		c = zsm_net_ctrl_for(ep, m,
 				     c && c->type == ZSM_COMM_RECV
 					     ? ZSM_COMM_RECV
@@ -615,6 +627,25 @@ static void zsm_net_ctrl_on_message(struct zsm_net_ep *ep,
 				     ZSM_COMM_CONNECTING);
 		if (c)
 			zsm_net_comm_on_done(c, m);
+		return;
+	case ZSM_CTRL_PATH:
+		/* Its key proves it; its sender is the path's link, which
+		 * the comm did not know before. */
+		c = zsm_idmap_find(&ep->ids, m->dst_id);
+		/* One may cross its comm's failure or close: no news. */
+		if (c && c->type != ZSM_COMM_LISTEN &&
+		    (c->closing || zsm_net_comm_failed(c)))
+			return;
+		if (c && c->type == ZSM_COMM_SEND) {
+			c = zsm_net_ctrl_for(ep, m, ZSM_COMM_SEND, -1);
+			if (c)
+				zsm_net_path_on_named(c, m);
+		} else {
+			c = zsm_net_ctrl_for(ep, m, ZSM_COMM_RECV,
+					     ZSM_COMM_CONNECTING);
+			if (c)
+				zsm_net_path_on_joined(c, m);
+		}
 		return;
 	default:
 		zsm_net_ctrl_on_link(ep, m, type);

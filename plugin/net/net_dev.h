@@ -23,6 +23,7 @@
 #include "proxy/proxy.h"
 
 #define ZSM_NET_MAX_DEVS 32
+#define ZSM_NET_PATHS_MAX 8
 
 /* Encode/decode, unit tested.  Decode refuses foreign or damaged handles. */
 void zsm_net_handle_encode(struct zsm_net_handle *h, uint32_t listen_id,
@@ -71,6 +72,12 @@ struct zsm_net_dev {
 	struct zsm_net_ep *ep_rx;
 	int duplex;
 	int tx_pumps; /* duplex: pump threads of the sending endpoint */
+	/* ZSM_NET_PATHS: the endpoints one comm spreads over (net_path.h);
+	 * path p > 0 is path_ep[p - 1][role], opened on first use. */
+	int paths;
+	int path_pumps; /* each path's endpoint has a pump thread */
+	struct zsm_net_ep *path_ep[ZSM_NET_PATHS_MAX - 1][2];
+	char paths_why[160]; /* what ZSM_NET_PATHS decided, and why */
 	char duplex_why[96]; /* what ZSM_NET_DUPLEX decided, and why */
 	/* Endpoints retired after a peer went silent (see zsm_net_ep_retire):
 	 * they serve their comms and close when the last one does. */

@@ -37,7 +37,7 @@ struct zsm_net_comm *zsm_net_dev_find_comm(struct zsm_net_dev *dev,
 	 * kinds may be alike). */
 	for (struct zsm_net_ep *ep = dev->retired; ep && !c;
 	     ep = ep->retired_next)
-		if (!ep->rx_role)
+		if (!ep->rx_role && ep->path == 0)
 			c = zsm_idmap_find(&ep->ids, id);
 	return c;
 }
@@ -378,8 +378,23 @@ static int zsm_net_req_nops(const struct zsm_req *b)
 		       : b->n;
 }
 
-/* First post of req: each operation and its descriptor. */
-static void zsm_net_req_ready(struct zsm_net_req *req)
+/* Which path op i of a send or receive goes on: its tag's turn. */
+static int zsm_net_req_pick_path(struct zsm_net_req *req, int i)
+{
+	struct zsm_req *b = &req->base;
+	struct zsm_net_comm *comm = b->comm->tp;
+	int p = 0;
+
+	if ((b->type == ZSM_REQ_SEND || b->type == ZSM_REQ_RECV) &&
+	    zsm_net_path_next(&comm->paths.seq, b->tag[i], comm->paths.n,
+			      &p))
+		return -ENOMEM;
+	req->ops[i].path = (uint8_t)p;
+	return 0;
+}
+
+/* First post of req: each operation and its descriptor; -ENOMEM. */
+static int zsm_net_req_ready(struct zsm_net_req *req)
 {
 	struct zsm_req *b = &req->base;
 	int nops = zsm_net_req_nops(b);
@@ -390,20 +405,47 @@ static void zsm_net_req_ready(struct zsm_net_req *req)
 		/* Each op completes on its own; the last one publishes. */
 		b->remaining = (uint8_t)nops;
 	for (int i = 0; i < nops; i++) {
-		/* A put's or get's ops all use its one buffer's. */
-		struct zsm_mr *mr = b->mh[i < b->n ? i : 0];
-
 		req->ops[i].req = req;
 		req->ops[i].link = b->comm->tp;
+		req->ops[i].path = 0;
 		req->ops[i].kind = b->type == ZSM_REQ_RECV ? ZSM_OP_RECV
 							   : ZSM_OP_SEND;
 		req->ops[i].index = (uint8_t)i;
 		req->ops[i].posted = 0;
-		req->mr_desc[i] =
-			mr ? zsm_net_mr_desc(zsm_net_mr_of(mr),
-					     req->ops[i].link->ep)
-			   : NULL;
 	}
+	for (int i = 0; i < nops; i++) {
+		/* A put's or get's ops all use its one buffer's. */
+		struct zsm_mr *mr = b->mh[i < b->n ? i : 0];
+
+		if (zsm_net_req_pick_path(req, i))
+			return -ENOMEM;
+		/* Paths are taken only where no descriptor is needed
+		 * (net_path.c): another domain's would be wrong there. */
+		req->mr_desc[i] =
+			mr && !req->ops[i].path
+				? zsm_net_mr_desc(zsm_net_mr_of(mr),
+						  req->ops[i].link->ep)
+				: NULL;
+	}
+	return 0;
+}
+
+/* The links of req's ops not yet posted, from their paths: 0, or
+ * -EAGAIN while a path's link is not ready yet. */
+static int zsm_net_req_links(struct zsm_net_req *req, int nops)
+{
+	struct zsm_net_comm *comm = req->base.comm->tp;
+
+	for (int i = 0; i < nops; i++) {
+		struct zsm_net_comm *l = comm->paths.link[req->ops[i].path];
+
+		if (req->ops[i].posted)
+			continue;
+		if (!l || l->hs != ZSM_COMM_CONNECTED)
+			return -EAGAIN;
+		req->ops[i].link = l;
+	}
+	return 0;
 }
 
 /*
@@ -419,15 +461,26 @@ static void zsm_net_req_ready(struct zsm_net_req *req)
  * half keeps room for each comm's next receive, whole, whenever it has
  * none in the provider, so whatever its sender sent early finds it.
  */
-static int zsm_net_ep_rx_room(const struct zsm_net_req *req,
-			      const struct zsm_net_comm *comm, int nops)
+static struct zsm_net_ep *zsm_net_ep_rx_short(const struct zsm_net_req *req,
+					       int nops)
 {
-	const struct zsm_net_ep *ep = comm->ep;
-
 	/* Ops go in index order: once the first is posted, so was the
 	 * room (a receive posted again replaces its own op). */
-	return req->ops[0].posted || !comm->posted.recv ||
-	       ep->queue.rx_inflight + (size_t)nops <= ep->queue.rx_budget;
+	if (req->ops[0].posted)
+		return NULL;
+	/* Each path's link by the same rule, on its own endpoint. */
+	for (int i = 0; i < nops; i++) {
+		const struct zsm_net_comm *l = req->ops[i].link;
+		size_t k = 0;
+
+		if (!l->posted.recv)
+			continue;
+		for (int j = 0; j < nops; j++)
+			k += req->ops[j].link->ep == l->ep;
+		if (l->ep->queue.rx_inflight + k > l->ep->queue.rx_budget)
+			return l->ep;
+	}
+	return NULL;
 }
 
 /* A request refused for now: -EAGAIN, or for good once NCCL closed its
@@ -446,6 +499,70 @@ static int zsm_net_ep_refused(struct zsm_net_req *req,
 	return -EAGAIN;
 }
 
+/* Operations of req never posted complete here, with err.  The last
+ * completion may publish the request, after which test() can free and
+ * reuse it: the operations are picked out first. */
+static void zsm_net_req_fail_rest(struct zsm_net_req *req, int nops, int err)
+{
+	int idx[ZSM_MAX_RECVS], k = 0;
+
+	for (int i = 0; i < nops; i++)
+		if (!req->ops[i].posted)
+			idx[k++] = i;
+	zsm_net_req_undefer(req);
+	/* Counted on their links as if posted: op_done takes them off
+	 * again. */
+	for (int j = 0; j < k; j++) {
+		struct zsm_net_comm *l = req->ops[idx[j]].link;
+
+		l->posted.ops++;
+		l->posted.data++;
+		l->posted.recv += req->base.type == ZSM_REQ_RECV;
+	}
+	for (int j = 0; j < k; j++)
+		zsm_net_req_op_done(&req->ops[idx[j]], err, 0, 0);
+}
+
+/*
+ * Whether req may go to the provider now: 0; -EAGAIN, refused for now
+ * (its path's link is in its handshake, or a receive's room is short,
+ * parked then); or the error that ends it.
+ */
+static int zsm_net_ep_admit(struct zsm_net_req *req, struct zsm_net_comm *comm,
+			    int nops)
+{
+	struct zsm_req *b = &req->base;
+	struct zsm_net_ep *short_ep;
+	int err;
+
+	if (comm->closing)
+		return -ECANCELED;
+	err = zsm_net_comm_peer_closed(comm, b);
+	if (!err)
+		err = zsm_comm_error(b->comm);
+	if (err)
+		return err;
+	/* A path's link still in its handshake: next pass. */
+	if (zsm_net_req_links(req, nops))
+		return zsm_net_ep_refused(req, comm);
+	/* A send's path link hears its receiver's CLOSE on its own. */
+	if (b->type == ZSM_REQ_SEND && req->ops[0].link != comm &&
+	    zsm_net_comm_peer_closed(req->ops[0].link, b))
+		return -ECONNRESET;
+	short_ep = b->type == ZSM_REQ_RECV ? zsm_net_ep_rx_short(req, nops)
+					   : NULL;
+	if (!short_ep)
+		return 0;
+	err = zsm_net_ep_refused(req, comm);
+	/* Until a receive completes: one of another comm's frees budget,
+	 * this comm's last one lets it go regardless (zsm_net_recv_done). */
+	if (err == -EAGAIN)
+		zsm_proxy_park(&b->desc, &short_ep->queue.rx_room,
+			       short_ep->queue.rx_inflight >=
+				       short_ep->queue.rx_budget);
+	return err;
+}
+
 /* The posting every kind shares: first post, checks, each operation by
  * post, and the end of those it never posted. */
 static int zsm_net_ep_post_req(struct zsm_req *b, zsm_net_op_fn post)
@@ -454,36 +571,20 @@ static int zsm_net_ep_post_req(struct zsm_req *b, zsm_net_op_fn post)
 	struct zsm_net_comm *comm = b->comm->tp;
 	int nops = zsm_net_req_nops(b), err;
 
-	if (!req->ready)
-		zsm_net_req_ready(req);
-	if (!nops) {
+	err = !req->ready && zsm_net_req_ready(req) ? -ENOMEM : 0;
+	if (!err && !nops) {
 		/* A get of 0 bytes: nothing to move. */
 		zsm_req_publish(b);
 		return 0;
 	}
-	if (comm->closing) {
-		err = -ECANCELED;
-		goto fail_rest;
-	}
-	err = zsm_net_comm_peer_closed(comm, b);
 	if (!err)
-		err = zsm_comm_error(b->comm);
+		err = zsm_net_ep_admit(req, comm, nops);
+	if (err == -EAGAIN)
+		return err;
 	if (err)
 		goto fail_rest;
 	if (b->type == ZSM_REQ_SEND)
 		req->cq_data = zsm_net_req_cq_data(req);
-	if (b->type == ZSM_REQ_RECV && !zsm_net_ep_rx_room(req, comm, nops)) {
-		err = zsm_net_ep_refused(req, comm);
-		if (err != -EAGAIN)
-			goto fail_rest;
-		/* Until a receive completes: one of another comm's frees
-		 * budget, this comm's last one lets it go regardless
-		 * (zsm_net_recv_done). */
-		zsm_proxy_park(&b->desc, &comm->ep->queue.rx_room,
-			       comm->ep->queue.rx_inflight >=
-				       comm->ep->queue.rx_budget);
-		return err;
-	}
 	for (int i = 0; i < nops; i++) {
 		if (req->ops[i].posted)
 			continue;
@@ -500,32 +601,12 @@ static int zsm_net_ep_post_req(struct zsm_req *b, zsm_net_op_fn post)
 	}
 	zsm_net_req_undefer(req);
 	if (b->type == ZSM_REQ_RECV)
-		zsm_net_comm_grant_check(comm);
+		for (int i = 0; i < nops; i++)
+			zsm_net_comm_grant_check(req->ops[i].link);
 	return 0;
 
 fail_rest:
-	{
-		/* Operations never posted complete here, with the error.  The
-		 * last completion may publish the request, after which test()
-		 * can free and reuse it: pick the operations out first. */
-		int idx[ZSM_MAX_RECVS], k = 0;
-
-		for (int i = 0; i < nops; i++)
-			if (!req->ops[i].posted)
-				idx[k++] = i;
-		zsm_net_req_undefer(req);
-		/* Counted on their links as if posted: op_done takes them
-		 * off again. */
-		for (int j = 0; j < k; j++) {
-			struct zsm_net_comm *l = req->ops[idx[j]].link;
-
-			l->posted.ops++;
-			l->posted.data++;
-			l->posted.recv += b->type == ZSM_REQ_RECV;
-		}
-		for (int j = 0; j < k; j++)
-			zsm_net_req_op_done(&req->ops[idx[j]], err, 0, 0);
-	}
+	zsm_net_req_fail_rest(req, nops, err);
 	return 0;
 }
 
@@ -576,6 +657,11 @@ int zsm_net_ep_busy(const struct zsm_net_ep *ep)
 	for (const struct zsm_net_comm *c = ep->comms; c; c = c->ep_next)
 		if (c->type != ZSM_COMM_LISTEN &&
 		    (c->closing || c->posted.deferred || c->held ||
+		     /* a path's link in its handshake: the provider
+		      * connects only while polled */
+		     (c->paths.parent && c->hs == ZSM_COMM_CONNECTING) ||
+		     /* or its comm's requests wait, maybe for its GRANT */
+		     (c->paths.parent && c->paths.parent->posted.deferred) ||
 		     /* acquire: pairs with the release in
 		      * zsm_entry_publish_comm. */
 		     (c->owner && !atomic_load_explicit(&c->owner->published,
@@ -628,12 +714,12 @@ static int zsm_net_progress_all(void *self)
 
 	for (int i = 0; i < topo->ndevs; i++) {
 		struct zsm_net_dev *dev = &topo->devs[i];
+		struct zsm_net_ep *ep;
+		int at = 0;
 
-		if (dev->ep)
-			events += zsm_net_ep_pass(dev->ep, now);
-		if (dev->ep_rx)
-			events += zsm_net_ep_pass(dev->ep_rx, now);
-		for (struct zsm_net_ep *ep = dev->retired; ep;
+		while ((ep = zsm_net_dev_next_ep(dev, &at)))
+			events += zsm_net_ep_pass(ep, now);
+		for (ep = dev->retired; ep;
 		     ep = ep->retired_next)
 			events += zsm_net_ep_pass(ep, now);
 		if (dev->retired)
@@ -644,14 +730,18 @@ static int zsm_net_progress_all(void *self)
 
 static int zsm_net_busy(void *self)
 {
-	const struct zsm_net_topo *topo = self;
+	struct zsm_net_topo *topo = self;
 
 	for (int i = 0; i < topo->ndevs; i++) {
-		const struct zsm_net_dev *dev = &topo->devs[i];
+		struct zsm_net_dev *dev = &topo->devs[i];
+		struct zsm_net_ep *ep;
+		int at = 0;
 
-		if (dev->retired || (dev->ep && zsm_net_ep_busy(dev->ep)) ||
-		    (dev->ep_rx && zsm_net_ep_busy(dev->ep_rx)))
+		if (dev->retired)
 			return 1;
+		while ((ep = zsm_net_dev_next_ep(dev, &at)))
+			if (zsm_net_ep_busy(ep))
+				return 1;
 	}
 	return 0;
 }
@@ -659,16 +749,18 @@ static int zsm_net_busy(void *self)
 /* Each endpoint's wait fd, once fi_trywait says nothing is pending. */
 static int zsm_net_wait_fds(void *self, struct pollfd *fds, int max)
 {
-	const struct zsm_net_topo *topo = self;
+	struct zsm_net_topo *topo = self;
+	struct zsm_net_ep *ep;
 	struct fid *fid;
-	int n = 0;
+	int n = 0, at = 0, i = 0;
 
-	for (int i = 0; i < 2 * topo->ndevs; i++) {
-		const struct zsm_net_dev *dev = &topo->devs[i / 2];
-		struct zsm_net_ep *ep = i % 2 ? dev->ep_rx : dev->ep;
-
-		if (!ep)
+	while (i < topo->ndevs) {
+		ep = zsm_net_dev_next_ep(&topo->devs[i], &at);
+		if (!ep) {
+			i++;
+			at = 0;
 			continue;
+		}
 		/* No fd: look in now and then.  Nor for a while after
 		 * something came: what arrives without a completion (a
 		 * stray, which the provider keeps) is found by the timed
@@ -693,10 +785,11 @@ static void zsm_net_kick(void *self)
 	struct zsm_net_topo *topo = self;
 
 	for (int i = 0; i < topo->ndevs; i++) {
-		if (topo->devs[i].ep)
-			topo->devs[i].ep->pass.kicked = 1;
-		if (topo->devs[i].ep_rx)
-			topo->devs[i].ep_rx->pass.kicked = 1;
+		struct zsm_net_ep *ep;
+		int at = 0;
+
+		while ((ep = zsm_net_dev_next_ep(&topo->devs[i], &at)))
+			ep->pass.kicked = 1;
 	}
 }
 

@@ -119,18 +119,30 @@ struct zsm_net_ep {
 	struct zsm_net_pump *pump;
 	atomic_int pump_busy;
 	int rx_role; /* dev->ep_rx's, or retired from there */
+	int path;    /* which of the device's paths it is (0: dev->ep) */
 };
 
 int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out);
 /* The endpoint listeners and accepted comms go to: dev->ep_rx under
  * ZSM_NET_DUPLEX (opened on first use), else the same as ep_get. */
 int zsm_net_ep_get_rx(struct zsm_net_dev *dev, struct zsm_net_ep **out);
+/* Path p (> 0) of dev for role rx_role, opened on first use. */
+int zsm_net_ep_get_path(struct zsm_net_dev *dev, int p, int rx_role,
+			struct zsm_net_ep **out);
+/* Whether dev's endpoints have pump threads (duplex, or paths). */
+int zsm_net_dev_pumped(const struct zsm_net_dev *dev);
+/* Every current endpoint of dev in turn: start with *i = 0; NULL at the
+ * end.  Paths' endpoints, then the device's own. */
+struct zsm_net_ep *zsm_net_dev_next_ep(struct zsm_net_dev *dev, int *i);
 /* The other current endpoint of ep's duplex device (opened if need be)
  * into *out, NULL when the device is not duplex: 0 or -errno. */
 int zsm_net_ep_twin(struct zsm_net_ep *ep, struct zsm_net_ep **out);
 /* After the engine changed what ep has in flight: tell its pump. */
 void zsm_net_ep_pump_hint(struct zsm_net_ep *ep);
 
+/* net_path.c: how many paths dev's comms spread over (ZSM_NET_PATHS),
+ * before its first endpoint opens. */
+void zsm_net_dev_plan_paths(struct zsm_net_dev *dev);
 /* net_pump.c: whether dev is duplex (ZSM_NET_DUPLEX), before its first
  * endpoint opens; an endpoint's pump thread. */
 void zsm_net_dev_plan_duplex(struct zsm_net_dev *dev);

@@ -222,7 +222,7 @@ static struct zsm_net_ep *zsm_net_ep_new(struct zsm_net_dev *dev,
 	return ep;
 }
 
-static int zsm_net_ep_open(struct zsm_net_dev *dev, int rx_role,
+static int zsm_net_ep_open(struct zsm_net_dev *dev, int path, int rx_role,
 			   struct zsm_net_ep **out)
 {
 	/* The offer with RMA and the ordering its signals need, where the
@@ -235,7 +235,7 @@ static int zsm_net_ep_open(struct zsm_net_dev *dev, int rx_role,
 	const char *step = "";
 	int ret;
 
-	if (dev->duplex) {
+	if (zsm_net_dev_pumped(dev)) {
 		safe = zsm_fi_dupinfo(fi);
 		if (!safe)
 			return -ENOMEM;
@@ -248,14 +248,16 @@ static int zsm_net_ep_open(struct zsm_net_dev *dev, int rx_role,
 			zsm_fi_freeinfo(safe);
 		return -ENOMEM;
 	}
+	ep->path = path;
 	ret = zsm_net_ep_open_fi(ep, fi, &step);
 	if (!ret) {
 		zsm_net_ep_budgets(ep, fi);
 		ret = zsm_net_ep_open_parts(ep, &step);
 	}
 	if (ret) {
-		ZSM_WARN("net: opening the %sendpoint on %s failed at %s: %s",
-			 rx_role ? "receiving " : "", dev->name, step,
+		ZSM_WARN("net: opening the %sendpoint of path %d on %s failed "
+			 "at %s: %s",
+			 rx_role ? "receiving " : "", path, dev->name, step,
 			 zsm_fi_strerror(ret < 0 ? -ret : ret));
 		if (safe)
 			zsm_fi_freeinfo(safe);
@@ -263,7 +265,7 @@ static int zsm_net_ep_open(struct zsm_net_dev *dev, int rx_role,
 		return -EIO;
 	}
 	zsm_net_ep_say_open(ep, fi);
-	if (dev->duplex && zsm_net_pump_start(ep))
+	if (zsm_net_dev_pumped(dev) && zsm_net_pump_start(ep))
 		ZSM_WARN("net: %s: no pump thread for the %s endpoint: both "
 			 "directions share the engine's",
 			 dev->name, rx_role ? "receiving" : "sending");
@@ -273,15 +275,55 @@ static int zsm_net_ep_open(struct zsm_net_dev *dev, int rx_role,
 	return 0;
 }
 
-/* The device's current endpoint of a role, opened on first use. */
-static int zsm_net_ep_current(struct zsm_net_dev *dev, int rx_role,
-			      struct zsm_net_ep **out)
+/* Where the device keeps its current endpoint of a path and role. */
+static struct zsm_net_ep **zsm_net_ep_slot(struct zsm_net_dev *dev, int path,
+					   int rx_role)
 {
-	struct zsm_net_ep **slot = rx_role ? &dev->ep_rx : &dev->ep;
-	int ret = *slot ? 0 : zsm_net_ep_open(dev, rx_role, slot);
+	if (path > 0)
+		return &dev->path_ep[path - 1][rx_role];
+	return rx_role ? &dev->ep_rx : &dev->ep;
+}
+
+/* The device's current endpoint of a path and role, opened on first
+ * use. */
+static int zsm_net_ep_current_path(struct zsm_net_dev *dev, int path,
+				   int rx_role, struct zsm_net_ep **out)
+{
+	struct zsm_net_ep **slot = zsm_net_ep_slot(dev, path, rx_role);
+	int ret = *slot ? 0 : zsm_net_ep_open(dev, path, rx_role, slot);
 
 	*out = *slot;
 	return ret;
+}
+
+static int zsm_net_ep_current(struct zsm_net_dev *dev, int rx_role,
+			      struct zsm_net_ep **out)
+{
+	return zsm_net_ep_current_path(dev, 0, rx_role, out);
+}
+
+int zsm_net_ep_get_path(struct zsm_net_dev *dev, int p, int rx_role,
+			struct zsm_net_ep **out)
+{
+	return zsm_net_ep_current_path(dev, p, dev->duplex && rx_role, out);
+}
+
+int zsm_net_dev_pumped(const struct zsm_net_dev *dev)
+{
+	return dev->duplex || (dev->paths > 1 && dev->path_pumps);
+}
+
+struct zsm_net_ep *zsm_net_dev_next_ep(struct zsm_net_dev *dev, int *i)
+{
+	/* 2 per path: path p's sending, then receiving endpoint. */
+	while (*i < 2 * ZSM_NET_PATHS_MAX) {
+		int at = (*i)++;
+		struct zsm_net_ep *ep = *zsm_net_ep_slot(dev, at / 2, at % 2);
+
+		if (ep)
+			return ep;
+	}
+	return NULL;
 }
 
 int zsm_net_ep_get(struct zsm_net_dev *dev, struct zsm_net_ep **out)
@@ -394,10 +436,8 @@ static void zsm_net_ep_destroy(struct zsm_net_ep *ep)
 		fi_close(&ep->fi.domain->fid);
 	if (ep->fi.fabric)
 		fi_close(&ep->fi.fabric->fid);
-	if (ep->dev && ep->dev->ep == ep)
-		ep->dev->ep = NULL;
-	if (ep->dev && ep->dev->ep_rx == ep)
-		ep->dev->ep_rx = NULL;
+	if (ep->dev && *zsm_net_ep_slot(ep->dev, ep->path, ep->rx_role) == ep)
+		*zsm_net_ep_slot(ep->dev, ep->path, ep->rx_role) = NULL;
 	free(ep);
 }
 
@@ -417,10 +457,8 @@ void zsm_net_ep_retire(struct zsm_net_ep *ep)
 	if (ep->retired)
 		return;
 	ep->retired = 1;
-	if (dev->ep == ep)
-		dev->ep = NULL;
-	if (dev->ep_rx == ep)
-		dev->ep_rx = NULL;
+	if (*zsm_net_ep_slot(dev, ep->path, ep->rx_role) == ep)
+		*zsm_net_ep_slot(dev, ep->path, ep->rx_role) = NULL;
 	ep->retired_next = dev->retired;
 	dev->retired = ep;
 	ZSM_INFO("net: %s: new comms get a fresh endpoint; this one closes "

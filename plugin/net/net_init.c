@@ -29,6 +29,7 @@ static int zsm_net_open_endpoints(void)
 		struct zsm_net_ep *ep;
 
 		zsm_net_dev_plan_duplex(&t->devs[i]);
+		zsm_net_dev_plan_paths(&t->devs[i]);
 		if (zsm_net_ep_get(&t->devs[i], &ep) != 0) {
 			ZSM_WARN("net: device %s is left out: its endpoint "
 				 "does not open",
@@ -127,12 +128,24 @@ void zsm_net_close_endpoints(void)
 {
 	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
 		struct zsm_net_dev *dev = &zsm_net_topo.devs[i];
+		struct zsm_net_ep *ep;
+		int at;
 
-		zsm_net_ep_close(dev->ep);
-		zsm_net_ep_close(dev->ep_rx);
+		/* Paths' endpoints first: their operations name requests of
+		 * comms that path 0's close frees.  Each close empties its
+		 * slot, so the walk starts over. */
+		at = 2;
+		while ((ep = zsm_net_dev_next_ep(dev, &at))) {
+			zsm_net_ep_close(ep);
+			at = 2;
+		}
+		at = 0;
+		while ((ep = zsm_net_dev_next_ep(dev, &at))) {
+			zsm_net_ep_close(ep);
+			at = 0;
+		}
 		while (dev->retired) {
-			struct zsm_net_ep *ep = dev->retired;
-
+			ep = dev->retired;
 			dev->retired = ep->retired_next;
 			zsm_net_ep_close(ep);
 		}

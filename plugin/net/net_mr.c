@@ -515,11 +515,13 @@ static void zsm_net_mr_drop_twins_of(struct zsm_net_ep *ep,
 void zsm_net_mr_drop_twins(struct zsm_net_ep *ep)
 {
 	struct zsm_net_dev *dev = ep->dev;
+	struct zsm_net_ep *e;
+	int at = 0;
 
 	if (!dev || !dev->duplex)
 		return;
-	zsm_net_mr_drop_twins_of(dev->ep, ep);
-	zsm_net_mr_drop_twins_of(dev->ep_rx, ep);
+	while ((e = zsm_net_dev_next_ep(dev, &at)))
+		zsm_net_mr_drop_twins_of(e, ep);
 	for (struct zsm_net_ep *r = dev->retired; r; r = r->retired_next)
 		zsm_net_mr_drop_twins_of(r, ep);
 }

@@ -48,6 +48,7 @@ struct zsm_net_op {
 	uint8_t kind;
 	uint8_t index;
 	uint8_t posted;
+	uint8_t path; /* a data op: which of its comm's paths (net_path.h) */
 };
 
 struct zsm_net_mr;

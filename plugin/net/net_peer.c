@@ -232,6 +232,10 @@ static void zsm_net_peer_fail(struct zsm_net_peer *p, int err, const char *why)
 		 * transport's own detector, which says it. */
 		if (c->closing || (c->owner && c->owner->tp != c))
 			continue;
+		/* A comm over several paths has a peer record on each: the
+		 * first to find the peer gone says it. */
+		if (zsm_net_comm_failed(c))
+			continue;
 		zsm_net_comm_fail(c, err, NULL);
 		n++;
 	}

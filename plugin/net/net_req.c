@@ -119,6 +119,16 @@ static int zsm_net_req_hold(struct zsm_net_comm *comm, struct zsm_net_req *req)
 	return 1;
 }
 
+/* What each path carried (said when its comm closes). */
+static void zsm_net_req_count(struct zsm_net_comm *comm,
+			      const struct zsm_req *b, size_t len)
+{
+	if (b->type != ZSM_REQ_SEND && b->type != ZSM_REQ_RECV)
+		return;
+	comm->paths.msgs++;
+	comm->paths.bytes += b->type == ZSM_REQ_RECV ? len : b->len[0];
+}
+
 void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
 			 uint64_t data)
 {
@@ -193,6 +203,8 @@ void zsm_net_req_op_done(struct zsm_net_op *op, int err, size_t len,
 		b->sizes[op->index] = (int)len;
 	else
 		b->sizes[0] = (int)b->len[0];
+	if (!err)
+		zsm_net_req_count(comm, b, len);
 	if (--b->remaining == 0 && !zsm_net_req_hold(comm, req))
 		zsm_req_publish(b);
 	if (comm->closing)
@@ -290,6 +302,7 @@ int zsm_net_flush_op(struct zsm_comm *c, int n, void **data, const int *sizes,
 	req->ready = 1;
 	req->ops[0].req = req;
 	req->ops[0].link = comm;
+	req->ops[0].path = 0;
 	req->ops[0].kind = ZSM_OP_FLUSH;
 	req->ops[0].index = 0;
 	req->ops[0].posted = 0;

@@ -25,14 +25,17 @@
  *   listen(): id L, nonce N
  *     handle {magic, version, L, N, pid, host, address} --(NCCL)-->
  *                                              connect(): comm S, key Ks
- *           <------ CONN_REQ {N, S, Ks, pid, host, address, offer}
+ *           <------ CONN_REQ {N, S, Ks, pid, host, address, offer, paths}
  *   comm R (key Kr, data key Dr), the core's answer to the offer
- *     CONN_ACK {Ks, R, Kr, Dr, pid, host, answer, credit} -->
+ *     CONN_ACK {Ks, R, Kr, Dr, pid, host, answer, credit, paths n} -->
  *                                              the core takes what the
  *                                              answer offers, or not;
  *                                              connect() returns S
  *           <------ CONN_DONE {Kr, what was taken}
  *   accept() returns R
+ *   for each path p in 1..n-1 (net_path.h), R's link Rp:
+ *     PATH {Ks, p, Rp, Krp, Drp, address p} -->  S's link Sp on path p
+ *           <------ PATH {Krp, p, Sp, Ksp, address p}  (on path p)
  *
  * The offer, answer and word of what was taken are opaque to net: the
  * transport choice fills and reads them through the core's hooks
@@ -90,6 +93,9 @@ enum zsm_ctrl_type {
 	 * read of ours (net_rma.c) */
 	ZSM_CTRL_RMA_REFUSED = 11,
 	ZSM_CTRL_CLOSE = 12,    /* either side: this comm closed */
+	/* a comm's path: a receive comm's, from it to its connector; then
+	 * the connector's, on that path, to the path's receive comm */
+	ZSM_CTRL_PATH = 13,
 	ZSM_CTRL_NTYPES,
 };
 
@@ -109,10 +115,12 @@ enum zsm_ctrl_type {
  * says how many messages it sent, a receive comm's how many arrived).
  * 13: a CONN_ACK's credit may be 0 (a receive comm with no early
  * messages allowed: its peer's comms hold the provider's share, net_dev.c).
+ * 14: paths (a CONN_REQ says how many the connector has, a CONN_ACK how
+ * many the comm uses; PATH names each other path's comms and addresses).
  * magic and version keep their offsets in every version, so either side
  * can name the other's.
  */
-#define ZSM_HANDLE_VERSION 13
+#define ZSM_HANDLE_VERSION 14
 
 /* The 128-byte connection handle NCCL ships from listener to connector. */
 struct zsm_net_handle {
@@ -175,8 +183,11 @@ struct zsm_ctrl_msg {
 		uint64_t sent;    /* CLOSE: a send comm's data messages
 				     posted, a receive comm's arrived */
 	};
-	uint32_t addr_len;  /* REQ: the connector's address */
-	uint32_t pad;
+	uint32_t addr_len;  /* REQ: the connector's address; PATH: the
+			       path's endpoint's */
+	uint32_t paths;	    /* REQ: the connector's paths; ACK: the
+			       comm's (1: none but itself); PATH: which
+			       path it names */
 	uint8_t addr[ZSM_NET_ADDR_MAX];
 	/* REQ: the offer; ACK: the answer; DONE: what was taken. */
 	uint8_t offer[ZSM_OFFER_BYTES];
@@ -194,6 +205,7 @@ _Static_assert(offsetof(struct zsm_ctrl_msg, version) == 4 &&
 		       offsetof(struct zsm_ctrl_msg, offer_len) == 52 &&
 		       offsetof(struct zsm_ctrl_msg, credit) == 56 &&
 		       offsetof(struct zsm_ctrl_msg, addr_len) == 64 &&
+		       offsetof(struct zsm_ctrl_msg, paths) == 68 &&
 		       offsetof(struct zsm_ctrl_msg, addr) == 72 &&
 		       offsetof(struct zsm_ctrl_msg, offer) == 136 &&
 		       sizeof(struct zsm_ctrl_msg) == 168,
