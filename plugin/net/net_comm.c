@@ -607,6 +607,7 @@ void zsm_net_comm_on_done(struct zsm_net_comm *rc,
 	zsm_net_comm_offer_in(m, &done);
 	if (rc->owner)
 		zsm_comm_confirmed(rc->owner, &done);
+	zsm_net_path_confirmed(rc);
 }
 
 int zsm_net_listen(int dev, void *handle, struct zsm_comm *owner)

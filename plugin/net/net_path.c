@@ -186,8 +186,24 @@ void zsm_net_path_accept(struct zsm_net_comm *rc, uint32_t asked)
 	/* Fewer where a path's endpoint did not open: the CONN_ACK says
 	 * how many. */
 	rc->paths.n = j;
-	if (j > 1)
+}
+
+void zsm_net_path_confirmed(struct zsm_net_comm *rc)
+{
+	if (rc->paths.n <= 1)
+		return;
+	/* The connector keeps the comm on net: name the paths (only now,
+	 * so that one that took another transport hears of none). */
+	if (zsm_net_comm_is_data(rc) && !rc->closing) {
 		zsm_net_ctrl_want(rc, ZSM_CTRL_PATH);
+		return;
+	}
+	/* Else the links go now: one left waiting would fail the comm its
+	 * handshake served once its time ran out. */
+	for (int j = 1; j < rc->paths.n; j++)
+		if (rc->paths.link[j])
+			zsm_net_comm_post_close(rc->paths.link[j]);
+	rc->paths.n = 1;
 }
 
 int zsm_net_path_agreed(struct zsm_net_comm *sc, uint32_t n)

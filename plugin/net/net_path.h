@@ -53,6 +53,9 @@ void zsm_net_path_report(const struct zsm_net_comm *comm);
 struct zsm_net_comm *zsm_net_path_top(struct zsm_net_comm *c);
 /* Listener: the receive comm rc's links for asked paths (a CONN_REQ's). */
 void zsm_net_path_accept(struct zsm_net_comm *rc, uint32_t asked);
+/* Listener: the connector confirmed (CONN_DONE): name the paths to it,
+ * or drop them where the comm took another transport. */
+void zsm_net_path_confirmed(struct zsm_net_comm *rc);
 /* Connector: the CONN_ACK's count; -EPROTO if more than we have. */
 int zsm_net_path_agreed(struct zsm_net_comm *sc, uint32_t n);
 /* A PATH's fields, from comm's state. */
