@@ -272,8 +272,7 @@ void zsm_net_path_on_named(struct zsm_net_comm *sc,
 	}
 	if (zsm_net_ep_addr_check(ep, m->addr, m->addr_len, why,
 				  sizeof(why))) {
-		zsm_net_ctrl_drop(sc->ep, ZSM_DROP_ADDRESS, why);
-		zsm_net_comm_fail(sc, -EPROTO, "a path's address is bad");
+		zsm_net_comm_fail(sc, -EPROTO, why);
 		return;
 	}
 	l = zsm_net_comm_new(ep, ZSM_COMM_SEND);
@@ -309,8 +308,7 @@ void zsm_net_path_on_joined(struct zsm_net_comm *l,
 	}
 	if (zsm_net_ep_addr_check(l->ep, m->addr, m->addr_len, why,
 				  sizeof(why))) {
-		zsm_net_ctrl_drop(l->ep, ZSM_DROP_ADDRESS, why);
-		zsm_net_comm_fail(l, -EPROTO, "a path's address is bad");
+		zsm_net_comm_fail(l, -EPROTO, why);
 		return;
 	}
 	l->remote.id = m->src_id;
