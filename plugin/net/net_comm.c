@@ -243,6 +243,13 @@ static void zsm_net_comm_cancel_recvs(struct zsm_net_comm *comm)
  */
 static void zsm_net_comm_orphan_posted(struct zsm_net_comm *comm, int err)
 {
+	/* Every path goes to the same process: one path's peer record
+	 * that found it gone speaks for all (the others, their comm
+	 * failed, no longer watch it). */
+	int gone = 0;
+
+	for (int j = 0; j < comm->paths.n; j++)
+		gone |= comm->paths.link[j] && comm->paths.link[j]->remote.gone;
 	for (struct zsm_net_req *r = zsm_net_comm_next_req(comm, NULL); r;
 	     r = zsm_net_comm_next_req(comm, r)) {
 		int posted = 0;
@@ -255,7 +262,7 @@ static void zsm_net_comm_orphan_posted(struct zsm_net_comm *comm, int err)
 		if (posted && r->base.remaining &&
 		    !atomic_load_explicit(&r->base.orphan,
 					  memory_order_relaxed) &&
-		    (r->base.type == ZSM_REQ_SEND || comm->remote.gone))
+		    (r->base.type == ZSM_REQ_SEND || gone))
 			zsm_req_orphan(&r->base, err);
 	}
 }

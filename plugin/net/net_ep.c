@@ -706,6 +706,21 @@ static int zsm_net_ep_pass(struct zsm_net_ep *ep, uint64_t now)
 	return events;
 }
 
+/*
+ * Whether a retired endpoint still serves a comm that works (or a
+ * listener).  One whose comms all failed or close is not polled: its
+ * silent peer's connection may come back with the transfers it held,
+ * and a pass would move them into buffers NCCL freed after closing
+ * those comms one by one (seen with paths in netns-linkdown).
+ */
+static int zsm_net_ep_serves(const struct zsm_net_ep *ep)
+{
+	for (const struct zsm_net_comm *c = ep->comms; c; c = c->ep_next)
+		if (!c->closing && !zsm_net_comm_failed(c))
+			return 1;
+	return 0;
+}
+
 static int zsm_net_progress_all(void *self)
 {
 	struct zsm_net_topo *topo = self;
@@ -719,9 +734,9 @@ static int zsm_net_progress_all(void *self)
 
 		while ((ep = zsm_net_dev_next_ep(dev, &at)))
 			events += zsm_net_ep_pass(ep, now);
-		for (ep = dev->retired; ep;
-		     ep = ep->retired_next)
-			events += zsm_net_ep_pass(ep, now);
+		for (ep = dev->retired; ep; ep = ep->retired_next)
+			if (zsm_net_ep_serves(ep))
+				events += zsm_net_ep_pass(ep, now);
 		if (dev->retired)
 			zsm_net_ep_reap(dev);
 	}

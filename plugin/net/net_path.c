@@ -150,6 +150,18 @@ void zsm_net_dev_plan_paths(struct zsm_net_dev *dev)
 	ZSM_INFO("net: %s: paths per comm: %s", dev->name, why);
 }
 
+void zsm_net_path_retire_links(struct zsm_net_comm *c)
+{
+	struct zsm_net_comm *top = zsm_net_path_top(c);
+
+	for (int j = 0; j < top->paths.n; j++) {
+		struct zsm_net_comm *l = top->paths.link[j];
+
+		if (l && l->ep != c->ep)
+			zsm_net_ep_retire(l->ep);
+	}
+}
+
 /* The comm a link serves: itself, or a path's link's comm. */
 struct zsm_net_comm *zsm_net_path_top(struct zsm_net_comm *c)
 {

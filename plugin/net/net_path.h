@@ -47,6 +47,10 @@ int zsm_net_path_next(struct zsm_net_path_seq *s, int tag, int npaths,
  * data messages with its own credit and CLOSE; control messages of the
  * comm stay on path 0.
  */
+/* c's peer went silent: the endpoints of the other paths of its comm
+ * retire too (zsm_net_ep_retire), since their connections to it may
+ * come back with transfers in them. */
+void zsm_net_path_retire_links(struct zsm_net_comm *c);
 /* Says at INFO what each of comm's paths carried (a comm with paths). */
 void zsm_net_path_report(const struct zsm_net_comm *comm);
 /* The comm a link serves: itself, or a path's link's comm. */

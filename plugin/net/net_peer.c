@@ -233,9 +233,13 @@ static void zsm_net_peer_fail(struct zsm_net_peer *p, int err, const char *why)
 		if (c->closing || (c->owner && c->owner->tp != c))
 			continue;
 		/* A comm over several paths has a peer record on each: the
-		 * first to find the peer gone says it. */
-		if (zsm_net_comm_failed(c))
+		 * first to find the peer gone says it; a later one reports
+		 * what its links still hold for the peer (a receive under
+		 * way, which no cancel ends). */
+		if (zsm_net_comm_failed(c)) {
+			zsm_net_comm_fail_reqs(zsm_net_path_top(c), err);
 			continue;
+		}
 		zsm_net_comm_fail(c, err, NULL);
 		n++;
 	}
@@ -413,8 +417,14 @@ static void zsm_net_peer_judge(struct zsm_net_peer *p, uint64_t now,
 	    now - p->heard_ns < allowed + zsm_net_peer_inbound_ns(p))
 		return;
 	/* Its connection may come back with transfers in it: an endpoint of
-	 * their own from now on. */
+	 * their own from now on.  So may the connections of the other paths
+	 * of its comms, to the same process, whose own records no longer
+	 * watch it once the comms failed (their transfers read buffers
+	 * NCCL frees after the close). */
 	zsm_net_ep_retire(p->ep);
+	for (struct zsm_net_comm *c = p->ep->comms; c; c = c->ep_next)
+		if (c->remote.obj == p)
+			zsm_net_path_retire_links(c);
 	snprintf(why, sizeof(why),
 		 "nothing heard from pid %u for %llu ms (ZSM_PEER_TIMEOUT_MS="
 		 "%lld, a probe unanswered for %llu ms): its host is gone or "
