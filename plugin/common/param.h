@@ -138,9 +138,10 @@ enum zsm_param_type {
 	  "tcp;ofi_rxm when the process may run on more than 4 CPUs.")        \
 	X(NET_PATHS, ZSM_PARAM_ENUM, "1", 0, 0, "auto|1|2|3|4|5|6|7|8",       \
 	  "Endpoints of a network device that one comm spreads its "         \
-	  "messages over, each with a domain and a thread of its own, so "    \
-	  "that a provider whose bytes the host's CPUs move (tcp) moves one " \
-	  "comm's bytes on as many cores. Consecutive messages of a tag go "  \
+	  "messages over, each in a domain of its own, with a thread of its " \
+	  "own where the process may run on more than 4 CPUs, so that a "     \
+	  "provider whose bytes the host's CPUs move (tcp) moves one comm's " \
+	  "bytes on as many cores. Consecutive messages of a tag go "        \
 	  "on the paths in turn; a peer with fewer makes both use its "       \
 	  "count. auto: one per 4 CPUs, at most 4, on tcp; 1 elsewhere.")     \
 	X(NET_TX_PUMPS, ZSM_PARAM_ENUM, "auto", 0, 0, "auto|1|2|3|4",         \

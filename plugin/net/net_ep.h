@@ -129,10 +129,12 @@ int zsm_net_ep_get_rx(struct zsm_net_dev *dev, struct zsm_net_ep **out);
 /* Path p (> 0) of dev for role rx_role, opened on first use. */
 int zsm_net_ep_get_path(struct zsm_net_dev *dev, int p, int rx_role,
 			struct zsm_net_ep **out);
-/* Whether dev's endpoints have pump threads (duplex, or paths). */
+/* Whether dev's endpoints have pump threads (duplex, or paths where the
+ * process may run on more than 4 CPUs: dev->path_pumps). */
 int zsm_net_dev_pumped(const struct zsm_net_dev *dev);
 /* Every current endpoint of dev in turn: start with *i = 0; NULL at the
- * end.  Paths' endpoints, then the device's own. */
+ * end.  Path 0's (the device's own), then each further path's, the
+ * sending endpoint before the receiving one. */
 struct zsm_net_ep *zsm_net_dev_next_ep(struct zsm_net_dev *dev, int *i);
 /* The other current endpoint of ep's duplex device (opened if need be)
  * into *out, NULL when the device is not duplex: 0 or -errno. */

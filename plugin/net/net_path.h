@@ -40,8 +40,9 @@ int zsm_net_path_next(struct zsm_net_path_seq *s, int tag, int npaths,
 /*
  * A comm's paths (wire 14).  The connector's CONN_REQ says how many it
  * has; the listener makes a receive link on each of the smaller count's
- * paths and its CONN_ACK says that count; then the receive comm sends a
- * PATH per further path, naming its link there (id, keys, address); the
+ * paths and its CONN_ACK says that count; then, once the connector's
+ * CONN_DONE keeps the comm on net, the receive comm sends a PATH per
+ * further path, naming its link there (id, keys, address); the
  * connector makes its own link on that path and sends the PATH of it on
  * the path, to that link.  Each link then carries a share of the comm's
  * data messages with its own credit and CLOSE; control messages of the
