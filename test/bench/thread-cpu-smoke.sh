@@ -16,8 +16,13 @@ fail() {
 	exit 1
 }
 
-python3 "$tool" -j "$work/t.json" -- "$bench" --rma --test put \
-	--sizes 64K --iters 200 >"$work/out" 2>&1
+# The tool samples /proc, so a thread it is to name must live across
+# samples: the run is long enough (about a second on an idle host, longer
+# on a busy one) that each rank's proxy thread outlives several, even
+# with the sampler itself descheduled; 200 puts (0.4 s, mostly set-up)
+# once let a rank's proxy slip between two samples on a loaded CI host.
+python3 "$tool" -i 0.01 -j "$work/t.json" -- "$bench" --rma --test put \
+	--sizes 64K --iters 4000 --reps 10 >"$work/out" 2>&1
 rc=$?
 cat "$work/out"
 [ $rc -eq 0 ] || fail "thread_cpu.py around zsm-bench exited $rc"
