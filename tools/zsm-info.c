@@ -87,16 +87,16 @@ static void zsm_info_print_guards(const struct zsm_net_dev *dev)
 		       dev->trunc_unsafe);
 }
 
-/* Where each device sits on PCI and which GPU it would serve, with whom:
- * the groups one GPU's traffic may be spread over once a comm takes
- * several paths (issue 34); NCCL sees the devices above as they are. */
+/* Where each device's (first) NIC sits on PCI and which GPU it serves:
+ * under ZSM_NET_GROUP=gpu the NICs of a group are already one device
+ * above ("NICs:" says which), so each group here is one device. */
 static void zsm_info_print_groups(const struct zsm_net_topo *topo)
 {
 	struct zsm_pci_dev nics[64], gpus[64];
 	struct zsm_pci_group groups[64];
 	int at[64], nnics = 0, ngpus = 0, ngroups = 0, ret;
 
-	printf("\nNICs per GPU (PCI, from sysfs):\n");
+	printf("\ndevices per GPU (PCI, from sysfs):\n");
 	ret = zsm_pci_gpus("", gpus, 64, &ngpus);
 	if (ret == -E2BIG)
 		ngpus = 64;
@@ -256,6 +256,7 @@ int main(int argc, char **argv)
 		printf("      duplex endpoints and pumps: %s\n",
 		       topo.devs[i].duplex_why);
 		zsm_net_dev_plan_paths(&topo.devs[i]);
+		printf("      NICs: %s\n", topo.devs[i].rails.why);
 		printf("      paths per comm: %s\n", topo.devs[i].paths_why);
 	}
 	zsm_info_print_groups(&topo);

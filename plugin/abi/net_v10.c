@@ -28,5 +28,5 @@ ZSM_EXPORT const ncclNet_v10_t ncclNetPlugin_v10 = {
 	.isend = zsm_shim_isend,
 	.irecv = zsm_shim_irecv,
 	ZSM_SHIM_COMMON_SLOTS,
-	.makeVDevice = NULL,
+	.makeVDevice = zsm_shim_make_vdevice_v9,
 };

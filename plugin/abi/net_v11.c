@@ -12,7 +12,7 @@ ZSM_EXPORT const ncclNet_v11_t ncclNetPlugin_v11 = {
 	.isend = zsm_shim_isend,
 	.irecv = zsm_shim_irecv,
 	ZSM_SHIM_COMMON_SLOTS,
-	.makeVDevice = NULL,
+	.makeVDevice = zsm_shim_make_vdevice_v9,
 	.finalize = zsm_shim_finalize,
 	.setNetAttr = zsm_shim_set_net_attr,
 };

@@ -30,5 +30,5 @@ ZSM_EXPORT const ncclNet_v9_t ncclNetPlugin_v9 = {
 	.isend = zsm_v9_isend,
 	.irecv = zsm_v9_irecv,
 	ZSM_SHIM_COMMON_SLOTS,
-	.makeVDevice = NULL, /* physical devices only */
+	.makeVDevice = zsm_shim_make_vdevice_v9,
 };

@@ -37,6 +37,35 @@ static int zsm_shim_no_props(void)
 	return -EINVAL;
 }
 
+/* vProps: the devices NCCL fused into dev, or dev alone. */
+static void zsm_shim_vprops(int *ndevs, int *devs, size_t room,
+			    const struct zsm_props *z, int dev)
+{
+	memset(devs, 0, room * sizeof(*devs));
+	if (z->nfused < 2 || (size_t)z->nfused > room) {
+		*ndevs = 1;
+		devs[0] = dev;
+		return;
+	}
+	*ndevs = z->nfused;
+	for (int k = 0; k < z->nfused; k++)
+		devs[k] = z->fused[k];
+}
+
+/* makeVDevice: NCCL's device list, fused; v9 to v11 fuse 4 at most, v12
+ * 8 (the size of their vProps). */
+ncclResult_t zsm_shim_make_vdevice_v9(int *d, ncclNetVDeviceProps_v9_t *p)
+{
+	return ZSM_R(zsm_make_vdevice(p ? p->devs : NULL, p ? p->ndevs : 0,
+				      NCCL_NET_MAX_DEVS_PER_NIC_V11, d));
+}
+
+ncclResult_t zsm_shim_make_vdevice_v12(int *d, ncclNetVDeviceProps_v12_t *p)
+{
+	return ZSM_R(zsm_make_vdevice(p ? p->devs : NULL, p ? p->ndevs : 0,
+				      NCCL_NET_MAX_DEVS_PER_NIC_V12, d));
+}
+
 #define ZSM_COPY_COMMON(p, z)                                                 \
 	do {                                                                  \
 		(p)->name = (z).name;                                         \
@@ -57,9 +86,10 @@ static int zsm_shim_no_props(void)
 	do {                                                                  \
 		ZSM_COPY_COMMON(p, z);                                        \
 		(p)->forceFlush = (z).force_flush;                            \
-		memset(&(p)->vProps, 0, sizeof((p)->vProps));                 \
-		(p)->vProps.ndevs = 1;                                        \
-		(p)->vProps.devs[0] = (dev);                                  \
+		zsm_shim_vprops(&(p)->vProps.ndevs, (p)->vProps.devs,         \
+				sizeof((p)->vProps.devs) /                    \
+					sizeof((p)->vProps.devs[0]),          \
+				&(z), (dev));                                 \
 		(p)->maxP2pBytes = (z).max_p2p_bytes;                         \
 		(p)->maxCollBytes = (z).max_coll_bytes;                       \
 	} while (0)

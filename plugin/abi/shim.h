@@ -44,6 +44,8 @@ ncclResult_t zsm_shim_props_v12(int dev, ncclNetProperties_v12_t *p);
 
 /* Slots whose signature is the same in every version. */
 ncclResult_t zsm_shim_devices(int *ndev);
+ncclResult_t zsm_shim_make_vdevice_v9(int *d, ncclNetVDeviceProps_v9_t *p);
+ncclResult_t zsm_shim_make_vdevice_v12(int *d, ncclNetVDeviceProps_v12_t *p);
 ncclResult_t zsm_shim_accept(void *listen_comm, void **recv_comm,
 			     ncclNetDeviceHandle_t **dev_comm);
 ncclResult_t zsm_shim_reg_mr(void *comm, void *data, size_t size, int type,

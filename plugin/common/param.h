@@ -144,6 +144,19 @@ enum zsm_param_type {
 	  "bytes on as many cores. Consecutive messages of a tag go "        \
 	  "on the paths in turn; a peer with fewer makes both use its "       \
 	  "count. auto: one per 4 CPUs, at most 4, on tcp; 1 elsewhere.")     \
+	X(NET_GROUP, ZSM_PARAM_ENUM, "gpu", 0, 0, "gpu|nic|all",             \
+	  "Which NICs become one NCCL device. gpu: the NICs that serve one "  \
+	  "GPU (under its PCIe switch, else its host bridge, on its NUMA "    \
+	  "node, as sysfs places them) are one device with their summed "     \
+	  "speed, each comm spreading its messages over all of them, as a "   \
+	  "job that sets only NCCL_NET_PLUGIN expects; a NIC sysfs does not " \
+	  "place is a device of its own. nic: every NIC a device of its "     \
+	  "own. all: every NIC in one device (8 at most each), for hosts "    \
+	  "whose NICs sysfs cannot place (virtual NICs). A NIC joins a "      \
+	  "group only where a comm's messages may go on it as they are: not " \
+	  "where the provider wants registered buffers (FI_MR_LOCAL: efa) "   \
+	  "or takes GPU memory, whose registrations are one NIC's; zsm-info " \
+	  "shows the devices and why.")                                      \
 	X(NET_TX_PUMPS, ZSM_PARAM_ENUM, "auto", 0, 0, "auto|1|2|3|4",         \
 	  "Duplex devices: threads that drive the sending endpoint's "       \
 	  "provider. The first also watches for bytes coming in; the others " \

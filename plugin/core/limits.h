@@ -35,6 +35,9 @@ enum zsm_mem_type {
 /* Largest registration: NCCL's own bound on a buffer (1 TiB). */
 #define ZSM_MAX_REG_BYTES (1ULL << 40)
 
+/* Devices NCCL fuses into one at most (net v12's vProps; v9 to v11: 4). */
+#define ZSM_MAX_FUSED 8
+
 /* The newest properties, from which every version's struct is filled. */
 struct zsm_props {
 	char *name;
@@ -56,6 +59,10 @@ struct zsm_props {
 	int max_multi_request_size;
 	int16_t rail_id;
 	int16_t plane_id;
+	/* A device NCCL fused (makeVDevice): the devices it fused; 0 and
+	 * the device itself otherwise. */
+	int nfused;
+	int fused[ZSM_MAX_FUSED];
 };
 
 /*

@@ -21,6 +21,9 @@ int zsm_init(void **ctx, uint64_t comm_id, int traffic_class,
 int zsm_finalize(void *ctx);
 int zsm_devices(int *ndev);
 int zsm_get_properties(int dev, struct zsm_props *props);
+/* makeVDevice: devs[0..n) fused into a new device *d; max is what the
+ * caller's ABI fuses at most. */
+int zsm_make_vdevice(const int *devs, int n, int max, int *d);
 
 int zsm_listen(void *ctx, int dev, void *handle, void **listen_comm);
 int zsm_connect(void *ctx, int dev, void *handle, void **send_comm);

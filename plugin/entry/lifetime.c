@@ -273,6 +273,31 @@ int zsm_devices(int *ndev)
 	return 0;
 }
 
+int zsm_make_vdevice(const int *devs, int n, int max, int *d)
+{
+	int ret = zsm_entry_life_enter("makeVDevice");
+
+	if (ret)
+		return ret;
+	if (!d || !devs) {
+		ZSM_WARN("makeVDevice: %s is NULL", d ? "props" : "d");
+		return -EINVAL;
+	}
+	if (n < 2 || n > max) {
+		ZSM_WARN("makeVDevice: %d devices: 2 to %d fuse", n, max);
+		return -EINVAL;
+	}
+	for (int k = 0; k < n; k++) {
+		ret = zsm_entry_life_dev_check(devs[k]);
+		if (ret)
+			return ret;
+	}
+	zsm_proxy_lock();
+	ret = zsm_net_make_vdev(devs, n, d);
+	zsm_proxy_unlock();
+	return ret;
+}
+
 int zsm_get_properties(int dev, struct zsm_props *props)
 {
 	int ret = zsm_entry_life_enter("getProperties");

@@ -27,6 +27,13 @@ void zsm_net_close_endpoints(void);
 /* Free the devices (after zsm_net_close_endpoints). */
 void zsm_net_fini(void);
 int zsm_net_ndevs(void);
+/*
+ * makeVDevice: a new device over the NICs of devices devs[0..n), its
+ * endpoint open, into *out (its index).  0; -EINVAL (said) for devices
+ * that cannot be fused, -ENOSPC for no room, -EIO no endpoint.  Engine
+ * lock held.
+ */
+int zsm_net_make_vdev(const int *devs, int n, int *out);
 /* Whether some device takes GPU buffers from the provider. */
 int zsm_net_gdr_any(void);
 void zsm_net_props(int dev, struct zsm_props *props);

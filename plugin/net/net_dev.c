@@ -673,6 +673,8 @@ int zsm_net_topo_discover(struct zsm_net_topo *topo)
 	zsm_net_rich_free(&rich);
 	if (!ret)
 		ret = zsm_net_topo_check_asked(topo);
+	if (!ret)
+		ret = zsm_net_topo_group(topo);
 	if (ret)
 		zsm_net_topo_free(topo);
 	return ret;
@@ -716,6 +718,7 @@ void zsm_net_topo_free(struct zsm_net_topo *topo)
 		if (topo->devs[i].rma_info)
 			zsm_fi_freeinfo(topo->devs[i].rma_info);
 		free(topo->devs[i].pci_path);
+		zsm_net_rail_free(&topo->devs[i]);
 	}
 	if (topo->all)
 		zsm_fi_freeinfo(topo->all);
@@ -764,5 +767,8 @@ void zsm_net_dev_props(const struct zsm_net_dev *dev, int index,
 	p->max_multi_request_size = 1;
 	p->rail_id = ZSM_ID_UNDEF;
 	p->plane_id = ZSM_ID_UNDEF;
+	p->nfused = dev->rails.nfused;
+	for (int k = 0; k < dev->rails.nfused; k++)
+		p->fused[k] = dev->rails.fused[k];
 	(void)index;
 }

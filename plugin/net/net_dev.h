@@ -24,6 +24,8 @@
 
 #define ZSM_NET_MAX_DEVS 32
 #define ZSM_NET_PATHS_MAX 8
+/* NICs one device spans at most: what NCCL fuses at most (net v12). */
+#define ZSM_NET_RAILS_MAX ZSM_MAX_FUSED
 
 /* Encode/decode, unit tested.  Decode refuses foreign or damaged handles. */
 void zsm_net_handle_encode(struct zsm_net_handle *h, uint32_t listen_id,
@@ -31,9 +33,25 @@ void zsm_net_handle_encode(struct zsm_net_handle *h, uint32_t listen_id,
 			   uint64_t host_hash);
 int zsm_net_handle_check(const struct zsm_net_handle *h);
 
+/*
+ * The NICs (rails) a device spans (net_rail.c): 1, or a group's.  Rail 0
+ * is the device's own offers (info, rma_info); rail r > 0 another NIC's,
+ * whose endpoints the paths p with p mod n == r open (net_path.h).
+ */
+struct zsm_net_dev_rails {
+	int n;
+	struct fi_info *info[ZSM_NET_RAILS_MAX];     /* [0] unused */
+	struct fi_info *rma_info[ZSM_NET_RAILS_MAX]; /* [0] unused; or NULL */
+	char why[192]; /* how the device came to span them */
+	/* makeVDevice's: the devices NCCL fused into this one (vProps);
+	 * 0 for every device zsm made itself. */
+	int nfused;
+	int fused[ZSM_NET_RAILS_MAX];
+};
+
 struct zsm_net_dev {
 	struct fi_info *info; /* the chosen provider offer, dup'ed */
-	char name[64];
+	char name[136];	      /* a group's: its NICs', joined by '+' */
 	char *pci_path;
 	uint64_t guid;
 	int speed_mbps;
@@ -79,6 +97,7 @@ struct zsm_net_dev {
 	struct zsm_net_ep *path_ep[ZSM_NET_PATHS_MAX - 1][2];
 	char paths_why[160]; /* what ZSM_NET_PATHS decided, and why */
 	char duplex_why[96]; /* what ZSM_NET_DUPLEX decided, and why */
+	struct zsm_net_dev_rails rails;
 	/* Endpoints retired after a peer went silent (see zsm_net_ep_retire):
 	 * they serve their comms and close when the last one does. */
 	struct zsm_net_ep *retired;
@@ -92,6 +111,30 @@ struct zsm_net_topo {
 };
 
 int zsm_net_topo_discover(struct zsm_net_topo *topo);
+/*
+ * ZSM_NET_GROUP: fold the NICs that serve one GPU (or, with "all", every
+ * NIC) into one device each, where one comm's messages may go on any of
+ * them (net_rail.c).  Before any endpoint opens.  0, or -ENOMEM.
+ */
+int zsm_net_topo_group(struct zsm_net_topo *topo);
+/* The same with sysfs read under root (tests' recorded trees). */
+int zsm_net_topo_group_at(struct zsm_net_topo *topo, const char *root);
+/* The offer path p of dev opens its endpoints with (rail p mod n). */
+struct fi_info *zsm_net_rail_offer(const struct zsm_net_dev *dev, int path);
+/* The rail path p of dev rides. */
+int zsm_net_rail_of(const struct zsm_net_dev *dev, int path);
+/*
+ * makeVDevice: a device over the NICs of devices devs[0..n) (each a NIC
+ * of its own), built in *out from their offers, which stay theirs.  No
+ * endpoint yet.  0; -EINVAL (said) for devices that cannot be one.
+ */
+int zsm_net_topo_fuse(const struct zsm_net_topo *topo, const int *devs,
+		      int n, struct zsm_net_dev *out);
+/* Give back the other rails' offers. */
+void zsm_net_rail_free(struct zsm_net_dev *dev);
+/* Give back every offer of dev and its PCI path, and clear it (a device
+ * that never opened an endpoint). */
+void zsm_net_dev_drop(struct zsm_net_dev *dev);
 void zsm_net_topo_free(struct zsm_net_topo *topo);
 /* Why an offer was not taken ("" when it was). */
 const char *zsm_net_topo_why(const struct zsm_net_topo *topo,

@@ -226,8 +226,9 @@ static int zsm_net_ep_open(struct zsm_net_dev *dev, int path, int rx_role,
 			   struct zsm_net_ep **out)
 {
 	/* The offer with RMA and the ordering its signals need, where the
-	 * device has one (net_rma_dev.c): one endpoint serves both. */
-	struct fi_info *fi = dev->rma_info ? dev->rma_info : dev->info;
+	 * device has one (net_rma_dev.c): one endpoint serves both; the
+	 * path's NIC's, on a device that spans several (net_rail.c). */
+	struct fi_info *fi = zsm_net_rail_offer(dev, path);
 	/* Duplex: the pump thread drives the provider beside the engine,
 	 * so the domain must take calls from two threads at once. */
 	struct fi_info *safe = NULL;

@@ -34,8 +34,7 @@ static int zsm_net_open_endpoints(void)
 			ZSM_WARN("net: device %s is left out: its endpoint "
 				 "does not open",
 				 t->devs[i].name);
-			zsm_fi_freeinfo(t->devs[i].info);
-			free(t->devs[i].pci_path);
+			zsm_net_dev_drop(&t->devs[i]);
 			continue;
 		}
 		if (kept != i) {
@@ -159,7 +158,41 @@ void zsm_net_fini(void)
 
 int zsm_net_ndevs(void)
 {
-	return zsm_net_topo.ndevs;
+	/* Acquire: pairs with zsm_net_make_vdev's release, so a device
+	 * counted here is whole; the engine's own walks hold its lock. */
+	return __atomic_load_n(&zsm_net_topo.ndevs, __ATOMIC_ACQUIRE);
+}
+
+int zsm_net_make_vdev(const int *devs, int n, int *out)
+{
+	struct zsm_net_topo *t = &zsm_net_topo;
+	struct zsm_net_dev *dev = &t->devs[t->ndevs];
+	struct zsm_net_ep *ep;
+	int ret;
+
+	if (t->ndevs == ZSM_NET_MAX_DEVS) {
+		ZSM_WARN("makeVDevice: no room for a device beyond %d",
+			 ZSM_NET_MAX_DEVS);
+		return -ENOSPC;
+	}
+	ret = zsm_net_topo_fuse(t, devs, n, dev);
+	if (ret)
+		return ret;
+	zsm_net_dev_plan_duplex(dev);
+	zsm_net_dev_plan_paths(dev);
+	if (zsm_net_ep_get(dev, &ep) != 0) {
+		ZSM_WARN("makeVDevice: the endpoint of %s does not open",
+			 dev->name);
+		zsm_net_dev_drop(dev);
+		return -EIO;
+	}
+	ZSM_INFO("net: device %d is %s: %s", t->ndevs, dev->name,
+		 dev->rails.why);
+	*out = t->ndevs;
+	/* Release: pairs with zsm_net_ndevs' acquire (the device is whole
+	 * before anyone off the engine lock counts it). */
+	__atomic_store_n(&t->ndevs, t->ndevs + 1, __ATOMIC_RELEASE);
+	return 0;
 }
 
 int zsm_net_gdr_any(void)

@@ -95,6 +95,35 @@ int zsm_net_path_next(struct zsm_net_path_seq *s, int tag, int npaths,
  * the engine drives every path, as fast as one path. */
 #define ZSM_NET_PATHS_PUMP_MIN_CPUS 5
 
+/* A device over several NICs: as many paths on each (rail p mod n), so
+ * that every NIC carries an even share. */
+static void zsm_net_path_per_rail(const struct zsm_net_dev *dev, int *want,
+				  char *why, size_t len)
+{
+	int n = dev->rails.n, per;
+	char head[64];
+	size_t h, keep;
+
+	if (n < 2)
+		return;
+	per = (*want + n - 1) / n;
+	if (per * n > ZSM_NET_PATHS_MAX)
+		per = ZSM_NET_PATHS_MAX / n;
+	*want = per * n;
+	/* Put "N, P on each of R NICs; asked: " before what was asked. */
+	snprintf(head, sizeof(head), "%d, %d on each of %d NICs; asked: ",
+		 *want, per, n);
+	h = strlen(head);
+	if (h >= len)
+		return;
+	keep = strlen(why);
+	if (keep > len - 1 - h)
+		keep = len - 1 - h;
+	memmove(why + h, why, keep);
+	memcpy(why, head, h);
+	why[h + keep] = '\0';
+}
+
 void zsm_net_dev_plan_paths(struct zsm_net_dev *dev)
 {
 	int64_t mode = zsm_param_int(ZSM_P_NET_PATHS); /* auto|1..8 */
@@ -136,6 +165,7 @@ void zsm_net_dev_plan_paths(struct zsm_net_dev *dev)
 				   "GPU memory), which one path serves",
 			 prov);
 	}
+	zsm_net_path_per_rail(dev, &want, why, len);
 	dev->paths = want;
 	dev->path_pumps = cpus >= ZSM_NET_PATHS_PUMP_MIN_CPUS;
 	if (want > 1) {

@@ -243,7 +243,16 @@ static void zsm_net_peer_fail(struct zsm_net_peer *p, int err, const char *why)
 		zsm_net_comm_fail(c, err, NULL);
 		n++;
 	}
-	if (n)
+	if (n && p->ep->dev->paths > 1)
+		/* The path whose link went quiet, and its NIC: the one to
+		 * look at on a device over several. */
+		ZSM_WARN("net: %s, path %d (NIC %s): %s; failing its %d "
+			 "comm(s)",
+			 p->ep->dev->name, p->ep->path,
+			 zsm_net_rail_offer(p->ep->dev, p->ep->path)
+				 ->domain_attr->name,
+			 why, n);
+	else if (n)
 		ZSM_WARN("net: %s: %s; failing its %d comm(s)",
 			 p->ep->dev->name, why, n);
 	/* Closers waiting for those comms' receives need not any more: a
