@@ -171,6 +171,8 @@ int check_properties(int rank, void *arg);
 int check_connect_retry(int rank, void *arg);
 int check_bad_handle(int rank, void *arg);
 int check_connect_closed_listener(int rank, void *arg);
+/* conformance_vdevice.c: NCCL's fusion of devices (makeVDevice). */
+int check_vdevice(int rank, void *arg);
 /* conformance_match.c: ordering, tag matching, sizes posted and sent. */
 int check_order(int rank, void *arg);
 int check_tag_select(int rank, void *arg);

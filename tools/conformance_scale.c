@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "conformance.h"
 #include "pattern.h"
@@ -265,6 +266,33 @@ static int ic_cycle(struct lb_ctx *x, int cycle, const char *kind)
 	return OOB_PASS;
 }
 
+/* What the open fds are ("socket:[N]", "anon_inode:[eventfd]", a
+ * path), joined into buf, for a FAIL that says what grew. */
+static void ic_fd_kinds(char *buf, size_t len)
+{
+	char path[300], target[128];
+	struct dirent *e;
+	DIR *d = opendir("/proc/self/fd");
+	size_t at = 0;
+	ssize_t n;
+
+	buf[0] = '\0';
+	if (!d)
+		return;
+	while ((e = readdir(d)) && at + 1 < len) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		n = readlink(path, target, sizeof(target) - 1);
+		if (n < 0)
+			continue;
+		target[n] = '\0';
+		at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "",
+				       target);
+	}
+	closedir(d);
+}
+
 /*
  * The counts may lag a finalize by a thread's exit; wait up to 2 s for
  * them to come back to the baseline before calling it growth.
@@ -282,8 +310,14 @@ static int ic_steady(int fds0, int tasks0, const char *kind)
 			break;
 		lb_sleep_ms(20);
 	}
-	LB_EXPECT(fds <= fds0, "%d %s cycles: open fds grew from %d to %d",
-		  IC_CYCLES, kind, fds0, fds);
+	if (fds > fds0) {
+		char kinds[512];
+
+		ic_fd_kinds(kinds, sizeof(kinds));
+		return oob_fail("%d %s cycles: open fds grew from %d to %d "
+				"(open now: %s)",
+				IC_CYCLES, kind, fds0, fds, kinds);
+	}
 	LB_EXPECT(tasks <= tasks0, "%d %s cycles: threads grew from %d to %d",
 		  IC_CYCLES, kind, tasks0, tasks);
 	printf("# abi %d: %d %s cycles: %d fds, %d threads, as after the "

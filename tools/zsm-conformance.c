@@ -120,6 +120,10 @@ static const struct lb_check lb_checks[] = {
 	{ "connect_closed_listener", check_connect_closed_listener, 100,
 	  "connect to a closed listener fails, does not pend",
 	  "a connect that cannot succeed ends in an error (2.5 connect)" },
+	{ "vdevice", check_vdevice, 60,
+	  "makeVDevice fuses devices 0 and 1 into one that carries data",
+	  "a fused device comes after the physical ones, names its members "
+	  "in vProps and takes listen and connect (2.5 makeVDevice)" },
 	{ "order", check_order, 30,
 	  "one-tag sends match receives in posting order",
 	  "sends and receives on one connection match in posting order (2.5 "

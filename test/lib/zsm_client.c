@@ -267,6 +267,32 @@ int zsm_client_devices(struct zsm_client *c, int *ndev)
 	return ZSM_SLOT(c, devices)(ndev);
 }
 
+int zsm_client_make_vdevice(struct zsm_client *c, int n, const int *devs,
+			    int *d, int *has)
+{
+	ncclNetVDeviceProps_v12_t p12 = {0};
+	ncclNetVDeviceProps_v9_t p9 = {0};
+
+	*has = c->abi >= 9 && (c->abi == 12 ? c->t.v12->makeVDevice != NULL
+				: c->abi == 11 ? c->t.v11->makeVDevice != NULL
+				: c->abi == 10 ? c->t.v10->makeVDevice != NULL
+					       : c->t.v9->makeVDevice != NULL);
+	if (!*has || n < 0 ||
+	    n > (c->abi == 12 ? NCCL_NET_MAX_DEVS_PER_NIC_V12
+			      : NCCL_NET_MAX_DEVS_PER_NIC_V11))
+		return ncclInvalidUsage;
+	if (c->abi == 12) {
+		p12.ndevs = n;
+		memcpy(p12.devs, devs, (size_t)n * sizeof(*devs));
+		return c->t.v12->makeVDevice(d, &p12);
+	}
+	p9.ndevs = n;
+	memcpy(p9.devs, devs, (size_t)n * sizeof(*devs));
+	return c->abi == 11   ? c->t.v11->makeVDevice(d, &p9)
+	       : c->abi == 10 ? c->t.v10->makeVDevice(d, &p9)
+			      : c->t.v9->makeVDevice(d, &p9);
+}
+
 /* One field of a properties struct, for the "was it written" scan. */
 struct zsm_client_field {
 	const char *name;

@@ -91,6 +91,14 @@ int zsm_client_devices(struct zsm_client *c, int *ndev);
 int zsm_client_get_properties(struct zsm_client *c, int dev,
 			      struct zsm_client_props *props);
 
+/*
+ * makeVDevice (v9+) over devs[0..n) into *d: the plugin's result, or
+ * ncclInvalidUsage (not calling it) when n is over what the version's
+ * vProps hold; *has says whether the table has one (NULL: none, v8).
+ */
+int zsm_client_make_vdevice(struct zsm_client *c, int n, const int *devs,
+			    int *d, int *has);
+
 int zsm_client_listen(struct zsm_client *c, int dev, void *handle,
 		      void **listen_comm);
 /* One call; *send_comm == NULL with success means "call again". */
