@@ -51,6 +51,30 @@ nf_setup() {
 		nf_skip "cannot build the veth pair between the namespaces"
 }
 
+# nf_links N, after nf_setup: N links between the hosts in all, the
+# first being $va-$vb; each further one k is veth zs<k>a$id-zs<k>b$id on
+# a /30 of its own.  Sets $links_a and $links_b (each side's interfaces,
+# link by link) and $addrs_b (rank 1's address on each link).
+nf_links() {
+	links_a=$va links_b=$vb addrs_b=$addr_b
+	k=1
+	while [ $k -lt "$1" ]; do
+		la=zs${k}a$id lb=zs${k}b$id
+		sub=10.$((150 + id % 50)).$((id / 50 % 250))
+		ip link add "$la" type veth peer name "$lb" &&
+			ip link set "$la" netns "$nsa" &&
+			ip link set "$lb" netns "$nsb" &&
+			ip -n "$nsa" addr add "$sub.$((4 * k + 1))/30" dev "$la" &&
+			ip -n "$nsb" addr add "$sub.$((4 * k + 2))/30" dev "$lb" &&
+			ip -n "$nsa" link set "$la" up &&
+			ip -n "$nsb" link set "$lb" up ||
+			nf_skip "cannot build veth pair $k between the namespaces"
+		links_a="$links_a $la" links_b="$links_b $lb"
+		addrs_b="$addrs_b $sub.$((4 * k + 2))"
+		k=$((k + 1))
+	done
+}
+
 # IPATH_NO_BACKTRACE and HFI_NO_BACKTRACE: Debian's libfabric loads the
 # psm libraries, whose crash handler can hang a process that crashed
 # (issue 12, case 9); a crash must end the test, not stall it.
