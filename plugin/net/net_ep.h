@@ -132,6 +132,15 @@ int zsm_net_ep_get_path(struct zsm_net_dev *dev, int p, int rx_role,
 /* Whether dev's endpoints have pump threads (duplex, or paths where the
  * process may run on more than 4 CPUs: dev->path_pumps). */
 int zsm_net_dev_pumped(const struct zsm_net_dev *dev);
+/*
+ * Teardown: drive every endpoint of the process until none has zsm's
+ * work in the provider (data, control sends), 1 s at most, before any
+ * closes.  A message one endpoint still sends to another of this process
+ * may open a connection, and tcp;ofi_rxm leaves the socket it accepted
+ * for it open when its listener's endpoint closes first (init_cycles with
+ * paths and duplex: a socket in CLOSE-WAIT per few cycles).
+ */
+void zsm_net_topo_settle(struct zsm_net_topo *topo);
 /* Every current endpoint of dev in turn: start with *i = 0; NULL at the
  * end.  Path 0's (the device's own), then each further path's, the
  * sending endpoint before the receiving one. */

@@ -393,6 +393,47 @@ static void zsm_net_ep_drain(struct zsm_net_ep *ep)
 			poll(NULL, 0, 1);
 }
 
+/* Whether ep still has zsm's work in the provider: data operations,
+ * control sends in flight or queued. */
+static int zsm_net_ep_unsettled(const struct zsm_net_ep *ep)
+{
+	return zsm_net_ep_held(ep) || ep->ctrl.tx || ep->ctrl.head;
+}
+
+/* One pass over every endpoint of dev (retired ones too): what moved
+ * into *moved, how many are unsettled into *busy. */
+static void zsm_net_dev_settle_pass(struct zsm_net_dev *dev, int *moved,
+				    int *busy)
+{
+	struct zsm_net_ep *ep;
+	int at = 0;
+
+	while ((ep = zsm_net_dev_next_ep(dev, &at))) {
+		*moved += zsm_net_ep_progress(ep);
+		*busy += zsm_net_ep_unsettled(ep);
+	}
+	for (ep = dev->retired; ep; ep = ep->retired_next) {
+		*moved += zsm_net_ep_progress(ep);
+		*busy += zsm_net_ep_unsettled(ep);
+	}
+}
+
+void zsm_net_topo_settle(struct zsm_net_topo *topo)
+{
+	uint64_t t0 = zsm_now_ns();
+
+	for (;;) {
+		int moved = 0, busy = 0;
+
+		for (int i = 0; i < topo->ndevs; i++)
+			zsm_net_dev_settle_pass(&topo->devs[i], &moved, &busy);
+		if (!busy || zsm_now_ns() - t0 >= ZSM_NET_CLOSE_DRAIN_NS)
+			return;
+		if (!moved)
+			poll(NULL, 0, 1);
+	}
+}
+
 static void zsm_net_ep_destroy(struct zsm_net_ep *ep)
 {
 	struct zsm_net_comm *c, *next;

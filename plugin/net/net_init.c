@@ -125,6 +125,7 @@ err:
 
 void zsm_net_close_endpoints(void)
 {
+	zsm_net_topo_settle(&zsm_net_topo);
 	for (int i = 0; i < zsm_net_topo.ndevs; i++) {
 		struct zsm_net_dev *dev = &zsm_net_topo.devs[i];
 		struct zsm_net_ep *ep;
