@@ -165,6 +165,11 @@ void zsm_net_pump_wake(struct zsm_net_ep *ep);
 /* Waits up to a second for the provider to give back what ep's comms
  * still have with it (zsm_net_ep_drain), then closes everything. */
 void zsm_net_ep_close(struct zsm_net_ep *ep);
+/* Teardown of a retired endpoint: closed once the provider gave back
+ * its operations (1 s at most), else left open and unpolled, as
+ * zsm_net_ep_reap leaves one (its peer went silent with transfers in
+ * it). */
+void zsm_net_ep_close_retired(struct zsm_net_ep *ep);
 int zsm_net_ep_progress(struct zsm_net_ep *ep);
 /* Whether ep has work in flight, or comms whose handshake or hand-over
  * is not done: then it is polled every pass (engine). */

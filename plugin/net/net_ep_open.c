@@ -512,6 +512,35 @@ void zsm_net_ep_retire(struct zsm_net_ep *ep)
  * still reachable, so that leak checkers see where they went. */
 static struct zsm_net_ep *zsm_net_ep_abandoned;
 
+/*
+ * Neither polled nor closed while the provider holds some of its
+ * operations: a pass would move what a link that came back delivers into
+ * buffers NCCL frees after the close, and tcp;ofi_rxm's fi_close crashes
+ * with transfers in it (both seen in netns-linkdown, and at exit after
+ * one link of several went down: netns-rails-linkdown).  The process's
+ * exit reclaims it.
+ */
+static void zsm_net_ep_abandon(struct zsm_net_ep *ep)
+{
+	ZSM_INFO("net: %s: the retired endpoint still has %lu operations "
+		 "with the provider: left open, unpolled",
+		 ep->dev->name, zsm_net_ep_held(ep));
+	/* Its pump would poll it too. */
+	zsm_net_pump_stop(ep);
+	ep->retired_next = zsm_net_ep_abandoned;
+	zsm_net_ep_abandoned = ep;
+}
+
+void zsm_net_ep_close_retired(struct zsm_net_ep *ep)
+{
+	if (ep->fi.ep)
+		zsm_net_ep_drain(ep);
+	if (zsm_net_ep_held(ep))
+		zsm_net_ep_abandon(ep);
+	else
+		zsm_net_ep_destroy(ep);
+}
+
 /* Close retired endpoints all of whose comms are closing. */
 void zsm_net_ep_reap(struct zsm_net_dev *dev)
 {
@@ -528,20 +557,8 @@ void zsm_net_ep_reap(struct zsm_net_dev *dev)
 			continue;
 		}
 		*pp = ep->retired_next;
-		/* Neither polled nor closed while the provider holds some of
-		 * its operations: a pass would move what a link that came
-		 * back delivers into buffers NCCL frees after the close, and
-		 * tcp;ofi_rxm's fi_close crashes with transfers in it (both
-		 * seen in netns-linkdown).  The process's exit reclaims it. */
 		if (zsm_net_ep_held(ep)) {
-			ZSM_INFO("net: %s: the retired endpoint still has %lu "
-				 "operations with the provider: left open, "
-				 "unpolled",
-				 dev->name, zsm_net_ep_held(ep));
-			/* Its pump would poll it too. */
-			zsm_net_pump_stop(ep);
-			ep->retired_next = zsm_net_ep_abandoned;
-			zsm_net_ep_abandoned = ep;
+			zsm_net_ep_abandon(ep);
 			continue;
 		}
 		ZSM_INFO("net: %s: the retired endpoint closes", dev->name);
