@@ -198,16 +198,15 @@ static int zsm_net_rail_fit(struct zsm_net_topo *topo, int *m, int n)
 	int kept = 1;
 
 	for (int k = 1; k < n; k++) {
-		const char *why =
-			zsm_net_rail_unfit(&topo->devs[m[0]], &topo->devs[m[k]]);
+		struct zsm_net_dev *d = &topo->devs[m[k]];
+		const char *why = zsm_net_rail_unfit(&topo->devs[m[0]], d);
+		char line[sizeof(d->rails.why)];
 
 		if (!why[0]) {
 			m[kept++] = m[k];
 			continue;
 		}
-		struct zsm_net_dev *d = &topo->devs[m[k]];
-		char line[sizeof(d->rails.why)];
-
+		/* Through a copy: the name printed is another device's. */
 		snprintf(line, sizeof(line), "one NIC: not grouped with %s: %s",
 			 topo->devs[m[0]].name, why);
 		memcpy(d->rails.why, line, sizeof(line));
