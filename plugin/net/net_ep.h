@@ -138,7 +138,8 @@ int zsm_net_dev_pumped(const struct zsm_net_dev *dev);
  * closes.  A message one endpoint still sends to another of this process
  * may open a connection, and tcp;ofi_rxm leaves the socket it accepted
  * for it open when its listener's endpoint closes first (init_cycles with
- * paths and duplex: a socket in CLOSE-WAIT per few cycles).
+ * paths and duplex: a socket in CLOSE-WAIT per few cycles).  Retired
+ * endpoints are not driven (zsm_net_ep_close).
  */
 void zsm_net_topo_settle(struct zsm_net_topo *topo);
 /* Every current endpoint of dev in turn: start with *i = 0; NULL at the
@@ -164,12 +165,10 @@ void zsm_net_pump_stop(struct zsm_net_ep *ep);
 void zsm_net_pump_wake(struct zsm_net_ep *ep);
 /* Waits up to a second for the provider to give back what ep's comms
  * still have with it (zsm_net_ep_drain), then closes everything. */
+/* Teardown: drained (a current one, 1 s at most), then closed, or left
+ * open and unpolled where the provider still holds some of its
+ * operations and moves bytes only when driven (net_ep_open.c). */
 void zsm_net_ep_close(struct zsm_net_ep *ep);
-/* Teardown of a retired endpoint: closed once the provider gave back
- * its operations (1 s at most), else left open and unpolled, as
- * zsm_net_ep_reap leaves one (its peer went silent with transfers in
- * it). */
-void zsm_net_ep_close_retired(struct zsm_net_ep *ep);
 int zsm_net_ep_progress(struct zsm_net_ep *ep);
 /* Whether ep has work in flight, or comms whose handshake or hand-over
  * is not done: then it is polled every pass (engine). */

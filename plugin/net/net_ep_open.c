@@ -378,10 +378,9 @@ static unsigned long zsm_net_ep_held(const struct zsm_net_ep *ep)
  * an endpoint closed with transfers still in it (a peer killed with
  * rendezvous sends both ways): its close reads completions that refer to
  * connections it has already freed.  So a close first lets the provider
- * finish, or fail (a dead peer's), what it holds, for a bounded time.  It
- * closes after that all the same: an endpoint left open could still move
- * data into buffers NCCL frees next.  Teardown only: see zsm_net_ep_reap
- * for a retired endpoint.
+ * finish, or fail (a dead peer's), what it holds, for a bounded time;
+ * what it still holds then decides between closing and leaving the
+ * endpoint open (zsm_net_ep_leave_open).  Teardown only.
  */
 static void zsm_net_ep_drain(struct zsm_net_ep *ep)
 {
@@ -400,8 +399,9 @@ static int zsm_net_ep_unsettled(const struct zsm_net_ep *ep)
 	return zsm_net_ep_held(ep) || ep->ctrl.tx || ep->ctrl.head;
 }
 
-/* One pass over every endpoint of dev (retired ones too): what moved
- * into *moved, how many are unsettled into *busy. */
+/* One pass over every current endpoint of dev: what moved into *moved,
+ * how many are unsettled into *busy.  Retired ones are not driven: their
+ * peers went silent (zsm_net_ep_close). */
 static void zsm_net_dev_settle_pass(struct zsm_net_dev *dev, int *moved,
 				    int *busy)
 {
@@ -409,10 +409,6 @@ static void zsm_net_dev_settle_pass(struct zsm_net_dev *dev, int *moved,
 	int at = 0;
 
 	while ((ep = zsm_net_dev_next_ep(dev, &at))) {
-		*moved += zsm_net_ep_progress(ep);
-		*busy += zsm_net_ep_unsettled(ep);
-	}
-	for (ep = dev->retired; ep; ep = ep->retired_next) {
 		*moved += zsm_net_ep_progress(ep);
 		*busy += zsm_net_ep_unsettled(ep);
 	}
@@ -483,15 +479,6 @@ static void zsm_net_ep_destroy(struct zsm_net_ep *ep)
 	free(ep);
 }
 
-void zsm_net_ep_close(struct zsm_net_ep *ep)
-{
-	if (!ep)
-		return;
-	if (ep->fi.ep)
-		zsm_net_ep_drain(ep);
-	zsm_net_ep_destroy(ep);
-}
-
 void zsm_net_ep_retire(struct zsm_net_ep *ep)
 {
 	struct zsm_net_dev *dev = ep->dev;
@@ -513,29 +500,47 @@ void zsm_net_ep_retire(struct zsm_net_ep *ep)
 static struct zsm_net_ep *zsm_net_ep_abandoned;
 
 /*
- * Neither polled nor closed while the provider holds some of its
- * operations: a pass would move what a link that came back delivers into
- * buffers NCCL frees after the close, and tcp;ofi_rxm's fi_close crashes
- * with transfers in it (both seen in netns-linkdown, and at exit after
- * one link of several went down: netns-rails-linkdown).  The process's
- * exit reclaims it.
+ * Whether ep is to be left open, unpolled, rather than closed: the
+ * provider still holds some of its operations and moves bytes only in
+ * calls that drive it (data progress manual: tcp;ofi_rxm).  A close
+ * there crashes libfabric 1.17's rxm (a transfer stuck on a link that
+ * went down: netns-linkdown, netns-rails-linkdown), and a pass would
+ * move what the link delivers once back into buffers NCCL has freed;
+ * left alone it moves nothing, and the process's exit reclaims it.  A
+ * provider that moves bytes on its own is closed all the same, since
+ * only the close stops it.
  */
+static int zsm_net_ep_leave_open(const struct zsm_net_ep *ep)
+{
+	return zsm_net_ep_held(ep) &&
+	       ep->dev->info->domain_attr->data_progress == FI_PROGRESS_MANUAL;
+}
+
 static void zsm_net_ep_abandon(struct zsm_net_ep *ep)
 {
-	ZSM_INFO("net: %s: the retired endpoint still has %lu operations "
+	struct zsm_net_ep **slot = zsm_net_ep_slot(ep->dev, ep->path,
+						   ep->rx_role);
+
+	ZSM_INFO("net: %s: an endpoint of path %d still has %lu operations "
 		 "with the provider: left open, unpolled",
-		 ep->dev->name, zsm_net_ep_held(ep));
+		 ep->dev->name, ep->path, zsm_net_ep_held(ep));
 	/* Its pump would poll it too. */
 	zsm_net_pump_stop(ep);
+	if (*slot == ep)
+		*slot = NULL;
 	ep->retired_next = zsm_net_ep_abandoned;
 	zsm_net_ep_abandoned = ep;
 }
 
-void zsm_net_ep_close_retired(struct zsm_net_ep *ep)
+void zsm_net_ep_close(struct zsm_net_ep *ep)
 {
-	if (ep->fi.ep)
+	if (!ep)
+		return;
+	/* A retired endpoint's peer went silent: it is not driven again,
+	 * since what a pass moved now could land in freed buffers. */
+	if (ep->fi.ep && !ep->retired)
 		zsm_net_ep_drain(ep);
-	if (zsm_net_ep_held(ep))
+	if (zsm_net_ep_leave_open(ep))
 		zsm_net_ep_abandon(ep);
 	else
 		zsm_net_ep_destroy(ep);
@@ -557,7 +562,7 @@ void zsm_net_ep_reap(struct zsm_net_dev *dev)
 			continue;
 		}
 		*pp = ep->retired_next;
-		if (zsm_net_ep_held(ep)) {
+		if (zsm_net_ep_leave_open(ep)) {
 			zsm_net_ep_abandon(ep);
 			continue;
 		}

@@ -147,7 +147,7 @@ void zsm_net_close_endpoints(void)
 		while (dev->retired) {
 			ep = dev->retired;
 			dev->retired = ep->retired_next;
-			zsm_net_ep_close_retired(ep);
+			zsm_net_ep_close(ep);
 		}
 	}
 }
