@@ -713,13 +713,8 @@ const char *zsm_net_topo_why(const struct zsm_net_topo *topo,
 
 void zsm_net_topo_free(struct zsm_net_topo *topo)
 {
-	for (int i = 0; i < topo->ndevs; i++) {
-		zsm_fi_freeinfo(topo->devs[i].info);
-		if (topo->devs[i].rma_info)
-			zsm_fi_freeinfo(topo->devs[i].rma_info);
-		free(topo->devs[i].pci_path);
-		zsm_net_rail_free(&topo->devs[i]);
-	}
+	for (int i = 0; i < topo->ndevs; i++)
+		zsm_net_dev_drop(&topo->devs[i]);
 	if (topo->all)
 		zsm_fi_freeinfo(topo->all);
 	memset(topo, 0, sizeof(*topo));

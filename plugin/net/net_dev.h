@@ -132,8 +132,8 @@ int zsm_net_topo_fuse(const struct zsm_net_topo *topo, const int *devs,
 		      int n, struct zsm_net_dev *out);
 /* Give back the other rails' offers. */
 void zsm_net_rail_free(struct zsm_net_dev *dev);
-/* Give back every offer of dev and its PCI path, and clear it (a device
- * that never opened an endpoint). */
+/* Give back every offer of dev and its PCI path, and clear it (its
+ * endpoints closed, or never opened). */
 void zsm_net_dev_drop(struct zsm_net_dev *dev);
 void zsm_net_topo_free(struct zsm_net_topo *topo);
 /* Why an offer was not taken ("" when it was). */

@@ -163,11 +163,9 @@ int zsm_net_pump_start(struct zsm_net_ep *ep);
 void zsm_net_pump_stop(struct zsm_net_ep *ep);
 /* The engine gave ep sends: wake its pump if it sleeps. */
 void zsm_net_pump_wake(struct zsm_net_ep *ep);
-/* Waits up to a second for the provider to give back what ep's comms
- * still have with it (zsm_net_ep_drain), then closes everything. */
-/* Teardown: drained (a current one, 1 s at most), then closed, or left
- * open and unpolled where the provider still holds some of its
- * operations and moves bytes only when driven (net_ep_open.c). */
+/* Teardown, after zsm_net_topo_settle: closed, or left open and
+ * unpolled where the provider still holds some of its operations and
+ * moves bytes only when driven (net_ep_open.c). */
 void zsm_net_ep_close(struct zsm_net_ep *ep);
 int zsm_net_ep_progress(struct zsm_net_ep *ep);
 /* Whether ep has work in flight, or comms whose handshake or hand-over

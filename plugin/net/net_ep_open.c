@@ -373,25 +373,6 @@ static unsigned long zsm_net_ep_held(const struct zsm_net_ep *ep)
 	return n;
 }
 
-/*
- * tcp;ofi_rxm (libfabric 1.17) has been seen to crash inside fi_close of
- * an endpoint closed with transfers still in it (a peer killed with
- * rendezvous sends both ways): its close reads completions that refer to
- * connections it has already freed.  So a close first lets the provider
- * finish, or fail (a dead peer's), what it holds, for a bounded time;
- * what it still holds then decides between closing and leaving the
- * endpoint open (zsm_net_ep_leave_open).  Teardown only.
- */
-static void zsm_net_ep_drain(struct zsm_net_ep *ep)
-{
-	uint64_t t0 = zsm_now_ns();
-
-	while (zsm_net_ep_held(ep) &&
-	       zsm_now_ns() - t0 < ZSM_NET_CLOSE_DRAIN_NS)
-		if (!zsm_net_ep_progress(ep))
-			poll(NULL, 0, 1);
-}
-
 /* Whether ep still has zsm's work in the provider: data operations,
  * control sends in flight or queued. */
 static int zsm_net_ep_unsettled(const struct zsm_net_ep *ep)
@@ -414,6 +395,15 @@ static void zsm_net_dev_settle_pass(struct zsm_net_dev *dev, int *moved,
 	}
 }
 
+/*
+ * tcp;ofi_rxm (libfabric 1.17) has been seen to crash inside fi_close of
+ * an endpoint closed with transfers still in it (a peer killed with
+ * rendezvous sends both ways): its close reads completions that refer to
+ * connections it has already freed.  So teardown first lets the provider
+ * finish, or fail (a dead peer's), what it holds, for a bounded time;
+ * what it still holds then decides between closing and leaving the
+ * endpoint open (zsm_net_ep_leave_open).
+ */
 void zsm_net_topo_settle(struct zsm_net_topo *topo)
 {
 	uint64_t t0 = zsm_now_ns();
@@ -536,10 +526,9 @@ void zsm_net_ep_close(struct zsm_net_ep *ep)
 {
 	if (!ep)
 		return;
-	/* A retired endpoint's peer went silent: it is not driven again,
-	 * since what a pass moved now could land in freed buffers. */
-	if (ep->fi.ep && !ep->retired)
-		zsm_net_ep_drain(ep);
+	/* Not driven here: zsm_net_topo_settle drove every current one
+	 * already, and a retired one's peer went silent (what a pass moved
+	 * now could land in freed buffers). */
 	if (zsm_net_ep_leave_open(ep))
 		zsm_net_ep_abandon(ep);
 	else

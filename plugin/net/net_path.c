@@ -101,8 +101,7 @@ static void zsm_net_path_per_rail(const struct zsm_net_dev *dev, int *want,
 				  char *why, size_t len)
 {
 	int n = dev->rails.n, per;
-	char head[64];
-	size_t h, keep;
+	size_t at = strlen(why);
 
 	if (n < 2)
 		return;
@@ -110,18 +109,9 @@ static void zsm_net_path_per_rail(const struct zsm_net_dev *dev, int *want,
 	if (per * n > ZSM_NET_PATHS_MAX)
 		per = ZSM_NET_PATHS_MAX / n;
 	*want = per * n;
-	/* Put "N, P on each of R NICs; asked: " before what was asked. */
-	snprintf(head, sizeof(head), "%d, %d on each of %d NICs; asked: ",
-		 *want, per, n);
-	h = strlen(head);
-	if (h >= len)
-		return;
-	keep = strlen(why);
-	if (keep > len - 1 - h)
-		keep = len - 1 - h;
-	memmove(why + h, why, keep);
-	memcpy(why, head, h);
-	why[h + keep] = '\0';
+	if (at < len)
+		snprintf(why + at, len - at, "; so %d: %d on each of %d NICs",
+			 *want, per, n);
 }
 
 void zsm_net_dev_plan_paths(struct zsm_net_dev *dev)

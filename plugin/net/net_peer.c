@@ -243,18 +243,20 @@ static void zsm_net_peer_fail(struct zsm_net_peer *p, int err, const char *why)
 		zsm_net_comm_fail(c, err, NULL);
 		n++;
 	}
-	if (n && p->ep->dev->paths > 1)
-		/* The path whose link went quiet, and its NIC: the one to
-		 * look at on a device over several. */
-		ZSM_WARN("net: %s, path %d (NIC %s): %s; failing its %d "
-			 "comm(s)",
-			 p->ep->dev->name, p->ep->path,
-			 zsm_net_rail_offer(p->ep->dev, p->ep->path)
-				 ->domain_attr->name,
-			 why, n);
-	else if (n)
-		ZSM_WARN("net: %s: %s; failing its %d comm(s)",
-			 p->ep->dev->name, why, n);
+	if (n) {
+		struct zsm_net_dev *dev = p->ep->dev;
+		char where[96] = "";
+
+		/* With paths, the one whose link went quiet, and its NIC:
+		 * the one to look at on a device over several. */
+		if (dev->paths > 1)
+			snprintf(where, sizeof(where), ", path %d (NIC %s)",
+				 p->ep->path,
+				 zsm_net_rail_offer(dev, p->ep->path)
+					 ->domain_attr->name);
+		ZSM_WARN("net: %s%s: %s; failing its %d comm(s)", dev->name,
+			 where, why, n);
+	}
 	/* Closers waiting for those comms' receives need not any more: a
 	 * gone process moves nothing, and a silent one's transfers end when
 	 * its endpoint closes (zsm_net_ep_retire). */

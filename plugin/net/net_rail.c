@@ -164,29 +164,40 @@ static void zsm_net_rail_sort(const struct zsm_net_dev *devs, int *m, int n)
 		}
 }
 
+/* A device's name and speed take in member d's: "a+b", summed. */
+static void zsm_net_rail_join(struct zsm_net_dev *to,
+			      const struct zsm_net_dev *d)
+{
+	size_t at = strlen(to->name), len = strlen(d->name);
+
+	to->speed_mbps += d->speed_mbps;
+	if (at + 2 >= sizeof(to->name))
+		return;
+	if (len > sizeof(to->name) - at - 2)
+		len = sizeof(to->name) - at - 2;
+	/* memmove: to and d may be elements of one array. */
+	to->name[at] = '+';
+	memmove(to->name + at + 1, d->name, len);
+	to->name[at + 1 + len] = '\0';
+}
+
 /* Fold the members (sorted) into the first; the others' offers move to
  * it and their slots are left empty (info NULL). */
 static void zsm_net_rail_merge(struct zsm_net_topo *topo, const int *m,
 			       int n, const char *why)
 {
 	struct zsm_net_dev *lead = &topo->devs[m[0]];
-	char names[sizeof(lead->name)];
-	size_t at;
 
-	snprintf(names, sizeof(names), "%s", lead->name);
 	lead->rails.n = n;
 	for (int k = 1; k < n; k++) {
 		struct zsm_net_dev *d = &topo->devs[m[k]];
 
 		lead->rails.info[k] = d->info;
 		lead->rails.rma_info[k] = d->rma_info;
-		lead->speed_mbps += d->speed_mbps;
-		at = strlen(names);
-		snprintf(names + at, sizeof(names) - at, "+%s", d->name);
+		zsm_net_rail_join(lead, d);
 		free(d->pci_path);
 		memset(d, 0, sizeof(*d));
 	}
-	snprintf(lead->name, sizeof(lead->name), "%s", names);
 	snprintf(lead->rails.why, sizeof(lead->rails.why),
 		 "%d NICs (%s), one comm's messages on all of them", n, why);
 	ZSM_INFO("net: device %s spans %s", lead->name, lead->rails.why);
@@ -309,7 +320,6 @@ int zsm_net_topo_fuse(const struct zsm_net_topo *topo, const int *devs,
 {
 	const struct zsm_net_dev *lead = &topo->devs[devs[0]];
 	int bad = 0, ret = zsm_net_rail_fuse_check(topo, devs, n);
-	size_t at;
 
 	if (ret)
 		return ret;
@@ -341,11 +351,8 @@ int zsm_net_topo_fuse(const struct zsm_net_topo *topo, const int *devs,
 		}
 		if (k == 0)
 			continue;
-		out->speed_mbps += d->speed_mbps;
 		out->guid = out->guid * 31 + d->guid;
-		at = strlen(out->name);
-		snprintf(out->name + at, sizeof(out->name) - at, "+%s",
-			 d->name);
+		zsm_net_rail_join(out, d);
 	}
 	out->rails.nfused = n;
 	snprintf(out->rails.why, sizeof(out->rails.why),
