@@ -23,8 +23,11 @@
 #     bash test/gpu/nccl-vs-socket.sh [-r ROUNDS] [--quick]
 #
 # -r: rounds (default 5).  --quick: 64 KiB and 1 MiB, one round, a dry run.
+# -v: the variants, comma-separated (default zsm,socket,socket1); besides
+# the three above, zsm-p2, zsm-p4 and zsm-p8 (ZSM_NET_PATHS=2, 4, 8) and
+# zsm-inline (ZSM_PROXY=inline), for finding where zsm's time goes.
 # Prints, per op and size, each variant's median bus bandwidth over the
-# rounds and zsm / max(socket, socket1), and writes that table to
+# rounds and each zsm variant's over the best socket one's, and writes that table to
 # $OUT/nccl-vs-socket.log, every run's result to $OUT/nccl-vs-socket.json
 # and the runs' logs and JSONs to $OUT/nccl-vs-socket-raw.tar.gz (the
 # device tool brings back eight files at most).  Exit 0 only when every
@@ -38,10 +41,11 @@ BUILD=${ZSM_BUILD:-/tmp/zsm-build}
 PY=${PYTHON:-python3}
 raw=${ZSM_NVS_RAW:-/tmp/zsm-nccl-vs-socket}
 variants=(zsm socket socket1)
+known='zsm zsm-p2 zsm-p4 zsm-p8 zsm-inline socket socket1'
 ops=sendrecv,all_reduce,all_gather
 
 usage() {
-	echo "usage: bash test/gpu/nccl-vs-socket.sh [-r ROUNDS] [--quick]" >&2
+	echo "usage: bash test/gpu/nccl-vs-socket.sh [-r ROUNDS] [-v VARIANTS] [--quick]" >&2
 	echo "  (-h for what it does)" >&2
 	exit 2
 }
@@ -50,6 +54,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	-r) [ $# -ge 2 ] || usage; rounds=$2; shift 2 ;;
 	-r*) rounds=${1#-r}; shift ;;
+	-v) [ $# -ge 2 ] || usage; IFS=, read -r -a variants <<<"$2"; shift 2 ;;
 	--quick) quick=1; shift ;;
 	-h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "nccl-vs-socket.sh: unknown argument '$1'" >&2; usage ;;
@@ -58,6 +63,16 @@ done
 [ -n "$rounds" ] || rounds=$([ $quick = 1 ] && echo 1 || echo 5)
 case $rounds in
 '' | *[!0-9]* | 0) echo "nccl-vs-socket.sh: -r wants a whole number >= 1, not '$rounds'" >&2; usage ;;
+esac
+for v in "${variants[@]}"; do
+	case " $known " in
+	*" $v "*) ;;
+	*) echo "nccl-vs-socket.sh: unknown variant '$v' (known: $known)" >&2; usage ;;
+	esac
+done
+case " ${variants[*]} " in
+*" socket "* | *" socket1 "*) ;;
+*) echo "nccl-vs-socket.sh: -v needs socket or socket1, the baseline" >&2; usage ;;
 esac
 if [ $quick = 1 ]; then
 	sizes=65536,1048576 iters=(--warmup 1 --iters 3)
@@ -112,7 +127,11 @@ common=(NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NV
 	TORCH_NCCL_ASYNC_ERROR_HANDLING=1)
 variant_env() {
 	case $1 in
-	zsm) echo NCCL_NET_PLUGIN="$plugin" NCCL_NET=zsm ZSM_PROVIDER=tcp ZSM_DOMAIN=lo ZSM_CE=0 ;;
+	zsm*) echo NCCL_NET_PLUGIN="$plugin" NCCL_NET=zsm ZSM_PROVIDER=tcp ZSM_DOMAIN=lo ZSM_CE=0
+		case $1 in
+		zsm-p*) echo ZSM_NET_PATHS="${1#zsm-p}" ;;
+		zsm-inline) echo ZSM_PROXY=inline ;;
+		esac ;;
 	socket) echo NCCL_NET_PLUGIN=none NCCL_NET=Socket ;;
 	socket1) echo NCCL_NET_PLUGIN=none NCCL_NET=Socket NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1 ;;
 	esac
@@ -129,7 +148,7 @@ run_one() { # variant round
 		--timeout 150 --ops "$ops" --dtypes float32 --sizes "$sizes" \
 		--bw-sizes "$sizes" "${iters[@]}" >"$log" 2>&1
 	rc=$?
-	want=$([ "$v" = zsm ] && echo 'via NET/zsm' || echo 'via NET/Socket')
+	want=$(case $v in zsm*) echo 'via NET/zsm' ;; *) echo 'via NET/Socket' ;; esac)
 	vias=$(grep -c "$want" "$log")
 	cma=$(grep -c 'cross-memory attach' "$log")
 	say "round $r $v: rc $rc, $vias '$want' lines, $SECONDS s;" \
@@ -166,7 +185,9 @@ with open(out, "w") as f:
     json.dump([dict(variant=v, round=r, **j) for (v, r), j in sorted(runs.items())], f, indent=1)
 hdr = "%-11s %7s" % ("op", "size") + "".join("%10s" % v for v in variants)
 print("median busbw GB/s over %s rounds (float32)" % rounds)
-print(hdr + "  zsm/max(socket,socket1)")
+socks = [v for v in variants if v.startswith("socket")]
+zsms = [v for v in variants if v.startswith("zsm")]
+print(hdr + "".join("  %s/sock" % v for v in zsms))
 for op in ops:
     for size in sizes:
         med = {}
@@ -176,10 +197,11 @@ for op in ops:
             if len(bw) != int(rounds):
                 bad.append("%s %s %d: %d of %s rounds measured" % (v, op, size, len(bw), rounds))
             med[v] = statistics.median(bw) if bw else float("nan")
-        base = max(med["socket"], med["socket1"])
+        base = max(med[v] for v in socks)
         label = "%dMiB" % (size >> 20) if size >= 1 << 20 else "%dKiB" % (size >> 10)
         print("%-11s %7s" % (op, label) + "".join("%10.3f" % med[v] for v in variants)
-              + "  %6.2f" % (med["zsm"] / base if base > 0 else float("nan")))
+              + "".join("  %*.2f" % (len(v) + 5, med[v] / base if base > 0 else float("nan"))
+                        for v in zsms))
 for b in bad:
     print("FAIL: " + b)
 print("every run passed its exact checks and timed every op and size: %s"
