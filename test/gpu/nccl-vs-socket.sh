@@ -23,9 +23,13 @@
 #     bash test/gpu/nccl-vs-socket.sh [-r ROUNDS] [--quick]
 #
 # -r: rounds (default 5).  --quick: 64 KiB and 1 MiB, one round, a dry run.
-# -v: the variants, comma-separated (default zsm,socket,socket1); besides
-# the three above, zsm-p2, zsm-p4 and zsm-p8 (ZSM_NET_PATHS=2, 4, 8) and
-# zsm-inline (ZSM_PROXY=inline), for finding where zsm's time goes.
+# -v: the variants, comma-separated (default zsm,socket,socket1).  A zsm
+# variant may add settings, each a dash and a letter with its value, for
+# finding where zsm's time goes: pN ZSM_NET_PATHS=N, dN ZSM_NET_DUPLEX=N,
+# tN ZSM_NET_TX_PUMPS=N, aN ZSM_PROXY_ASSIST=N, i ZSM_PROXY=inline (so
+# zsm-p4-d0 is 4 paths without duplex endpoints).  --base SO: variants
+# named base (base-p4, ...) run that plugin instead of this tree's build,
+# to compare two builds of zsm alternated in one run.
 # Prints, per op and size, each variant's median bus bandwidth over the
 # rounds and each zsm variant's over the best socket one's, and writes that table to
 # $OUT/nccl-vs-socket.log, every run's result to $OUT/nccl-vs-socket.json
@@ -41,20 +45,20 @@ BUILD=${ZSM_BUILD:-/tmp/zsm-build}
 PY=${PYTHON:-python3}
 raw=${ZSM_NVS_RAW:-/tmp/zsm-nccl-vs-socket}
 variants=(zsm socket socket1)
-known='zsm zsm-p2 zsm-p4 zsm-p8 zsm-inline socket socket1'
 ops=sendrecv,all_reduce,all_gather
 
 usage() {
-	echo "usage: bash test/gpu/nccl-vs-socket.sh [-r ROUNDS] [-v VARIANTS] [--quick]" >&2
+	echo "usage: bash test/gpu/nccl-vs-socket.sh [-r ROUNDS] [-v VARIANTS] [--base SO] [--quick]" >&2
 	echo "  (-h for what it does)" >&2
 	exit 2
 }
-rounds='' quick=0
+rounds='' quick=0 base=
 while [ $# -gt 0 ]; do
 	case $1 in
 	-r) [ $# -ge 2 ] || usage; rounds=$2; shift 2 ;;
 	-r*) rounds=${1#-r}; shift ;;
 	-v) [ $# -ge 2 ] || usage; IFS=, read -r -a variants <<<"$2"; shift 2 ;;
+	--base) [ $# -ge 2 ] || usage; base=$2; shift 2 ;;
 	--quick) quick=1; shift ;;
 	-h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "nccl-vs-socket.sh: unknown argument '$1'" >&2; usage ;;
@@ -64,10 +68,28 @@ done
 case $rounds in
 '' | *[!0-9]* | 0) echo "nccl-vs-socket.sh: -r wants a whole number >= 1, not '$rounds'" >&2; usage ;;
 esac
+# zsm_env VARIANT: the settings a zsm variant adds, one per line.
+zsm_env() {
+	local w
+	IFS=- read -r -a w <<<"${1#*[em]}"
+	for w in "${w[@]}"; do
+		case $w in
+		'') ;;
+		p[1-8]) echo "ZSM_NET_PATHS=${w#p}" ;;
+		d[01]) echo "ZSM_NET_DUPLEX=${w#d}" ;;
+		t[1-4]) echo "ZSM_NET_TX_PUMPS=${w#t}" ;;
+		a[01]) echo "ZSM_PROXY_ASSIST=${w#a}" ;;
+		i) echo "ZSM_PROXY=inline" ;;
+		*) return 1 ;;
+		esac
+	done
+}
 for v in "${variants[@]}"; do
-	case " $known " in
-	*" $v "*) ;;
-	*) echo "nccl-vs-socket.sh: unknown variant '$v' (known: $known)" >&2; usage ;;
+	case $v in
+	socket | socket1) ;;
+	zsm | zsm-*) zsm_env "$v" >/dev/null && continue ;&
+	base | base-*) [ -n "$base" ] && zsm_env "$v" >/dev/null && continue ;&
+	*) echo "nccl-vs-socket.sh: unknown variant '$v'" >&2; usage ;;
 	esac
 done
 case " ${variants[*]} " in
@@ -127,11 +149,9 @@ common=(NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NV
 	TORCH_NCCL_ASYNC_ERROR_HANDLING=1)
 variant_env() {
 	case $1 in
-	zsm*) echo NCCL_NET_PLUGIN="$plugin" NCCL_NET=zsm ZSM_PROVIDER=tcp ZSM_DOMAIN=lo ZSM_CE=0
-		case $1 in
-		zsm-p*) echo ZSM_NET_PATHS="${1#zsm-p}" ;;
-		zsm-inline) echo ZSM_PROXY=inline ;;
-		esac ;;
+	zsm* | base*) echo NCCL_NET_PLUGIN="$([ "${1#base}" = "$1" ] && echo "$plugin" || echo "$base")" \
+			NCCL_NET=zsm ZSM_PROVIDER=tcp ZSM_DOMAIN=lo ZSM_CE=0
+		zsm_env "$1" ;;
 	socket) echo NCCL_NET_PLUGIN=none NCCL_NET=Socket ;;
 	socket1) echo NCCL_NET_PLUGIN=none NCCL_NET=Socket NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1 ;;
 	esac
@@ -148,7 +168,7 @@ run_one() { # variant round
 		--timeout 150 --ops "$ops" --dtypes float32 --sizes "$sizes" \
 		--bw-sizes "$sizes" "${iters[@]}" >"$log" 2>&1
 	rc=$?
-	want=$(case $v in zsm*) echo 'via NET/zsm' ;; *) echo 'via NET/Socket' ;; esac)
+	want=$(case $v in zsm* | base*) echo 'via NET/zsm' ;; *) echo 'via NET/Socket' ;; esac)
 	vias=$(grep -c "$want" "$log")
 	cma=$(grep -c 'cross-memory attach' "$log")
 	say "round $r $v: rc $rc, $vias '$want' lines, $SECONDS s;" \
@@ -186,7 +206,7 @@ with open(out, "w") as f:
 hdr = "%-11s %7s" % ("op", "size") + "".join("%10s" % v for v in variants)
 print("median busbw GB/s over %s rounds (float32)" % rounds)
 socks = [v for v in variants if v.startswith("socket")]
-zsms = [v for v in variants if v.startswith("zsm")]
+zsms = [v for v in variants if not v.startswith("socket")]
 print(hdr + "".join("  %s/sock" % v for v in zsms))
 for op in ops:
     for size in sizes:
