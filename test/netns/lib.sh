@@ -78,10 +78,13 @@ nf_links() {
 # IPATH_NO_BACKTRACE and HFI_NO_BACKTRACE: Debian's libfabric loads the
 # psm libraries, whose crash handler can hang a process that crashed
 # (issue 12, case 9); a crash must end the test, not stall it.
+# ZSM_NETNS_PROVIDER: the provider the ranks use (default tcp; a test of
+# suite rxm26 names tcp;ofi_rxm, which on 2.6 tcp does not mean).
 nf_in() {
 	ns=$1
 	shift
-	ip netns exec "$ns" env -u ZSM_DOMAIN ZSM_PROVIDER=tcp \
+	ip netns exec "$ns" env -u ZSM_DOMAIN \
+		ZSM_PROVIDER="${ZSM_NETNS_PROVIDER:-tcp}" \
 		IPATH_NO_BACKTRACE=1 HFI_NO_BACKTRACE=1 "$@"
 }
 

@@ -6,9 +6,9 @@
 # of path 1 (neither path 0, which carries the comm's control messages,
 # nor the link the ranks met over) taken down.  Both ranks' comms must
 # fail within ZSM_PEER_TIMEOUT_MS (2 s here) and a few probe intervals,
-# not hang; the rank that finds the silence first says so once, naming
-# path 1 and its end of the link; and with the link back a fresh pair
-# moves data byte-exact.
+# not hang; the rank that finds the fault first (silence, or a send the
+# provider failed) says so once, naming path 1 and its end of the link;
+# and with the link back a fresh pair moves data byte-exact.
 # Needs root and ip(8); skips (77) without them.
 #
 # usage: rails-linkdown.sh ZSM-BENCH PLUGIN.so
@@ -61,13 +61,14 @@ done
 # 3 s before the cut, 2 s of silence, up to 2 probe rounds and the
 # peer's exit: 20 s is far beyond any of it, and far below a hang.
 [ $t1e -le 20 ] || nf_fail "the ranks took $t1e s to fail"
-# Whichever side's probe times out first says so, naming path 1 and its
-# own end of the link; the other may then find its peer gone instead.
+# Whichever side finds the fault first says so, naming path 1 and its
+# own end of the link: its probe timed out, or (2.6's tcp;ofi_rxm, a cut
+# before the stream's first message) the provider failed a send there;
+# the other may then find its peer gone instead.
 down_b=$(printf '%s\n' $links_b | sort | sed -n 2p)
-grep -h "path 1 (NIC $down): nothing heard" "$out/cut.0.err" >/dev/null ||
-	grep -h "path 1 (NIC $down_b): nothing heard" "$out/cut.1.err" \
-		>/dev/null ||
-	nf_fail "no rank named path 1 and its NIC ($down, $down_b) for the silence"
+grep -h "path 1 (NIC $down): " "$out/cut.0.err" >/dev/null ||
+	grep -h "path 1 (NIC $down_b): " "$out/cut.1.err" >/dev/null ||
+	nf_fail "no rank named path 1 and its NIC ($down, $down_b) for the fault"
 for r in 0 1; do
 	[ "$(grep -c 'WARN.*nothing heard' "$out/cut.$r.err")" -le 1 ] ||
 		nf_fail "rank $r said the silence more than once"
