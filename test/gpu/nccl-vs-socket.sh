@@ -71,6 +71,7 @@ esac
 # zsm_env VARIANT: the settings a zsm variant adds, one per line.
 zsm_env() {
 	local w
+	# the words after the name's zsm or base
 	IFS=- read -r -a w <<<"${1#*[em]}"
 	for w in "${w[@]}"; do
 		case $w in

@@ -78,8 +78,9 @@ nf_links() {
 # IPATH_NO_BACKTRACE and HFI_NO_BACKTRACE: Debian's libfabric loads the
 # psm libraries, whose crash handler can hang a process that crashed
 # (issue 12, case 9); a crash must end the test, not stall it.
-# ZSM_NETNS_PROVIDER: the provider the ranks use (default tcp; a test of
-# suite rxm26 names tcp;ofi_rxm, which on 2.6 tcp does not mean).
+# ZSM_NETNS_PROVIDER: the ranks' provider (default tcp, which on
+# libfabric 2.6 is its own tcp endpoint; suite rxm26's tests name
+# tcp;ofi_rxm).
 nf_in() {
 	ns=$1
 	shift
