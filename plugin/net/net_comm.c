@@ -301,14 +301,12 @@ void zsm_net_comm_fail(struct zsm_net_comm *comm, int err, const char *why)
 	/* A path's link fails with its comm, which says so once, naming
 	 * the path. */
 	if (comm->paths.parent) {
-		struct zsm_net_dev *dev = comm->ep->dev;
 		char w[256];
 
 		if (why)
 			snprintf(w, sizeof(w), "path %d (NIC %s): %s",
 				 comm->paths.index,
-				 zsm_net_rail_offer(dev, comm->ep->path)
-					 ->domain_attr->name,
+				 zsm_net_rail_nic(comm->ep->dev, comm->ep->path),
 				 why);
 		zsm_net_comm_fail(comm->paths.parent, err, why ? w : NULL);
 		return;

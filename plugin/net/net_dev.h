@@ -121,6 +121,8 @@ int zsm_net_topo_group(struct zsm_net_topo *topo);
 int zsm_net_topo_group_at(struct zsm_net_topo *topo, const char *root);
 /* The offer path p of dev opens its endpoints with (rail p mod n). */
 struct fi_info *zsm_net_rail_offer(const struct zsm_net_dev *dev, int path);
+/* The NIC path runs over, by its domain name (for what zsm says). */
+const char *zsm_net_rail_nic(const struct zsm_net_dev *dev, int path);
 /* The rail path p of dev rides. */
 int zsm_net_rail_of(const struct zsm_net_dev *dev, int path);
 /*

@@ -251,9 +251,7 @@ static void zsm_net_peer_fail(struct zsm_net_peer *p, int err, const char *why)
 		 * the one to look at on a device over several. */
 		if (dev->paths > 1)
 			snprintf(where, sizeof(where), ", path %d (NIC %s)",
-				 p->ep->path,
-				 zsm_net_rail_offer(dev, p->ep->path)
-					 ->domain_attr->name);
+				 p->ep->path, zsm_net_rail_nic(dev, p->ep->path));
 		ZSM_WARN("net: %s%s: %s; failing its %d comm(s)", dev->name,
 			 where, why, n);
 	}

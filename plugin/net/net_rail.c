@@ -41,6 +41,11 @@ struct fi_info *zsm_net_rail_offer(const struct zsm_net_dev *dev, int path)
 				      : dev->rails.info[r];
 }
 
+const char *zsm_net_rail_nic(const struct zsm_net_dev *dev, int path)
+{
+	return zsm_net_rail_offer(dev, path)->domain_attr->name;
+}
+
 int zsm_net_rail_of(const struct zsm_net_dev *dev, int path)
 {
 	return dev->rails.n > 1 ? path % dev->rails.n : 0;
