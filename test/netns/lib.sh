@@ -79,8 +79,8 @@ nf_links() {
 # psm libraries, whose crash handler can hang a process that crashed
 # (issue 12, case 9); a crash must end the test, not stall it.
 # ZSM_NETNS_PROVIDER: the ranks' provider (default tcp, which on
-# libfabric 2.6 is its own tcp endpoint; suite rxm26's tests name
-# tcp;ofi_rxm).
+# libfabric 2.6 is its own tcp endpoint; tcp;ofi_rxm reproduces the
+# link cut that 2.6's rxm does not always fail in time, docs/results.md).
 nf_in() {
 	ns=$1
 	shift
