@@ -264,12 +264,17 @@ static void zsm_net_peer_fail(struct zsm_net_peer *p, int err, const char *why)
 }
 
 /* Whether some comm to p waits for the peer (a held send waits for its
- * GRANT, net_credit.h). */
+ * GRANT, net_credit.h).  A path's link counts while its comm has
+ * requests parked: a send there may wait for the link's first GRANT,
+ * which only the link's own path brings, and a link that never carried
+ * anything would otherwise never be asked (a path dead from the start
+ * hung both ranks past ZSM_PEER_TIMEOUT_MS, failed by nothing). */
 static struct zsm_net_comm *zsm_net_peer_busy(struct zsm_net_peer *p)
 {
 	for (struct zsm_net_comm *c = p->ep->comms; c; c = c->ep_next)
 		if (c->remote.obj == p && !c->closing &&
-		    (c->posted.data || c->posted.deferred || c->held) &&
+		    (c->posted.data || c->posted.deferred || c->held ||
+		     (c->paths.parent && c->paths.parent->posted.deferred)) &&
 		    c->remote.id &&
 		    !zsm_net_comm_failed(c))
 			return c;

@@ -8,12 +8,17 @@
 # fail within ZSM_PEER_TIMEOUT_MS (2 s here) and a few probe intervals,
 # not hang; the rank that finds the fault first (silence, or a send the
 # provider failed) says so once, naming path 1 and its end of the link;
-# and with the link back a fresh pair moves data byte-exact.
+# and with the link back a fresh pair moves data byte-exact.  Last, the
+# same link dead from the start (zsm-tamper drops every packet it sends,
+# the link up): the comm's handshake on path 0 works, path 1's never
+# does, and both ranks must still fail within the same bound, one of them
+# naming path 1 (a send waiting there for the path's first GRANT was
+# once seen by no liveness check, and both ranks hung).
 # Needs root and ip(8); skips (77) without them.
 #
-# usage: rails-linkdown.sh ZSM-BENCH PLUGIN.so
+# usage: rails-linkdown.sh ZSM-BENCH PLUGIN.so ZSM-TAMPER
 set -u
-bench=$1 plugin=$2
+bench=$1 plugin=$2 tamper=$3
 
 . "$(dirname "$0")/lib.sh"
 nf_setup
@@ -38,37 +43,42 @@ run() {
 	p1=$!
 }
 
+# failed_in_time NAME: both ranks of run NAME failed their transfer (1)
+# within 20 s of t0 (3 s before a cut, 2 s of silence, up to 2 probe
+# rounds and the peer's exit: far beyond any of it, far below a hang),
+# and one of them named path 1 and its own end of the link: its probe
+# timed out, or (2.6's tcp;ofi_rxm, a cut before the stream's first
+# message) the provider failed a send there; the other may then find its
+# peer gone instead.
+down_b=$(printf '%s\n' $links_b | sort | sed -n 2p)
+failed_in_time() {
+	wait $p0
+	r0=$?
+	t0e=$(($(date +%s) - t0))
+	wait $p1
+	r1=$?
+	t1e=$(($(date +%s) - t0))
+	echo "rank 0 exited $r0 after ${t0e} s, rank 1 exited $r1 after ${t1e} s"
+	for r in 0 1; do
+		grep -h 'WARN' "$out/$1.$r.err" | sed 's/^.*NET\/zsm: //' |
+			sed "s/^/rank $r's plugin: /"
+		tail -n 1 "$out/$1.$r.err"
+	done
+	[ $r0 = 1 ] && [ $r1 = 1 ] ||
+		nf_fail "$1: both ranks should end with a failed transfer (1), not $r0 and $r1"
+	[ $t1e -le 20 ] || nf_fail "$1: the ranks took $t1e s to fail"
+	grep -h "path 1 (NIC $down): " "$out/$1.0.err" >/dev/null ||
+		grep -h "path 1 (NIC $down_b): " "$out/$1.1.err" >/dev/null ||
+		nf_fail "$1: no rank named path 1 and its NIC ($down, $down_b)"
+}
+
 echo "== a 16 MiB stream; $down (path 1) goes down after 3 s"
 t0=$(date +%s)
 run cut --test stream --sizes 16M --iters 1000000 --reps 1 --warmup 0 \
 	--no-verify --timeout 120
 sleep 3
 ip -n "$nsa" link set "$down" down
-wait $p0
-r0=$?
-t0e=$(($(date +%s) - t0))
-wait $p1
-r1=$?
-t1e=$(($(date +%s) - t0))
-echo "rank 0 exited $r0 after ${t0e} s, rank 1 exited $r1 after ${t1e} s"
-for r in 0 1; do
-	grep -h 'WARN' "$out/cut.$r.err" | sed 's/^.*NET\/zsm: //' |
-		sed "s/^/rank $r's plugin: /"
-	tail -n 1 "$out/cut.$r.err"
-done
-[ $r0 = 1 ] && [ $r1 = 1 ] ||
-	nf_fail "both ranks should end with a failed transfer (1), not $r0 and $r1"
-# 3 s before the cut, 2 s of silence, up to 2 probe rounds and the
-# peer's exit: 20 s is far beyond any of it, and far below a hang.
-[ $t1e -le 20 ] || nf_fail "the ranks took $t1e s to fail"
-# Whichever side finds the fault first says so, naming path 1 and its
-# own end of the link: its probe timed out, or (2.6's tcp;ofi_rxm, a cut
-# before the stream's first message) the provider failed a send there;
-# the other may then find its peer gone instead.
-down_b=$(printf '%s\n' $links_b | sort | sed -n 2p)
-grep -h "path 1 (NIC $down): " "$out/cut.0.err" >/dev/null ||
-	grep -h "path 1 (NIC $down_b): " "$out/cut.1.err" >/dev/null ||
-	nf_fail "no rank named path 1 and its NIC ($down, $down_b) for the fault"
+failed_in_time cut
 for r in 0 1; do
 	[ "$(grep -c 'WARN.*nothing heard' "$out/cut.$r.err")" -le 1 ] ||
 		nf_fail "rank $r said the silence more than once"
@@ -85,4 +95,27 @@ r1=$?
 cat "$out/back.0"
 [ $r0 = 0 ] && [ $r1 = 0 ] ||
 	nf_fail "after the link came back zsm-bench exited $r0 and $r1"
+
+echo "== $down dead from the start (every packet dropped, link up)"
+nf_cleanup_hook='for f in "$out"/drop.*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done; sleep 0.2'
+for side in "$nsa $down a" "$nsb $down_b b"; do
+	set -- $side
+	# ip netns exec execs the program: $! is zsm-tamper itself.
+	ip netns exec "$1" "$tamper" drop "$2" >"$out/drop.$3" 2>&1 &
+	echo $! >"$out/drop.$3.pid"
+done
+for s in a b; do
+	nf_wait_line "$out/drop.$s" 'attached\|SKIP' 10
+	grep -q attached "$out/drop.$s" || {
+		cat "$out/drop.$s"
+		# A kernel that cannot run the program skips this part only.
+		grep -q SKIP "$out/drop.$s" && exit $status
+		nf_fail "zsm-tamper did not attach on $s's end"
+		exit $status
+	}
+done
+t0=$(date +%s)
+run dead --test stream --sizes 16M --iters 1000000 --reps 1 --warmup 0 \
+	--no-verify --timeout 120
+failed_in_time dead
 exit $status
