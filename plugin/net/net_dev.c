@@ -200,14 +200,24 @@ static uint64_t zsm_net_fnv1a(const char *s)
 
 /*
  * Measured on libfabric 1.17: tcp;ofi_rxm delivers a message of up to its
- * eager size (FI_OFI_RXM_BUFFER_SIZE, 16 KiB by default) straight into
- * the posted buffer, and one that does not fit makes the tcp core drop
- * the connection to that peer, losing the next message of any comm on
- * it; larger messages go by rendezvous and truncate cleanly.  Other
- * providers truncate cleanly at any size.
+ * eager limit straight into the posted buffer, and one that does not fit
+ * makes the tcp core drop the connection to that peer, losing the next
+ * message of any comm on it; larger messages go by rendezvous and
+ * truncate cleanly.  Other providers truncate cleanly at any size.  The
+ * eager limit is FI_OFI_RXM_BUFFER_SIZE (16 KiB by default), or
+ * FI_OFI_RXM_EAGER_LIMIT where that is larger (rxm raises it to the
+ * buffer size): with only the buffer size guarded, an oversized 64 KiB
+ * send under FI_OFI_RXM_EAGER_LIMIT=1048576 reset the connection and
+ * another comm's message never came (trunc_isolated).  What rxm keeps
+ * of an early message is one of its buffers, so the buffer size alone
+ * is what may go early (dev->eager).
  */
 #define ZSM_NET_RXM_EAGER_DEFAULT 16384
 #define ZSM_NET_RXM_EAGER_MAX (1 << 20)
+/* The spill buffer is virtual memory of each endpoint that only an
+ * oversized message touches: larger eager limits than this are refused
+ * rather than guarded. */
+#define ZSM_NET_RXM_TRUNC_MAX (64 << 20)
 
 /*
  * A size libfabric reads from its own variable: lo to hi, else dflt.
@@ -226,13 +236,24 @@ static size_t zsm_net_fi_env(const char *name, size_t dflt, long lo, long hi)
 	return *end || v < lo || v > hi ? dflt : (size_t)v;
 }
 
-static size_t zsm_net_trunc_unsafe(const char *prov)
+/* tcp;ofi_rxm's eager limit, from its variables, into *limit: 0, or
+ * -EINVAL where it is larger than zsm guards (said once, here). */
+static int zsm_net_rxm_eager_limit(size_t *limit)
 {
-	if (strcmp(prov, "tcp;ofi_rxm") != 0)
+	size_t buf = zsm_net_fi_env("FI_OFI_RXM_BUFFER_SIZE",
+				    ZSM_NET_RXM_EAGER_DEFAULT, 1, LONG_MAX);
+	size_t eager = zsm_net_fi_env("FI_OFI_RXM_EAGER_LIMIT", 0, 1,
+				      LONG_MAX);
+
+	*limit = eager > buf ? eager : buf;
+	if (*limit <= ZSM_NET_RXM_TRUNC_MAX)
 		return 0;
-	return zsm_net_fi_env("FI_OFI_RXM_BUFFER_SIZE",
-			      ZSM_NET_RXM_EAGER_DEFAULT, 1,
-			      ZSM_NET_RXM_EAGER_MAX);
+	ZSM_WARN("net: tcp;ofi_rxm would send messages of up to %zu bytes "
+		 "eagerly (FI_OFI_RXM_BUFFER_SIZE, FI_OFI_RXM_EAGER_LIMIT), "
+		 "and one larger than its receive resets the connection; zsm "
+		 "guards up to %d: set them to %d or less",
+		 *limit, ZSM_NET_RXM_TRUNC_MAX, ZSM_NET_RXM_TRUNC_MAX);
+	return -EINVAL;
 }
 
 /*
@@ -252,14 +273,24 @@ static size_t zsm_net_trunc_unsafe(const char *prov)
 #define ZSM_NET_TCP_SAVED_DEFAULT 64
 #define ZSM_NET_TCP_RX_DEFAULT 16384
 
-/* What the chosen provider's rules make of a device's limits. */
-static void zsm_net_dev_rules(struct zsm_net_dev *dev)
+/* What the chosen provider's rules make of a device's limits: 0, or
+ * -EINVAL for limits zsm cannot keep safe. */
+static int zsm_net_dev_rules(struct zsm_net_dev *dev)
 {
 	const char *prov = dev->info->fabric_attr->prov_name;
 
-	dev->trunc_unsafe = zsm_net_trunc_unsafe(prov);
-	dev->eager = dev->trunc_unsafe;
+	dev->trunc_unsafe = 0;
+	dev->eager = 0;
 	dev->early_peer = UINT32_MAX;
+	if (strcmp(prov, "tcp;ofi_rxm") == 0) {
+		if (zsm_net_rxm_eager_limit(&dev->trunc_unsafe))
+			return -EINVAL;
+		dev->eager = zsm_net_fi_env("FI_OFI_RXM_BUFFER_SIZE",
+					    ZSM_NET_RXM_EAGER_DEFAULT, 1,
+					    ZSM_NET_RXM_EAGER_MAX);
+		if (dev->eager > dev->trunc_unsafe)
+			dev->eager = dev->trunc_unsafe;
+	}
 	if (strcmp(prov, "tcp") == 0) {
 		dev->eager = zsm_net_fi_env("FI_TCP_MAX_RX_SIZE",
 					    ZSM_NET_TCP_RX_DEFAULT, 1,
@@ -270,6 +301,7 @@ static void zsm_net_dev_rules(struct zsm_net_dev *dev)
 						  INT_MAX) /
 				   2);
 	}
+	return 0;
 }
 
 /*
@@ -594,7 +626,8 @@ static int zsm_net_topo_best(const struct zsm_net_topo *topo,
 }
 
 /* Device dev from offer fi (hm: the richer offer of the same provider
- * and domain, or NULL): 0, or -ENOMEM. */
+ * and domain, or NULL): 0, -ENOMEM, or -EINVAL where its provider is
+ * set up beyond what zsm keeps safe. */
 static int zsm_net_topo_add(struct zsm_net_topo *topo,
 			    const struct fi_info *fi,
 			    const struct fi_info *hm)
@@ -608,7 +641,11 @@ static int zsm_net_topo_add(struct zsm_net_topo *topo,
 		return -ENOMEM;
 	dev->hmem = (dev->info->caps & FI_HMEM) != 0;
 	dev->read = (dev->info->caps & ZSM_NET_READ_CAPS) == ZSM_NET_READ_CAPS;
-	zsm_net_dev_rules(dev);
+	if (zsm_net_dev_rules(dev)) {
+		zsm_fi_freeinfo(dev->info);
+		dev->info = NULL;
+		return -EINVAL;
+	}
 	snprintf(dev->name, sizeof(dev->name), "%s", fi->domain_attr->name);
 	dev->pci_path = zsm_net_pci_path(fi);
 	dev->guid = zsm_net_fnv1a(dev->name);
