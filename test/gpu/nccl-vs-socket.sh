@@ -26,8 +26,9 @@
 # -v: the variants, comma-separated (default zsm,socket,socket1).  A zsm
 # variant may add settings, each a dash and a letter with its value, for
 # finding where zsm's time goes: pN ZSM_NET_PATHS=N, dN ZSM_NET_DUPLEX=N,
-# tN ZSM_NET_TX_PUMPS=N, aN ZSM_PROXY_ASSIST=N, i ZSM_PROXY=inline (so
-# zsm-p4-d0 is 4 paths without duplex endpoints).  --base SO: variants
+# tN ZSM_NET_TX_PUMPS=N, aN ZSM_PROXY_ASSIST=N, i ZSM_PROXY=inline, eK
+# FI_OFI_RXM_EAGER_LIMIT=K KiB (rxm's eager protocol up to K KiB instead
+# of its rendezvous) (so zsm-p4-d0 is 4 paths without duplex endpoints).  --base SO: variants
 # named base (base-p4, ...) run that plugin instead of this tree's build,
 # to compare two builds of zsm alternated in one run.
 # Prints, per op and size, each variant's median bus bandwidth over the
@@ -81,6 +82,8 @@ zsm_env() {
 		t[1-4]) echo "ZSM_NET_TX_PUMPS=${w#t}" ;;
 		a[01]) echo "ZSM_PROXY_ASSIST=${w#a}" ;;
 		i) echo "ZSM_PROXY=inline" ;;
+		e[1-9] | e[1-9][0-9] | e[1-9][0-9][0-9] | e[1-9][0-9][0-9][0-9] | e[1-6][0-9][0-9][0-9][0-9])
+			echo "FI_OFI_RXM_EAGER_LIMIT=$((${w#e} * 1024))" ;;
 		*) return 1 ;;
 		esac
 	done
