@@ -28,9 +28,10 @@
 # finding where zsm's time goes: pN ZSM_NET_PATHS=N, dN ZSM_NET_DUPLEX=N,
 # tN ZSM_NET_TX_PUMPS=N, aN ZSM_PROXY_ASSIST=N, i ZSM_PROXY=inline, eK
 # FI_OFI_RXM_EAGER_LIMIT=K KiB (rxm's eager protocol up to K KiB instead
-# of its rendezvous) (so zsm-p4-d0 is 4 paths without duplex endpoints).  --base SO: variants
-# named base (base-p4, ...) run that plugin instead of this tree's build,
-# to compare two builds of zsm alternated in one run.
+# of its rendezvous; zsm refuses more than 64 MiB) (so zsm-p4-d0 is 4
+# paths without duplex endpoints).  --base SO: variants named base
+# (base-p4, ...) run that plugin instead of this tree's build, to
+# compare two builds of zsm alternated in one run.
 # Prints, per op and size, each variant's median bus bandwidth over the
 # rounds and each zsm variant's over the best socket one's, and writes that table to
 # $OUT/nccl-vs-socket.log, every run's result to $OUT/nccl-vs-socket.json
