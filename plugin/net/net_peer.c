@@ -70,6 +70,8 @@ struct zsm_net_peer {
 	uint32_t pid;
 	uint64_t heard_ns;
 	uint64_t probe_ns; /* a PING is out since, or 0 */
+	/* Its clock runs: the last check found work waiting for it. */
+	int watched;
 	int failed;
 	uint32_t early; /* allowed to its receive comms, in all */
 	/* Where to knock (knock_len 0: a provider whose address is no
@@ -206,7 +208,12 @@ void zsm_net_peer_heard(struct zsm_net_peer *p, uint64_t now)
 {
 	if (!p)
 		return;
-	p->heard_ns = now;
+	/* Never back: a caller's time may be another endpoint's last
+	 * pass, and one never passed has 0 (a path's link made ready
+	 * during path 0's pass once put the clock 21 hours back, and one
+	 * unanswered probe failed the comm). */
+	if (now > p->heard_ns)
+		p->heard_ns = now;
 	p->probe_ns = 0;
 }
 
@@ -476,10 +483,13 @@ void zsm_net_peer_check(struct zsm_net_ep *ep, uint64_t now)
 			continue;
 		}
 		busy = every ? zsm_net_peer_busy(p) : NULL;
-		if (!busy || p->heard_ns > now) {
-			/* Idle: the clock starts when work does. */
+		if (!busy || !p->watched || p->heard_ns > now) {
+			/* Idle: the clock starts when a check first finds
+			 * work, not when the record was made (its endpoint's
+			 * last pass, which may be long ago). */
 			p->heard_ns = now;
 			p->probe_ns = 0;
+			p->watched = busy != NULL;
 			continue;
 		}
 		zsm_net_peer_judge(p, now, every, busy);

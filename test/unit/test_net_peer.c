@@ -80,6 +80,8 @@ static void fake_open_at(struct fake *f, uint64_t recv_max, const char *prov,
 	zsm_assert_int_eq(zsm_net_peer_get(&f->ep, 5, 0, 4242, name, &f->peer),
 			  0);
 	f->comm->remote.obj = f->peer;
+	/* The first check that finds the work starts the clock. */
+	zsm_net_peer_check(&f->ep, T0);
 }
 
 static void fake_open(struct fake *f, uint64_t recv_max)
@@ -186,6 +188,38 @@ static void test_net_peer_heard_restarts_clock(void **state)
 	zsm_net_peer_check(&f.ep, T0 + 3800 * MS);
 	assert_int_equal(fake_failed(&f), 0);
 	zsm_net_peer_check(&f.ep, T0 + 3950 * MS);
+	zsm_assert_int_eq(fake_failed(&f), -ECONNRESET);
+	fake_close(&f);
+}
+
+/*
+ * A record made on an endpoint that never had a pass (its time 0: a
+ * path's endpoint) and busy at once, then told of word from it with that
+ * endpoint's time: the clock starts at the first check and never goes
+ * back, so the silence allowed is counted from there (a path dead from
+ * the start is still found: test/netns/rails-linkdown.sh).
+ */
+static void test_net_peer_clock_starts_when_watched(void **state)
+{
+	struct fake f;
+
+	(void)state;
+	fake_open(&f, 4096);
+	zsm_net_peer_put(f.peer);
+	f.ep.pass.begin_ns = 0;
+	zsm_assert_int_eq(zsm_net_peer_get(&f.ep, 6, 0, 4243, NULL, &f.peer),
+			  0);
+	f.comm->remote.obj = f.peer;
+	zsm_net_peer_check(&f.ep, T0 + 100 * MS);
+	assert_false(f.comm->ctrl.want & (1u << ZSM_CTRL_PING));
+	zsm_net_peer_heard(f.peer, f.ep.pass.begin_ns);
+	zsm_net_peer_check(&f.ep, T0 + 1000 * MS);
+	assert_false(f.comm->ctrl.want & (1u << ZSM_CTRL_PING));
+	zsm_net_peer_check(&f.ep, T0 + 1600 * MS);
+	assert_true(f.comm->ctrl.want & (1u << ZSM_CTRL_PING));
+	zsm_net_peer_check(&f.ep, T0 + 2050 * MS);
+	assert_int_equal(fake_failed(&f), 0);
+	zsm_net_peer_check(&f.ep, T0 + 2650 * MS);
 	zsm_assert_int_eq(fake_failed(&f), -ECONNRESET);
 	fake_close(&f);
 }
@@ -383,6 +417,8 @@ int main(void)
 		cmocka_unit_test_setup(
 			test_net_peer_rma_in_flight_is_not_silence, with_2s),
 		cmocka_unit_test_setup(test_net_peer_heard_restarts_clock,
+				       with_2s),
+		cmocka_unit_test_setup(test_net_peer_clock_starts_when_watched,
 				       with_2s),
 		cmocka_unit_test_setup(test_net_peer_stop_of_10s_is_survived,
 				       with_defaults),
