@@ -519,6 +519,12 @@ void zsm_net_comm_grant_check(struct zsm_net_comm *rc)
 	zsm_net_ctrl_want(rc, ZSM_CTRL_GRANT);
 }
 
+int zsm_net_comm_waits(const struct zsm_net_comm *c)
+{
+	return c->posted.deferred || c->held ||
+	       (c->paths.parent && c->paths.parent->posted.deferred);
+}
+
 /* The endpoint's timed work: a quiet comm's GRANT that the small-receive
  * rule held back goes now (net_credit.h says when one is held). */
 void zsm_net_comm_grant_late(struct zsm_net_ep *ep)

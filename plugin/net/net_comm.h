@@ -198,6 +198,11 @@ void zsm_net_comm_fail_reqs(struct zsm_net_comm *comm, int err);
 void zsm_net_comm_fail(struct zsm_net_comm *comm, int err, const char *why);
 /* Whether the link's owner failed (engine). */
 int zsm_net_comm_failed(const struct zsm_net_comm *comm);
+/* Whether the link waits for its peer beyond what is in the provider
+ * (engine): requests parked, sends held for their GRANT (net_credit.h),
+ * or, for a path's link, its comm's requests parked, which may wait for
+ * that link's own first GRANT. */
+int zsm_net_comm_waits(const struct zsm_net_comm *c);
 int zsm_net_comm_post_close(struct zsm_net_comm *comm);
 /* Engine: the peer's CLOSE, once net_ctrl.c checked it. */
 void zsm_net_comm_on_close(struct zsm_net_comm *c,

@@ -236,23 +236,26 @@ static size_t zsm_net_fi_env(const char *name, size_t dflt, long lo, long hi)
 	return *end || v < lo || v > hi ? dflt : (size_t)v;
 }
 
-/* tcp;ofi_rxm's eager limit, from its variables, into *limit: 0, or
- * -EINVAL where it is larger than zsm guards (said once, here). */
-static int zsm_net_rxm_eager_limit(size_t *limit)
+/* tcp;ofi_rxm's limits from its variables: 0, or -EINVAL where its
+ * eager limit is larger than zsm guards (said once, here). */
+static int zsm_net_rxm_rules(struct zsm_net_dev *dev)
 {
 	size_t buf = zsm_net_fi_env("FI_OFI_RXM_BUFFER_SIZE",
 				    ZSM_NET_RXM_EAGER_DEFAULT, 1, LONG_MAX);
 	size_t eager = zsm_net_fi_env("FI_OFI_RXM_EAGER_LIMIT", 0, 1,
 				      LONG_MAX);
 
-	*limit = eager > buf ? eager : buf;
-	if (*limit <= ZSM_NET_RXM_TRUNC_MAX)
+	dev->trunc_unsafe = eager > buf ? eager : buf;
+	dev->eager = buf <= ZSM_NET_RXM_EAGER_MAX ? buf
+						   : ZSM_NET_RXM_EAGER_DEFAULT;
+	if (dev->trunc_unsafe <= ZSM_NET_RXM_TRUNC_MAX)
 		return 0;
 	ZSM_WARN("net: tcp;ofi_rxm would send messages of up to %zu bytes "
 		 "eagerly (FI_OFI_RXM_BUFFER_SIZE, FI_OFI_RXM_EAGER_LIMIT), "
 		 "and one larger than its receive resets the connection; zsm "
 		 "guards up to %d: set them to %d or less",
-		 *limit, ZSM_NET_RXM_TRUNC_MAX, ZSM_NET_RXM_TRUNC_MAX);
+		 dev->trunc_unsafe, ZSM_NET_RXM_TRUNC_MAX,
+		 ZSM_NET_RXM_TRUNC_MAX);
 	return -EINVAL;
 }
 
@@ -282,15 +285,8 @@ static int zsm_net_dev_rules(struct zsm_net_dev *dev)
 	dev->trunc_unsafe = 0;
 	dev->eager = 0;
 	dev->early_peer = UINT32_MAX;
-	if (strcmp(prov, "tcp;ofi_rxm") == 0) {
-		if (zsm_net_rxm_eager_limit(&dev->trunc_unsafe))
-			return -EINVAL;
-		dev->eager = zsm_net_fi_env("FI_OFI_RXM_BUFFER_SIZE",
-					    ZSM_NET_RXM_EAGER_DEFAULT, 1,
-					    ZSM_NET_RXM_EAGER_MAX);
-		if (dev->eager > dev->trunc_unsafe)
-			dev->eager = dev->trunc_unsafe;
-	}
+	if (strcmp(prov, "tcp;ofi_rxm") == 0 && zsm_net_rxm_rules(dev))
+		return -EINVAL;
 	if (strcmp(prov, "tcp") == 0) {
 		dev->eager = zsm_net_fi_env("FI_TCP_MAX_RX_SIZE",
 					    ZSM_NET_TCP_RX_DEFAULT, 1,

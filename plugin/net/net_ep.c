@@ -656,12 +656,10 @@ int zsm_net_ep_busy(const struct zsm_net_ep *ep)
 	 * held for their GRANT, as in flight (net_credit.h). */
 	for (const struct zsm_net_comm *c = ep->comms; c; c = c->ep_next)
 		if (c->type != ZSM_COMM_LISTEN &&
-		    (c->closing || c->posted.deferred || c->held ||
+		    (c->closing || zsm_net_comm_waits(c) ||
 		     /* a path's link in its handshake: the provider
 		      * connects only while polled */
 		     (c->paths.parent && c->hs == ZSM_COMM_CONNECTING) ||
-		     /* or its comm's requests wait, maybe for its GRANT */
-		     (c->paths.parent && c->paths.parent->posted.deferred) ||
 		     /* acquire: pairs with the release in
 		      * zsm_entry_publish_comm. */
 		     (c->owner && !atomic_load_explicit(&c->owner->published,

@@ -147,7 +147,6 @@ int zsm_net_peer_get(struct zsm_net_ep *ep, fi_addr_t addr, int same_host,
 	p->pid = pid;
 	p->pidfd = -1;
 	p->knock_fd = -1;
-	p->heard_ns = ep->pass.begin_ns;
 	if (same_host) {
 		/* Without a pidfd (fds exhausted, an old kernel) the peer is
 		 * judged by what is heard from it, like a remote one. */
@@ -270,18 +269,16 @@ static void zsm_net_peer_fail(struct zsm_net_peer *p, int err, const char *why)
 			zsm_net_comm_maybe_free(c);
 }
 
-/* Whether some comm to p waits for the peer (a held send waits for its
- * GRANT, net_credit.h).  A path's link counts while its comm has
- * requests parked: a send there may wait for the link's first GRANT,
- * which only the link's own path brings, and a link that never carried
- * anything would otherwise never be asked (a path dead from the start
- * hung both ranks past ZSM_PEER_TIMEOUT_MS, failed by nothing). */
+/* Whether some comm to p waits for the peer: data in the provider, or
+ * what zsm_net_comm_waits counts (a path's link whose comm's sends wait
+ * for its first GRANT, which only that path brings, was once asked by
+ * no check: a path dead from the start hung both ranks past
+ * ZSM_PEER_TIMEOUT_MS, failed by nothing). */
 static struct zsm_net_comm *zsm_net_peer_busy(struct zsm_net_peer *p)
 {
 	for (struct zsm_net_comm *c = p->ep->comms; c; c = c->ep_next)
 		if (c->remote.obj == p && !c->closing &&
-		    (c->posted.data || c->posted.deferred || c->held ||
-		     (c->paths.parent && c->paths.parent->posted.deferred)) &&
+		    (c->posted.data || zsm_net_comm_waits(c)) &&
 		    c->remote.id &&
 		    !zsm_net_comm_failed(c))
 			return c;
